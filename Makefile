@@ -1,0 +1,39 @@
+# `make run` and `make test` each create .venv when missing and install the project.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.polyc-installed
+# torch is pinned: the 2.13.0 CPU build is on this machine's disk; an unpinned torch
+# would pull a several-GB CUDA build.
+TORCH := torch==2.13.0
+
+.PHONY: run test test-slow lint format bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,sweep]' $(TORCH)
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/polyc demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q -n 2 --durations=15
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m slow
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,214 @@
+"""Exact dependences with isl's dataflow analysis (``UnionAccessInfo.compute_flow``).
+
+Dependences are computed once per program on its program-order schedule:
+
+- ``flow`` (read after write, value-based: intervening writes kill),
+- ``anti`` (write after read) and ``output`` (write after write), the false
+  dependences, with the same kills,
+- ``live_in`` (elements read before any write) and ``live_out`` (the last write of
+  every element of an output array).
+
+Every relation is also kept tagged by reference so that a violated dependence can be
+reported with the array it goes through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc import tree
+from polyc.ir import Kernel, access_map
+
+END = "_END"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One access of a statement: its tag, array and whether it writes."""
+
+    tag: str
+    stmt: str
+    array: str
+    is_write: bool
+
+
+def _tagged(kernel: Kernel):
+    """Tagged read and write maps ``[S[i] -> tag[]] -> A[...]`` and the ref table."""
+    reads = writes = None
+    refs: dict[str, Ref] = {}
+    for s in kernel.statements:
+        accesses = [(s.target, True)] + [(ld, False) for ld in s.reads]
+        for n, (ld, is_write) in enumerate(accesses):
+            tag = f"{s.name}__{'w' if is_write else 'r'}{n}"
+            refs[tag] = Ref(tag, s.name, ld.array, is_write)
+            m = access_map(s, ld, kernel.params)
+            tag_space = isl.Set(f"{{ {tag}[] }}")
+            tagged = isl.Map.from_domain_and_range(
+                isl.Map.from_domain_and_range(s.domain, tag_space).wrap(), m.range()
+            )
+            # [S[i] -> tag[]] -> A[f(i)]: pull the access back through the tag
+            unwrap = isl.Map.from_domain_and_range(s.domain, tag_space).domain_map()
+            tagged = unwrap.apply_range(m)
+            piece = isl.UnionMap.from_map(tagged)
+            if is_write:
+                writes = piece if writes is None else writes.union(piece)
+            else:
+                reads = piece if reads is None else reads.union(piece)
+    empty = isl.UnionMap.empty(kernel.context.get_space())
+    return reads or empty, writes or empty, refs
+
+
+def _untag(umap: isl.UnionMap) -> isl.UnionMap:
+    """Drop reference tags on both sides: ``[S -> t] -> [T -> u]`` to ``S -> T``."""
+    if umap.is_empty():
+        return umap
+    return umap.domain_factor_domain().range_factor_domain()
+
+
+def _untag_domain(umap: isl.UnionMap) -> isl.UnionMap:
+    return umap if umap.is_empty() else umap.domain_factor_domain()
+
+
+class Deps:
+    """The dependences of a program (see module docstring). All relations are isl
+    union maps from source instance to sink instance (``S0[i, j] -> S1[i, j, k]``)."""
+
+    def __init__(self, kernel: Kernel):
+        reads, writes, refs = _tagged(kernel)
+        self.refs = refs
+        self._kernel_name = kernel.name
+        # a leading 0 leaves room for a pseudo statement at time [1, ...]
+        sched = _prefixed(tree.flat_map(kernel._shared.program_schedule))
+        tagged_sched = _tag_schedule(sched, reads.union(writes))
+        empty_set = isl.UnionSet.empty(kernel.context.get_space())
+
+        info = isl.UnionAccessInfo.from_sink(reads)
+        info = info.set_must_source(writes).set_schedule_map(tagged_sched)
+        flow = info.compute_flow()
+        self.flow_tagged = flow.get_may_dependence()
+        #: tagged reads with no source: ``[S[i] -> tag[]] -> A[...]``
+        self.live_in_accesses = flow.get_may_no_source()
+        self.live_in = self.live_in_accesses.range()
+
+        # false dependences: sinks are writes; an intervening write kills
+        info = isl.UnionAccessInfo.from_sink(writes)
+        info = info.set_must_source(writes).set_may_source(reads)
+        false = info.set_schedule_map(tagged_sched).compute_flow().get_may_dependence()
+        self.anti_tagged = _filter_source_tags(false, _tag_set(refs, is_write=False))
+        self.output_tagged = _filter_source_tags(false, _tag_set(refs, is_write=True))
+
+        # a pseudo statement after everything reads every element of the outputs
+        end_reads = None
+        for a in kernel.outputs:
+            dims = ", ".join(f"x{d}" for d in range(a.ndim))
+            piece = isl.UnionMap(
+                f"{{ [{END}[] -> {END}__{a.name}[]] -> {a.name}[{dims}] }}"
+            )
+            end_reads = piece if end_reads is None else end_reads.union(piece)
+        if end_reads is None:
+            self.live_out_instances = empty_set
+            self.live_out = empty_set
+        else:
+            info = isl.UnionAccessInfo.from_sink(end_reads).set_must_source(writes)
+            end_sched = _end_schedule(end_reads, _width(sched))
+            info = info.set_schedule_map(tagged_sched.union(end_sched))
+            last = info.compute_flow().get_may_dependence()
+            #: statement instances whose write is the final value of an output element
+            self.live_out_instances = _untag_domain(last).domain()
+            self.live_out = last.domain().apply(writes)
+
+        self.flow = _untag(self.flow_tagged)
+        self.anti = _untag(self.anti_tagged)
+        self.output = _untag(self.output_tagged)
+
+    @property
+    def validity(self) -> isl.UnionMap:
+        """Every dependence a legal schedule must respect (flow, anti, output)."""
+        return self.flow.union(self.anti).union(self.output)
+
+    @property
+    def false(self) -> isl.UnionMap:
+        return self.anti.union(self.output)
+
+    def by_array(self, kind: str) -> dict[str, isl.UnionMap]:
+        """``{array: relation}`` for kind ``flow``, ``anti`` or ``output``."""
+        tagged = getattr(self, f"{kind}_tagged")
+        out: dict[str, isl.UnionMap] = {}
+        maps: list[isl.Map] = []
+        tagged.foreach_map(maps.append)
+        for m in maps:
+            src_tag = m.domain().unwrap().range().get_tuple_name()
+            array = self.refs[src_tag].array
+            piece = _untag(isl.UnionMap.from_map(m))
+            out[array] = out[array].union(piece) if array in out else piece
+        return out
+
+    def is_empty(self) -> bool:
+        return self.validity.is_empty()
+
+    def __str__(self) -> str:
+        lines = [f"dependences of {self._kernel_name}:"]
+        for kind in ("flow", "anti", "output"):
+            per = self.by_array(kind)
+            if not per:
+                lines.append(f"  {kind}: none")
+            for array, rel in sorted(per.items()):
+                lines.append(f"  {kind} on {array}: {rel.coalesce()}")
+        lines.append(f"  live-in: {self.live_in.coalesce()}")
+        lines.append(f"  live-out: {self.live_out.coalesce()}")
+        return "\n".join(lines)
+
+
+def _width(sched: isl.UnionMap) -> int:
+    maps: list[isl.Map] = []
+    sched.foreach_map(maps.append)
+    return max((m.dim(isl.dim_type.out) for m in maps), default=0)
+
+
+def _tag_schedule(sched: isl.UnionMap, accesses: isl.UnionMap) -> isl.UnionMap:
+    """Schedule of tagged instances: ``[S[i] -> t[]] -> time(S[i])``."""
+    tagged_domain = accesses.domain()
+    return tagged_domain.unwrap().domain_map().apply_range(sched)
+
+
+def _prefixed(sched: isl.UnionMap) -> isl.UnionMap:
+    """Prepend a time dimension fixed to 0."""
+    maps: list[isl.Map] = []
+    sched.foreach_map(maps.append)
+    out = isl.UnionMap.empty(sched.get_space())
+    for m in maps:
+        m = m.insert_dims(isl.dim_type.out, 0, 1).fix_val(isl.dim_type.out, 0, 0)
+        out = out.union(isl.UnionMap.from_map(m))
+    return out
+
+
+def _end_schedule(end_reads: isl.UnionMap, width: int) -> isl.UnionMap:
+    """The pseudo statement runs after every real instance: time [1, 0, ...]."""
+    time = ", ".join(["1"] + ["0"] * (width - 1))
+    out = isl.UnionMap.empty(end_reads.get_space())
+    sets: list[isl.Set] = []
+    end_reads.domain().foreach_set(sets.append)
+    for s in sets:
+        m = isl.Map.from_domain_and_range(s, isl.Set(f"{{ [{time}] }}"))
+        out = out.union(isl.UnionMap.from_map(m))
+    return out
+
+
+def _tag_set(refs: dict[str, Ref], is_write: bool) -> set[str]:
+    return {t for t, r in refs.items() if r.is_write == is_write}
+
+
+def _filter_source_tags(deps: isl.UnionMap, tags: set[str]) -> isl.UnionMap:
+    maps: list[isl.Map] = []
+    deps.foreach_map(maps.append)
+    out = isl.UnionMap.empty(deps.get_space())
+    for m in maps:
+        if m.domain().unwrap().range().get_tuple_name() in tags:
+            out = out.union(isl.UnionMap.from_map(m))
+    return out
+
+
+def compute_deps(kernel: Kernel) -> Deps:
+    return Deps(kernel)

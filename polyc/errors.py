@@ -1,0 +1,97 @@
+"""The errors polyc raises.
+
+Every user-facing error is a subclass of :class:`PolycError`. A message reads
+``<operation>: <what is wrong> because <witness>. <the one fix that helps>`` so that
+the user learns what failed, why, and what to do, from the message alone.
+"""
+
+from __future__ import annotations
+
+
+class PolycError(Exception):
+    """Root of every error polyc raises on purpose."""
+
+
+class AffineError(PolycError, ValueError):
+    """An index, bound or condition that must be affine is not (``A[i*j]``, ``A[B[i]]``)."""
+
+
+class ShapeError(PolycError, ValueError):
+    """Shapes of operands, or of an operand and its use, do not agree."""
+
+
+class DTypeError(PolycError, TypeError):
+    """Element types of operands do not agree, or a dtype is not supported."""
+
+
+class ArgumentError(PolycError, TypeError):
+    """An op or function was called with an unknown or invalid argument."""
+
+
+class InputError(PolycError, ValueError):
+    """A runtime input (numpy array or parameter value) has the wrong shape or dtype."""
+
+
+class ReductionError(PolycError, ValueError):
+    """A reduction axis is used outside a reduction, or a reduction is malformed."""
+
+
+class CycleError(PolycError, ValueError):
+    """Definitions depend on each other in a cycle."""
+
+
+class DefinitionError(PolycError, ValueError):
+    """A kernel or tensor definition is malformed (e.g. writes out of bounds)."""
+
+
+class IllegalTransformError(PolycError, ValueError):
+    """A transformation would reverse a dependence (the result would change)."""
+
+
+class ScheduleError(PolycError, ValueError):
+    """A schedule or band reference is malformed (unknown band, bad YAML, ...)."""
+
+
+class PlacementError(PolycError, ValueError):
+    """A memory placement does not fit, or is otherwise impossible."""
+
+
+class FrontendError(PolycError, ValueError):
+    """A frontend (torch, C) met a construct it cannot lower."""
+
+
+class CodegenError(PolycError, RuntimeError):
+    """Generating or compiling C failed."""
+
+
+class ConfigError(PolycError, ValueError):
+    """A hardware description is malformed."""
+
+
+class SimulationError(PolycError, RuntimeError):
+    """The simulated accelerator stopped on a violation (e.g. out-of-bounds access)."""
+
+
+class BudgetError(PolycError, RuntimeError):
+    """isl ran past its operation budget (a hard scheduling problem)."""
+
+
+__all__ = [
+    "AffineError",
+    "ArgumentError",
+    "BudgetError",
+    "CodegenError",
+    "ConfigError",
+    "CycleError",
+    "DTypeError",
+    "DefinitionError",
+    "FrontendError",
+    "IllegalTransformError",
+    "InputError",
+    "PlacementError",
+    "PolycError",
+    "ReductionError",
+    "ScheduleError",
+    "ShapeError",
+    "SimulationError",
+]

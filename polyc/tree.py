@@ -1,0 +1,158 @@
+"""Helpers on isl schedule trees that every layer needs.
+
+Bands are named by mark nodes that polyc inserts directly above them. A band mark
+reads ``NAME(m0, m1, ...)``: the band's name and the names of its members, so a
+schedule printed as YAML and read back keeps its names. Marks that carry attributes
+start with ``@`` (``@parallel``, ``@unroll``, ``@vectorize``, ``@tensorize(matmul)``)
+and sit between the band mark and the band they modify.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+import islpy as isl
+
+from polyc.errors import ScheduleError
+
+_BAND_MARK = re.compile(r"^([A-Za-z_][\w.]*)\(([\w, ]*)\)$")
+
+
+def band_mark(name: str, members: Sequence[str]) -> str:
+    """The mark text naming a band and its members, e.g. ``S1(i, j, k)``."""
+    return f"{name}({', '.join(members)})"
+
+
+def parse_band_mark(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """``(name, members)`` for a band mark, None for any other mark."""
+    m = _BAND_MARK.match(text)
+    if not m:
+        return None
+    members = tuple(s.strip() for s in m.group(2).split(",") if s.strip())
+    return m.group(1), members
+
+
+def is_attribute(text: str) -> bool:
+    return text.startswith("@")
+
+
+def initial_schedule(
+    domains: Sequence[tuple[str, isl.Set, Sequence[str]]],
+) -> isl.Schedule:
+    """Program-order schedule: statements in sequence, each in its own named band.
+
+    ``domains`` lists ``(band name, domain, iterator names)`` per statement.
+    """
+    if not domains:
+        raise ScheduleError("schedule: a kernel needs at least one statement.")
+    union = isl.UnionSet.from_set(domains[0][1])
+    for _, dom, _ in domains[1:]:
+        union = union.union(isl.UnionSet.from_set(dom))
+    schedule = isl.Schedule.from_domain(union)
+    root = schedule.get_root().child(0)
+    if len(domains) > 1:
+        filters = isl.UnionSetList.alloc(union.get_ctx(), len(domains))
+        for _, dom, _ in domains:
+            filters = filters.add(isl.UnionSet.from_set(dom))
+        root = root.insert_sequence(filters)
+    for pos, (name, dom, iters) in enumerate(domains):
+        node = root.child(pos).child(0) if len(domains) > 1 else root
+        if dom.dim(isl.dim_type.set) == 0:
+            root = _up_to_top(node, len(domains) > 1)
+            continue
+        node = node.insert_partial_schedule(identity_mupa(dom))
+        node = node.insert_mark(isl.Id(band_mark(name, iters)))
+        root = _up_to_top(node, len(domains) > 1)
+    return root.get_schedule()
+
+
+def _up_to_top(node: isl.ScheduleNode, in_sequence: bool) -> isl.ScheduleNode:
+    """Walk back up to the node just below the domain (the sequence, or the band)."""
+    while node.get_tree_depth() > 1:
+        node = node.parent()
+    return node
+
+
+def identity_mupa(dom: isl.Set) -> isl.MultiUnionPwAff:
+    """The partial schedule ``{ S[i, j] -> [i, j] }`` of a statement's domain."""
+    space = dom.get_space()
+    ident = isl.MultiAff.identity(space.map_from_set())
+    ident = ident.reset_tuple_id(isl.dim_type.out)
+    pma = isl.PwMultiAff.from_multi_aff(ident).intersect_domain(dom)
+    return isl.MultiUnionPwAff.from_union_pw_multi_aff(
+        isl.UnionPwMultiAff.from_pw_multi_aff(pma)
+    )
+
+
+def walk(node: isl.ScheduleNode) -> Iterator[isl.ScheduleNode]:
+    """Pre-order traversal of a schedule (sub)tree."""
+    yield node
+    for i in range(node.n_children()):
+        yield from walk(node.child(i))
+
+
+def find_band(schedule: isl.Schedule, name: str) -> isl.ScheduleNode:
+    """The band node named ``name`` (below its name mark and attribute marks).
+
+    Raises:
+        ScheduleError: when no band has that name; the message lists the names.
+    """
+    for node in walk(schedule.get_root()):
+        if node.get_type() != isl.schedule_node_type.mark:
+            continue
+        parsed = parse_band_mark(node.mark_get_id().get_name())
+        if parsed and parsed[0] == name:
+            child = node.child(0)
+            while child.get_type() == isl.schedule_node_type.mark:
+                child = child.child(0)
+            if child.get_type() != isl.schedule_node_type.band:
+                raise ScheduleError(f"schedule: mark {name!r} is not above a band.")
+            return child
+    raise ScheduleError(
+        f"schedule: there is no band named {name!r} because the schedule's bands are "
+        f"{', '.join(band_names(schedule)) or '(none)'}. Use one of those names."
+    )
+
+
+def band_names(schedule: isl.Schedule) -> list[str]:
+    out = []
+    for node in walk(schedule.get_root()):
+        if node.get_type() == isl.schedule_node_type.mark:
+            parsed = parse_band_mark(node.mark_get_id().get_name())
+            if parsed:
+                out.append(parsed[0])
+    return out
+
+
+def band_members(schedule: isl.Schedule, name: str) -> tuple[str, ...]:
+    node = find_band(schedule, name)
+    mark = node.parent()
+    while not parse_band_mark(mark.mark_get_id().get_name()):
+        mark = mark.parent()
+    return parse_band_mark(mark.mark_get_id().get_name())[1]
+
+
+def flat_map(schedule: isl.Schedule | isl.UnionMap) -> isl.UnionMap:
+    """The schedule as one union map into a single anonymous time space.
+
+    Ranges of different statements are padded with zeros to one dimension so that
+    lexicographic comparisons across statements are defined.
+    """
+    umap = schedule if isinstance(schedule, isl.UnionMap) else schedule.get_map()
+    maps: list[isl.Map] = []
+    umap.foreach_map(maps.append)
+    if not maps:
+        return umap
+    width = max(m.dim(isl.dim_type.out) for m in maps)
+    out = None
+    for m in maps:
+        m = m.reset_tuple_id(isl.dim_type.out)
+        n = m.dim(isl.dim_type.out)
+        if n < width:
+            m = m.add_dims(isl.dim_type.out, width - n)
+            for d in range(n, width):
+                m = m.fix_val(isl.dim_type.out, d, 0)
+        piece = isl.UnionMap.from_map(m)
+        out = piece if out is None else out.union(piece)
+    return out
