@@ -232,6 +232,20 @@ def _subst(e: LExpr, names: dict[str, str]) -> LExpr:
     return LExpr(e.op, tuple(_subst(a, names) for a in e.args))
 
 
+def minus_one(e: LExpr) -> LExpr:
+    """``e - 1`` folded into a trailing constant where there is one."""
+    if e.op == "int":
+        return LExpr("int", (e.args[0] - 1,))
+    if e.op == "sub" and e.args[1].op == "int":
+        return LExpr("sub", (e.args[0], LExpr("int", (e.args[1].args[0] + 1,))))
+    if e.op == "add" and e.args[1].op == "int":
+        c = e.args[1].args[0] - 1
+        if c == 0:
+            return e.args[0]
+        return LExpr("add", (e.args[0], LExpr("int", (c,))))
+    return LExpr("sub", (e, LExpr("int", (1,))))
+
+
 # rendering -----------------------------------------------------------------------
 
 _C_INFIX = {

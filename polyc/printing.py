@@ -77,7 +77,7 @@ def _emit(nodes, stmts, out: list[str], depth: int) -> None:
             bound = n.upper()
             if bound is not None:
                 hi, inclusive = bound
-                hi_text = loops.to_py(hi) if inclusive else f"{loops.to_py(hi)} - 1"
+                hi_text = loops.to_py(hi if inclusive else loops.minus_one(hi))
                 step = f" step {n.step}" if n.step != 1 else ""
                 out.append(
                     f"{pad}for {n.var} in {loops.to_py(n.init)}..{hi_text}{step}:"

@@ -1,0 +1,213 @@
+"""Compile C into a Python extension with cffi, cached on disk by content hash.
+
+The cache is safe under concurrency and corruption: each entry is built in a private
+temporary directory and moved into place with an atomic rename, next to a manifest
+holding the SHA-256 of the library; an entry whose bytes do not match its manifest
+(half-written, truncated, edited) is rebuilt, and two processes building the same
+entry at once both succeed (the second rename replaces identical bytes).
+
+The cache lives in ``$POLYC_CACHE_DIR`` (default ``~/.cache/polyc``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.machinery
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from polyc.errors import CodegenError
+
+CC = os.environ.get("CC", "gcc")
+#: host flags: no FMA contraction keeps float results equal to the interpreter's
+BASE_FLAGS = (
+    "-O3",
+    "-march=native",
+    "-ffp-contract=off",
+    "-fwrapv",
+    "-fno-strict-aliasing",
+)
+_LINE_FILE = "polyc_kernel.c"
+_loaded: dict[str, object] = {}
+
+
+@dataclass(frozen=True)
+class Built:
+    """A loaded module: ``ffi`` and ``lib`` from cffi, and where it came from."""
+
+    ffi: object
+    lib: object
+    path: Path
+    cached: bool
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("POLYC_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "polyc"
+    )
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _compiler_id() -> str:
+    key = ("compiler", CC)
+    if key not in _loaded:
+        try:
+            out = subprocess.run(
+                [CC, "--version"], capture_output=True, text=True, timeout=30
+            )
+            _loaded[key] = out.stdout.splitlines()[0] if out.stdout else CC
+        except (OSError, subprocess.SubprocessError):
+            _loaded[key] = CC
+    return str(_loaded[key])
+
+
+def build(
+    source: str,
+    cdef: str,
+    *,
+    name: str = "kernel",
+    flags: tuple[str, ...] = (),
+    link_flags: tuple[str, ...] = (),
+) -> Built:
+    """Compile ``source`` (C) exposing the declarations ``cdef``; return the module.
+
+    Raises:
+        CodegenError: when the C compiler fails; the message quotes the offending
+            generated line and the compiler's own message.
+    """
+    import cffi
+
+    all_flags = tuple(BASE_FLAGS) + tuple(flags)
+    key_text = json.dumps(
+        [
+            source,
+            cdef,
+            all_flags,
+            link_flags,
+            _compiler_id(),
+            cffi.__version__,
+            sys.implementation.cache_tag,
+        ],
+    )
+    digest = hashlib.sha256(key_text.encode()).hexdigest()[:20]
+    modname = f"_polyc_{_safe(name)}_{digest}"
+    if modname in _loaded:
+        mod = _loaded[modname]
+        return Built(mod.ffi, mod.lib, Path(mod.__file__), True)
+    root = cache_dir()
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    path = root / f"{modname}{suffix}"
+    manifest = root / f"{modname}.json"
+    mod = _load_verified(modname, path, manifest)
+    cached = mod is not None
+    if mod is None:
+        _compile(modname, source, cdef, all_flags, link_flags, path, manifest, root)
+        mod = _load_verified(modname, path, manifest)
+        if mod is None:
+            raise CodegenError(
+                f"build: the module {path.name} could not be loaded after compiling it "
+                "because its bytes changed on disk. Retry, or clear the cache "
+                f"({root})."
+            )
+    _loaded[modname] = mod
+    return Built(mod.ffi, mod.lib, path, cached)
+
+
+def _load_verified(modname: str, path: Path, manifest: Path):
+    """Import the cached module when its bytes match its manifest; else None."""
+    try:
+        want = json.loads(manifest.read_text())["sha256"]
+        data = path.read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if hashlib.sha256(data).hexdigest() != want:
+        return None
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(modname, str(path))
+        spec = importlib.util.spec_from_file_location(modname, str(path), loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+    except ImportError:
+        return None
+    return mod
+
+
+def _compile(modname, source, cdef, flags, link_flags, path, manifest, root) -> None:
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    ffi.set_source(modname, f'#line 1 "{_LINE_FILE}"\n{source}')
+    tmp = Path(tempfile.mkdtemp(prefix=f".{modname}.", dir=root))
+    try:
+        c_file = tmp / f"{modname}.c"
+        with contextlib.redirect_stdout(io.StringIO()):  # cffi prints 'generating'
+            ffi.emit_c_code(str(c_file))
+        so_file = tmp / path.name
+        include = sysconfig.get_paths()["include"]
+        cmd = [
+            CC,
+            *flags,
+            "-fPIC",
+            "-shared",
+            f"-I{include}",
+            str(c_file),
+            "-o",
+            str(so_file),
+            *link_flags,
+            "-lm",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CodegenError(_failure_message(proc.stderr, source, cmd))
+        digest = hashlib.sha256(so_file.read_bytes()).hexdigest()
+        os.replace(so_file, path)
+        man_tmp = tmp / "manifest.json"
+        man_tmp.write_text(json.dumps({"sha256": digest, "module": modname}))
+        os.replace(man_tmp, manifest)
+    except OSError as err:
+        raise CodegenError(
+            f"build: could not run the C compiler {CC!r} because {err}. Install gcc "
+            "or set CC to a C compiler."
+        ) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _failure_message(stderr: str, source: str, cmd: list[str]) -> str:
+    lines = source.splitlines()
+    pattern = re.compile(
+        rf"{re.escape(_LINE_FILE)}:(\d+):(?:\d+:)?\s*(?:fatal )?error:\s*(.*)"
+    )
+    for line in stderr.splitlines():
+        m = pattern.search(line)
+        if m:
+            no = int(m.group(1))
+            text = lines[no - 1].strip() if 0 < no <= len(lines) else "?"
+            return (
+                f"build: the C compiler rejected generated line {no} `{text}` because "
+                f"{m.group(2)}. This is a polyc bug unless the kernel contains raw C "
+                f"(e.g. from the C frontend): report it with the kernel.\n"
+                f"compiler output:\n{stderr.strip()}"
+            )
+    return (
+        f"build: the C compiler failed ({' '.join(cmd[:2])} ...) because:\n"
+        f"{stderr.strip() or '(no message)'}\nCheck that gcc and the Python headers are installed."
+    )
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in name)[:32]

@@ -1,0 +1,195 @@
+"""Statement bodies as C expressions, with the same semantics as the interpreter.
+
+Narrow types (int8, int16, float16) are cast back after every operation, which is
+what numpy does, so compiled results match the interpreter bit for bit on integers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from polyc import dtypes
+from polyc.affine import Aff
+from polyc.dtypes import DType
+from polyc.expr import Binary, Cast, Const, Expr, Index, Load, Opaque, Select, Unary
+
+# C helper functions every generated file defines (see PRELUDE)
+_FLOAT_FN = {
+    "exp": "exp",
+    "log": "log",
+    "sqrt": "sqrt",
+    "tanh": "tanh",
+    "erf": "erf",
+    "sin": "sin",
+    "cos": "cos",
+    "abs": "fabs",
+    "floor": "floor",
+    "ceil": "ceil",
+    "round": "round",
+}
+
+PRELUDE = r"""#include <stdint.h>
+#include <stdbool.h>
+#include <math.h>
+#define floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))
+#define min(x, y) ((x) < (y) ? (x) : (y))
+#define max(x, y) ((x) > (y) ? (x) : (y))
+#define PC_MINMAX(T, S) \
+  static inline T pc_min_##S(T a, T b) { return a < b ? a : b; } \
+  static inline T pc_max_##S(T a, T b) { return a > b ? a : b; }
+PC_MINMAX(float, f32)
+PC_MINMAX(double, f64)
+PC_MINMAX(_Float16, f16)
+PC_MINMAX(int8_t, i8)
+PC_MINMAX(int16_t, i16)
+PC_MINMAX(int32_t, i32)
+PC_MINMAX(int64_t, i64)
+PC_MINMAX(uint8_t, u8)
+static inline int64_t pc_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+"""
+
+_SUFFIX = {
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+}
+
+
+def c_type(dt: DType) -> str:
+    return dt.c_type
+
+
+def literal(value, dt: DType) -> str:
+    """A C literal of ``value`` in ``dt``."""
+    if dt == dtypes.bool_:
+        return "1" if value else "0"
+    if dt.is_float:
+        v = float(value)
+        if math.isinf(v):
+            text = "INFINITY" if v > 0 else "(-INFINITY)"
+        elif math.isnan(v):
+            text = "NAN"
+        else:
+            text = repr(v)
+            if "e" not in text and "." not in text:
+                text += ".0"
+            if dt == dtypes.float32 or dt == dtypes.float16:
+                text += "f"
+        if dt == dtypes.float16:
+            return f"((_Float16){text})"
+        if dt == dtypes.float32 and (math.isinf(v) or math.isnan(v)):
+            return text
+        return text if v >= 0 or text.startswith("(") else f"({text})"
+    v = int(value)
+    if dt == dtypes.int64:
+        return f"INT64_C({v})"
+    if dt in (dtypes.int32,) and v == -(2**31):
+        return "INT32_MIN"
+    return str(v) if v >= 0 else f"({v})"
+
+
+class CExpr:
+    """Renders expressions; ``load(ld, index_texts)`` renders an array element and
+    ``name(iterator)`` renders an iterator (already substituted by the caller)."""
+
+    def __init__(
+        self, load: Callable[[Load, list[str]], str], name: Callable[[str], str]
+    ):
+        self.load = load
+        self.name = name
+
+    def aff(self, a: Aff) -> str:
+        return a.to_c(self.name)
+
+    def __call__(self, e: Expr) -> str:
+        dt = e.dtype
+        if isinstance(e, Const):
+            return literal(e.value, dt)
+        if isinstance(e, Index):
+            return f"({self.aff(e.aff)})"
+        if isinstance(e, Load):
+            return self.load(e, [self.aff(a) for a in e.index])
+        if isinstance(e, Cast):
+            inner = self(e.x)
+            if dt == dtypes.bool_:
+                return f"(({inner}) != 0)"
+            return f"(({c_type(dt)})({inner}))"
+        if isinstance(e, Select):
+            return f"({self(e.cond)} ? {self(e.a)} : {self(e.b)})"
+        if isinstance(e, Unary):
+            return self._unary(e)
+        if isinstance(e, Binary):
+            return self._binary(e)
+        if isinstance(e, Opaque):
+            return e.text
+        raise TypeError(f"codegen: unknown expression {e!r}")
+
+    def _narrow(self, text: str, dt: DType) -> str:
+        """Round back to a narrow type after an operation (C promotes to int/float)."""
+        if dt.itemsize < 4 and dt != dtypes.bool_:
+            return f"(({c_type(dt)})({text}))"
+        return text
+
+    def _unary(self, e: Unary) -> str:
+        x = self(e.x)
+        dt = e.dtype
+        if e.op == "neg":
+            return self._narrow(f"(-{x})", dt)
+        if e.op == "not":
+            return f"(!{x})"
+        if not dt.is_float:
+            if e.op == "abs":
+                fn = "llabs" if dt.itemsize == 8 else "abs"
+                return self._narrow(f"{fn}({x})", dt)
+            return x  # floor/ceil/round of an integer is itself
+        f = "f" if dt != dtypes.float64 else ""
+        arg = f"(float)({x})" if dt == dtypes.float16 else x
+        one = "1.0" + f
+        if e.op in _FLOAT_FN:
+            text = f"{_FLOAT_FN[e.op]}{f}({arg})"
+        elif e.op == "rsqrt":
+            text = f"({one} / sqrt{f}({arg}))"
+        elif e.op == "sigmoid":
+            text = f"({one} / ({one} + exp{f}(-({arg}))))"
+        elif e.op == "recip":
+            text = f"({one} / ({arg}))"
+        else:
+            raise NotImplementedError(e.op)
+        return f"((_Float16){text})" if dt == dtypes.float16 else text
+
+    def _binary(self, e: Binary) -> str:
+        a, b = self(e.a), self(e.b)
+        op, dt = (
+            e.op,
+            e.a.dtype if e.op in ("lt", "le", "gt", "ge", "eq", "ne") else e.dtype,
+        )
+        infix = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">"}
+        infix.update({"ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"})
+        if op in infix:
+            text = f"({a} {infix[op]} {b})"
+            return text if op not in ("add", "sub", "mul") else self._narrow(text, dt)
+        if op in ("min", "max"):
+            return f"pc_{op}_{_SUFFIX[dt.name]}({a}, {b})"
+        f = "f" if dt in (dtypes.float32, dtypes.float16) else ""
+        if op == "div":
+            return self._narrow(f"({a} / {b})", dt)
+        if op == "floordiv":
+            if dt.is_float:
+                return self._narrow(f"floor{f}({a} / {b})", dt)
+            return self._narrow(f"pc_floordiv({a}, {b})", dt)
+        if op == "mod":
+            if dt.is_float:
+                return self._narrow(f"fmod{f}({a}, {b})", dt)
+            return self._narrow(f"({a} % {b})", dt)
+        if op == "pow":
+            return self._narrow(f"pow{f}({a}, {b})", dt)
+        raise NotImplementedError(op)

@@ -1,0 +1,186 @@
+"""Loop nest -> C, through cgen.
+
+:class:`CEmitter` turns a Kernel's loop nest (isl's AST, see :mod:`polyc.loops`) into
+one C function. Targets subclass it and override the hooks: how arrays are declared,
+how a statement instance is emitted, and what a mark becomes. The host target emits
+plain C with OpenMP pragmas; the accelerator target emits calls into the simulator's
+runtime from the same hooks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cgen as c
+
+from codegen.cexpr import PRELUDE, CExpr, c_type
+from polyc import loops, tree
+from polyc.ir import Array, Kernel, Statement
+
+#: attribute marks the host honours, and the pragma each becomes
+PRAGMAS = {
+    "@parallel": "omp parallel for",
+    "@vectorize": "omp simd",
+}
+
+
+@dataclass(frozen=True)
+class CSource:
+    """A generated C translation unit and how to call its entry point."""
+
+    text: str
+    function: str
+    cdef: str
+    params: tuple[str, ...]
+    arrays: tuple[str, ...]
+    uses_openmp: bool
+
+
+def raw_name(array: str) -> str:
+    return f"_pc_{array}"
+
+
+class CEmitter:
+    """Emit a Kernel as a C function; subclass to change statements and marks."""
+
+    prelude = PRELUDE
+
+    def __init__(self, kernel: Kernel, function: str | None = None):
+        self.kernel = kernel
+        self.function = function or f"polyc_{_ident(kernel.name)}"
+        self.stmts = {s.name: s for s in kernel.statements}
+        self.uses_openmp = False
+
+    # hooks ---------------------------------------------------------------------
+    def signature_arrays(self) -> list[Array]:
+        """Arrays passed as pointers (all of them on the host)."""
+        return list(self.kernel.arrays.values())
+
+    def declare_array(self, a: Array) -> list[c.Generable]:
+        """Typed view of a raw ``void *`` argument: ``float (*restrict A)[N]``."""
+        t = c_type(a.dtype)
+        inner = "".join(f"[{d.to_c()}]" for d in a.shape[1:])
+        return [
+            c.Line(
+                f"{t} (*restrict {a.name}){inner} = ({t} (*){inner}){raw_name(a.name)};"
+            )
+        ]
+
+    def element(self, array: str, index: list[str]) -> str:
+        if not index:
+            return f"{array}[0]"
+        return array + "".join(f"[{i}]" for i in index)
+
+    def statement(self, stmt: Statement, args: dict[str, str]) -> list[c.Generable]:
+        """One statement instance; ``args`` maps iterators to C expressions."""
+        r = self.renderer(args)
+        target = r(stmt.target)
+        return [c.Statement(f"{target} = {r(stmt.body)}")]
+
+    def mark(
+        self, name: str, body: list[c.Generable], node: loops.Mark
+    ) -> list[c.Generable]:
+        parsed = tree.parse_band_mark(name)
+        if parsed:
+            return [c.Comment(f"band {parsed[0]}"), *body]
+        pragma = PRAGMAS.get(name)
+        if pragma and body and isinstance(body[0], c.For):
+            if pragma.startswith("omp parallel"):
+                self.uses_openmp = True
+            return [c.Pragma(pragma), *body]
+        if name.startswith("@unroll") and body and isinstance(body[0], c.For):
+            factor = name[len("@unroll") :].strip("()") or "8"
+            return [c.Pragma(f"GCC unroll {factor}"), *body]
+        return body
+
+    def prologue(self) -> list[c.Generable]:
+        return []
+
+    def epilogue(self) -> list[c.Generable]:
+        return []
+
+    # machinery -----------------------------------------------------------------
+    def renderer(self, args: dict[str, str]) -> CExpr:
+        return CExpr(
+            lambda ld, idx: self.element(ld.array, idx),
+            lambda n: args.get(n, n),
+        )
+
+    def nest(self) -> tuple:
+        k = self.kernel
+        reserved = frozenset(k.arrays) | frozenset(raw_name(a) for a in k.arrays)
+        return loops.loop_nest(k.schedule, k.context, reserved)
+
+    def body(self, nodes) -> list[c.Generable]:
+        out: list[c.Generable] = []
+        for n in nodes:
+            if isinstance(n, loops.For):
+                inner = c.Block(self.body(n.body))
+                if n.degenerate:
+                    out.append(
+                        c.Block(
+                            [
+                                c.Line(f"const long {n.var} = {loops.to_c(n.init)};"),
+                                *inner.contents,
+                            ]
+                        )
+                    )
+                else:
+                    out.append(
+                        c.For(
+                            f"long {n.var} = {loops.to_c(n.init)}",
+                            loops.to_c(n.cond),
+                            f"{n.var} += {n.step}",
+                            inner,
+                        )
+                    )
+            elif isinstance(n, loops.If):
+                then = c.Block(self.body(n.then))
+                orelse = c.Block(self.body(n.orelse)) if n.orelse else None
+                out.append(c.If(loops.to_c(n.cond), then, orelse))
+            elif isinstance(n, loops.Mark):
+                out.extend(self.mark(n.name, self.body(n.body), n))
+            elif isinstance(n, loops.Call):
+                out.extend(self.call(n))
+        return out
+
+    def call(self, n: loops.Call) -> list[c.Generable]:
+        stmt = self.stmts.get(n.stmt)
+        if stmt is None:
+            raise KeyError(f"codegen: no statement {n.stmt}")
+        args = {it: _paren(loops.to_c(a)) for it, a in zip(stmt.iterators, n.args)}
+        return self.statement(stmt, args)
+
+    def generate(self) -> CSource:
+        k = self.kernel
+        arrays = self.signature_arrays()
+        params = [c.Value("long", p) for p in k.params]
+        ptrs = [c.Value("void *", raw_name(a.name)) for a in arrays]
+        decl = c.FunctionDeclaration(c.Value("void", self.function), params + ptrs)
+        body: list[c.Generable] = []
+        for a in arrays:
+            body.extend(self.declare_array(a))
+        body.extend(self.prologue())
+        body.extend(self.body(self.nest()))
+        body.extend(self.epilogue())
+        fn = c.FunctionBody(decl, c.Block(body))
+        header = f"/* generated by polyc from kernel {k.name} */\n"
+        text = header + self.prelude + "\n" + str(fn) + "\n"
+        cdef = str(decl) + ";"
+        return CSource(
+            text,
+            self.function,
+            cdef,
+            tuple(k.params),
+            tuple(a.name for a in arrays),
+            self.uses_openmp,
+        )
+
+
+def _paren(text: str) -> str:
+    return text if text.replace("_", "").isalnum() else f"({text})"
+
+
+def _ident(name: str) -> str:
+    out = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+    return out if out and not out[0].isdigit() else f"k_{out}"
