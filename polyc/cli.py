@@ -1,0 +1,31 @@
+"""The ``polyc`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="polyc",
+        description="polyc: a polyhedral loop-nest scheduling compiler for ML accelerators",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo = sub.add_parser(
+        "demo", help="compile and run a small multi-op example end to end and report"
+    )
+    demo.add_argument("--size", type=int, default=64, help="problem size (default 64)")
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "demo":
+        from polyc.demo import run_demo
+
+        return run_demo(size=args.size)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Shared test configuration: golden files, hypothesis profiles, helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+GOLDEN = Path(__file__).parent / "golden"
+
+settings.register_profile(
+    "ci",
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "slow",
+    max_examples=5000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite golden files under tests/golden instead of comparing",
+    )
+
+
+@pytest.fixture
+def golden(request):
+    """``golden(name, text)``: compare ``text`` with tests/golden/<name>."""
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if update or not path.exists():
+            if not update:
+                pytest.fail(
+                    f"golden file {path} is missing; run pytest --update-golden"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            return
+        assert text == path.read_text(), (
+            f"output differs from golden {path}; if the change is intended, "
+            "run pytest --update-golden"
+        )
+
+    return check
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
