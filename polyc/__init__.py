@@ -36,7 +36,7 @@ _LAZY = {
     "Array": ("polyc.ir", "Array"),
     "Statement": ("polyc.ir", "Statement"),
     "Role": ("polyc.ir", "Role"),
-    "interpret": ("polyc.interpret", "interpret"),
+    "interpret": ("polyc.interpreter", "interpret"),
     "build": ("polyc.api", "build"),
     "compile": ("polyc.api", "compile"),
     "from_torch": ("polyc.frontend.torch_export", "from_torch"),
@@ -80,5 +80,5 @@ def __getattr__(name: str):
 
 if TYPE_CHECKING:  # pragma: no cover
     from polyc.api import build, compile
-    from polyc.interpret import interpret
+    from polyc.interpreter import interpret
     from polyc.ir import Array, Kernel, Role, Statement
