@@ -16,7 +16,9 @@ from pathlib import Path
 RESULTS = Path(__file__).parent / "results"
 
 
-def best_time(fn: Callable[[], object], repeat: int = 5, min_time: float = 0.2) -> float:
+def best_time(
+    fn: Callable[[], object], repeat: int = 5, min_time: float = 0.2
+) -> float:
     """Best wall time of ``fn`` in seconds over ``repeat`` runs (after one warm-up).
 
     Each run repeats ``fn`` until ``min_time`` has passed, so short kernels are timed
@@ -36,7 +38,9 @@ def best_time(fn: Callable[[], object], repeat: int = 5, min_time: float = 0.2) 
     return best
 
 
-def compile_native(source: str, function: str, flags: Sequence[str] = ("-O3", "-march=native")):
+def compile_native(
+    source: str, function: str, flags: Sequence[str] = ("-O3", "-march=native")
+):
     """Compile a C function with gcc directly (no polyc) and return it via ctypes."""
     tmp = Path(tempfile.mkdtemp(prefix="polyc-bench-"))
     c_file, so_file = tmp / "native.c", tmp / "native.so"

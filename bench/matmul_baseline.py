@@ -16,8 +16,8 @@ import ctypes
 import numpy as np
 
 import polyc
-from polyc import compute as pc
 from bench.common import best_time, compile_native, table, write_json
+from polyc import compute as pc
 
 NATIVE = r"""
 void matmul(long n, const float *restrict A, const float *restrict B, float *restrict C) {
@@ -51,7 +51,12 @@ def run(size: int = 512) -> dict:
     ptr = ctypes.POINTER(ctypes.c_float)
 
     def call_native():
-        native(ctypes.c_long(size), a.ctypes.data_as(ptr), b.ctypes.data_as(ptr), c_native.ctypes.data_as(ptr))
+        native(
+            ctypes.c_long(size),
+            a.ctypes.data_as(ptr),
+            b.ctypes.data_as(ptr),
+            c_native.ctypes.data_as(ptr),
+        )
 
     call_native()
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -63,15 +68,33 @@ def run(size: int = 512) -> dict:
     t_numpy = best_time(lambda: a @ b, repeat=3)
     flops = 2.0 * size**3
     rows = [
-        {"variant": "polyc (untransformed)", "seconds": t_polyc, "GFLOP/s": flops / t_polyc / 1e9, "vs polyc": 1.0},
-        {"variant": "gcc -O3 plain loop nest", "seconds": t_native, "GFLOP/s": flops / t_native / 1e9, "vs polyc": t_polyc / t_native},
-        {"variant": "numpy @ (BLAS)", "seconds": t_numpy, "GFLOP/s": flops / t_numpy / 1e9, "vs polyc": t_polyc / t_numpy},
+        {
+            "variant": "polyc (untransformed)",
+            "seconds": t_polyc,
+            "GFLOP/s": flops / t_polyc / 1e9,
+            "vs polyc": 1.0,
+        },
+        {
+            "variant": "gcc -O3 plain loop nest",
+            "seconds": t_native,
+            "GFLOP/s": flops / t_native / 1e9,
+            "vs polyc": t_polyc / t_native,
+        },
+        {
+            "variant": "numpy @ (BLAS)",
+            "seconds": t_numpy,
+            "GFLOP/s": flops / t_numpy / 1e9,
+            "vs polyc": t_polyc / t_numpy,
+        },
     ]
     payload = {
         "benchmark": "matmul_baseline",
         "size": size,
         "rows": rows,
-        "ratios": {"native_over_polyc": t_polyc / t_native, "numpy_over_polyc": t_polyc / t_numpy},
+        "ratios": {
+            "native_over_polyc": t_polyc / t_native,
+            "numpy_over_polyc": t_polyc / t_numpy,
+        },
     }
     path = write_json("matmul_baseline", payload)
     print(table(rows, ["variant", "seconds", "GFLOP/s", "vs polyc"]))

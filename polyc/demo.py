@@ -21,8 +21,13 @@ def mlp_block(tokens: int, width: int, hidden: int):
     k = pc.reduce_axis(width, "k")
     h = pc.compute("h", (tokens, hidden), lambda i, j: pc.sum(x[i, k] * w[k, j], k))
     g = pc.compute(
-        "g", (tokens, hidden),
-        lambda i, j: 0.5 * (h[i, j] + b[j]) * (1.0 + pc.erf((h[i, j] + b[j]) * 0.7071067811865476)),
+        "g",
+        (tokens, hidden),
+        lambda i, j: (
+            0.5
+            * (h[i, j] + b[j])
+            * (1.0 + pc.erf((h[i, j] + b[j]) * 0.7071067811865476))
+        ),
     )
     m = pc.reduce_axis(hidden, "m")
     mx = pc.compute("mx", (tokens,), lambda i: pc.max(g[i, m], m))
@@ -52,7 +57,9 @@ def run_demo(size: int = 64) -> int:
     rng = np.random.default_rng(0)
     inputs = {
         "x": rng.standard_normal((size // 2, size), dtype=np.float32),
-        "w": (rng.standard_normal((size, 2 * size), dtype=np.float32) / np.sqrt(size)).astype(np.float32),
+        "w": (
+            rng.standard_normal((size, 2 * size), dtype=np.float32) / np.sqrt(size)
+        ).astype(np.float32),
         "b": rng.standard_normal(2 * size, dtype=np.float32),
     }
     t0 = time.perf_counter()
@@ -69,10 +76,16 @@ def run_demo(size: int = 64) -> int:
     ok = err_c <= 1e-5 and err_interp <= 1e-5
     print("report")
     print(f"  statements            {len(kernel.statements)}")
-    print(f"  generated C           {len(module.c_source):,} bytes, "
-          f"{module.c_source.count(chr(10)):,} lines ({'cached' if module.cached else 'compiled'})")
+    print(
+        f"  generated C           {len(module.c_source):,} bytes, "
+        f"{module.c_source.count(chr(10)):,} lines ({'cached' if module.cached else 'compiled'})"
+    )
     print(f"  interpreter vs numpy  max |diff| = {err_interp:.2e}")
-    print(f"  compiled C vs interp  max |diff| = {err_c:.2e}  -> {'OK' if ok else 'MISMATCH'}")
-    print(f"  time                  lower {t_lower * 1e3:.1f} ms, interpret {t_interp * 1e3:.1f} ms, "
-          f"build {t_build * 1e3:.1f} ms, run {t_run * 1e3:.2f} ms")
+    print(
+        f"  compiled C vs interp  max |diff| = {err_c:.2e}  -> {'OK' if ok else 'MISMATCH'}"
+    )
+    print(
+        f"  time                  lower {t_lower * 1e3:.1f} ms, interpret {t_interp * 1e3:.1f} ms, "
+        f"build {t_build * 1e3:.1f} ms, run {t_run * 1e3:.2f} ms"
+    )
     return 0 if ok else 1
