@@ -665,10 +665,16 @@ class _Lowering:
         iters = list(ranges)
         bounds = [(lo, lo + ext) for lo, ext in ranges.values()]
         cons = [_condition(c) for c in conditions if c is not None]
+        # bounds may mention enclosing iterators (a window starting at i): those
+        # are dimensions of the domain, not parameters
         params = sorted(
-            set().union(set(), *(lo.names() | hi.names() for lo, hi in bounds))
-            | _params_in(target, body)
-            | set().union(set(), *(_cond_names(c) for c in conditions if c is not None))
+            (
+                set().union(set(), *(lo.names() | hi.names() for lo, hi in bounds))
+                | _params_in(target, body)
+                | set().union(
+                    set(), *(_cond_names(c) for c in conditions if c is not None)
+                )
+            )
             - set(iters)
         )
         dom = make_domain(name, iters, bounds, params, cons)
@@ -693,14 +699,17 @@ def _free_names(e: Expr) -> set[str]:
     return out
 
 
-def _first_use(e: Expr, name: str) -> int:
+def _first_use(e: Expr, name: str) -> tuple[int, int, str]:
+    """Where ``name`` first appears: (node, index position); ties break by name so
+    the order of extra loops never depends on set iteration (string hashing)."""
     for pos, n in enumerate(e.walk()):
-        names = n.aff.names() if isinstance(n, Index) else set()
+        if isinstance(n, Index) and name in n.aff.names():
+            return (pos, 0, name)
         if isinstance(n, Load):
-            names = set().union(set(), *(a.names() for a in n.index))
-        if name in names:
-            return pos
-    return 1 << 30
+            for k, a in enumerate(n.index):
+                if name in a.names():
+                    return (pos, k, name)
+    return (1 << 30, 0, name)
 
 
 def _params_in(*exprs: Expr) -> set[str]:
