@@ -6,10 +6,10 @@ import math
 
 import torch
 import torch.nn.functional as F
-from opcheck import Batch, f64
 
 from polyc import compute as pc
 from polyc.ops import nn
+from tests.opcheck import Batch, f64
 
 
 def test_conv_bias_relu_pool_linear_block(rng):
