@@ -187,7 +187,7 @@ class Aff:
 
     def evaluate(self, env: Mapping[str, object]):
         """Evaluate with numpy (ints or integer arrays in ``env``); floors round down."""
-        total: object = self.const
+        total: object = None
         for atom, coef in self.terms:
             if isinstance(atom, str):
                 try:
@@ -199,8 +199,11 @@ class Aff:
                     ) from None
             else:
                 value = np.floor_divide(atom.num.evaluate(env), atom.den)
-            total = total + coef * value
-        return total
+            term = value if coef == 1 else (-value if coef == -1 else coef * value)
+            total = term if total is None else total + term
+        if total is None:
+            return self.const
+        return total + self.const if self.const else total
 
     def substitute(self, mapping: Mapping[str, Aff]) -> Aff:
         """Replace names by Affs (names not in ``mapping`` stay)."""

@@ -24,6 +24,7 @@ import islpy as isl
 import numpy as np
 
 from polyc import tree
+from polyc.affine import Aff
 from polyc.errors import ScheduleError
 from polyc.expr import (
     Binary,
@@ -39,7 +40,7 @@ from polyc.expr import (
 )
 from polyc.io import prepare
 from polyc.ir import Kernel, Statement
-from polyc.scan import fix_params, scan
+from polyc.scan import fix_params, scan, scan_chunks
 
 
 def interpret(
@@ -64,6 +65,7 @@ class _Plan:
     depth: int  # time dimensions fixed per batch
     width: int  # time dimensions in all
     times: dict  # statement -> isl.Map S[x] -> [t] (padded to width)
+    lex_order: frozenset  # statements whose time order is their domain's lex order
 
 
 def _plan(kernel: Kernel) -> _Plan:
@@ -81,11 +83,26 @@ def _plan(kernel: Kernel) -> _Plan:
             bad.is_empty()
             or bad.intersect(_same_prefix(times_union, depth, width)).is_empty()
         ):
-            return _Plan(tuple(order), depth, width, times)
+            doms = {
+                s.name: s.domain.intersect_params(kernel.context)
+                for s in kernel.statements
+            }
+            lex = frozenset(
+                n for n, m in times.items() if _preserves_lex_order(m, doms[n])
+            )
+            return _Plan(tuple(order), depth, width, times, lex)
     raise ScheduleError(
         f"interpret: the schedule of {kernel.name} runs dependent instances at the same "
         "time, so no sequential order exists. Load a schedule that orders them."
     )
+
+
+def _preserves_lex_order(m: isl.Map, domain: isl.Set) -> bool:
+    """True when time order equals the lexicographic order of the domain, i.e.
+    ``x <lex y`` implies ``T(x) <lex T(y)`` (checked exactly with isl)."""
+    m = m.intersect_domain(domain)
+    before = domain.lex_lt_set(domain)
+    return before.is_subset(m.lex_lt_map(m))
 
 
 def _leaf_order(kernel: Kernel) -> list[str]:
@@ -151,16 +168,25 @@ def _same_prefix(times: isl.UnionMap, depth: int, width: int) -> isl.UnionMap:
 
 def _execute(kernel: Kernel, plan: _Plan, arrays: dict, params: dict) -> None:
     stmts = {s.name: s for s in kernel.statements}
-    points: dict[str, np.ndarray] = {}
-    for name in plan.order:
+
+    def instances(name: str) -> isl.Set:
+        """``{ [t..., x...] }``: time vector then iterators, of every instance."""
         s = stmts[name]
         m = plan.times[name].intersect_domain(s.domain).intersect_params(kernel.context)
-        m = fix_params(m, params)
-        points[name] = scan(m.reverse().wrap().flatten())
-    if plan.depth == 0:
+        return fix_params(m, params).reverse().wrap().flatten()
+
+    if plan.depth == 0:  # whole statements, chunk by chunk in time order
         for name in plan.order:
-            _batch(stmts[name], points[name][:, plan.width :], arrays, params)
+            s = stmts[name]
+            if name in plan.lex_order:  # time order is the domain's own order
+                dom = fix_params(s.domain.intersect_params(kernel.context), params)
+                for chunk in scan_chunks(dom):
+                    _batch(s, chunk, arrays, params)
+                continue
+            for chunk in scan_chunks(instances(name), free=s.depth):
+                _batch(s, chunk[:, plan.width :], arrays, params)
         return
+    points = {name: scan(instances(name)) for name in plan.order}
     batches = []
     for r, name in enumerate(plan.order):
         pts = points[name]
@@ -186,8 +212,9 @@ def _batch(stmt: Statement, inst: np.ndarray, arrays: dict, params: dict) -> Non
     if n == 0:
         return
     env = dict(params)
+    cols = inst.T
     for c, it in enumerate(stmt.iterators):
-        env[it] = inst[:, c]
+        env[it] = np.ascontiguousarray(cols[c])
     target = arrays[stmt.target.array]
     flat_target = target.reshape(-1)
     flat = _flat_index(stmt.target, env, target.shape, n)
@@ -207,14 +234,20 @@ def _batch(stmt: Statement, inst: np.ndarray, arrays: dict, params: dict) -> Non
     flat_target[flat] = vals
 
 
+def flat_aff(index: tuple, shape: tuple) -> Aff:
+    """The row-major offset of ``array[index]`` as one affine expression."""
+    flat, stride = Aff(const=0), 1
+    for a, extent in zip(reversed(index), reversed(shape)):
+        flat = flat + a * stride
+        stride *= int(extent)
+    return flat
+
+
 def _flat_index(ld: Load, env: dict, shape: tuple, n: int) -> np.ndarray:
     if not shape:
         return np.zeros(n, dtype=np.int64)
-    idx = [
-        np.broadcast_to(np.asarray(a.evaluate(env), dtype=np.int64), (n,))
-        for a in ld.index
-    ]
-    return np.ravel_multi_index(idx, shape)
+    value = np.asarray(flat_aff(ld.index, shape).evaluate(env), dtype=np.int64)
+    return np.broadcast_to(value, (n,))
 
 
 # expression evaluation ----------------------------------------------------------------
@@ -233,7 +266,7 @@ def evaluate(e: Expr, env: dict, arrays: dict):
         arr = arrays[e.array]
         if arr.ndim == 0:
             return arr[()]
-        return arr[tuple(np.asarray(a.evaluate(env), dtype=np.int64) for a in e.index)]
+        return arr.reshape(-1)[flat_aff(e.index, arr.shape).evaluate(env)]
     if isinstance(e, Cast):
         return np.asarray(evaluate(e.x, env, arrays)).astype(dt)
     if isinstance(e, Select):

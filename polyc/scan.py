@@ -16,12 +16,16 @@ _NAME = "P__scan"
 
 
 def scan(points: isl.Set) -> np.ndarray:
-    """All points of a bounded, parameter-free set: shape ``(n, dim)``, lex order."""
+    """All points of a bounded, parameter-free set: shape ``(n, dim)``, lex order.
+
+    The result is the transpose of a C-contiguous ``(dim, n)`` array, so each
+    coordinate (``pts[:, d]``, or ``pts.T[d]``) is contiguous.
+    """
     ndim = points.dim(isl.dim_type.set)
     if points.is_empty():
-        return np.zeros((0, ndim), dtype=np.int64)
+        return np.zeros((ndim, 0), dtype=np.int64).T
     if ndim == 0:
-        return np.zeros((1, 0), dtype=np.int64)
+        return np.zeros((0, 1), dtype=np.int64).T
     s = points.set_tuple_name(_NAME)
     ident = isl.Map.identity(s.get_space().map_from_set()).intersect_domain(s)
     ident = ident.reset_tuple_id(isl.dim_type.out)
@@ -30,12 +34,44 @@ def scan(points: isl.Set) -> np.ndarray:
     chunks: list[np.ndarray] = []
     _run(nest, {}, 1, chunks)
     if not chunks:
-        return np.zeros((0, ndim), dtype=np.int64)
+        return np.zeros((ndim, 0), dtype=np.int64).T
     if len(chunks) == 1:
-        return chunks[0]  # one perfectly nested scan is already in lex order
-    pts = np.concatenate(chunks, axis=0)
-    order = np.lexsort(pts.T[::-1])
-    return pts[order]
+        return chunks[0].T  # one perfectly nested scan is already in lex order
+    cols = np.concatenate(chunks, axis=1)
+    order = np.lexsort(cols[::-1])
+    return np.ascontiguousarray(cols[:, order]).T
+
+
+def scan_chunks(points: isl.Set, limit: int = 1 << 20, free: int | None = None):
+    """Yield the points of ``points`` in lexicographic order, in chunks of at most
+    about ``limit`` rows, so that huge domains never sit in memory at once.
+
+    ``free``: how many trailing dimensions determine a point (the others are
+    functions of them); the size estimate uses only those.
+    """
+    ndim = points.dim(isl.dim_type.set)
+    if points.is_empty():
+        return
+    extents = []
+    for d in range(ndim):
+        lo, hi = points.dim_min_val(d), points.dim_max_val(d)
+        extents.append(int(hi.sub(lo).to_python()) + 1)
+    counted = extents[ndim - free :] if free is not None else extents
+    total = int(np.prod(counted, dtype=np.float64)) if counted else 1
+    split = next((d for d, e in enumerate(extents) if e > 1), None)
+    if total <= limit or split is None:
+        yield scan(points)
+        return
+    inner = max(1, total // extents[split]) if split >= ndim - (free or ndim) else total
+    width = max(1, limit // max(inner, 1))
+    lo = int(points.dim_min_val(split).to_python())
+    hi = int(points.dim_max_val(split).to_python())
+    for start in range(lo, hi + 1, width):
+        piece = points.lower_bound_val(isl.dim_type.set, split, start)
+        piece = piece.upper_bound_val(
+            isl.dim_type.set, split, min(start + width, hi + 1) - 1
+        )
+        yield from scan_chunks(piece, limit, free)
 
 
 def _run(nodes, env: dict, n: int, out: list[np.ndarray]) -> None:
@@ -68,8 +104,10 @@ def _run(nodes, env: dict, n: int, out: list[np.ndarray]) -> None:
         elif isinstance(node, loops.Mark):
             _run(node.body, env, n, out)
         elif isinstance(node, loops.Call):
-            cols = [_as_rows(loops.evaluate(a, env), n) for a in node.args]
-            out.append(np.stack(cols, axis=1).astype(np.int64))
+            cols = np.empty((len(node.args), n), dtype=np.int64)
+            for d, a in enumerate(node.args):
+                cols[d] = _as_rows(loops.evaluate(a, env), n)
+            out.append(cols)
 
 
 def _as_rows(value, n: int) -> np.ndarray:
