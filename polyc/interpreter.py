@@ -106,15 +106,19 @@ def _preserves_lex_order(m: isl.Map, domain: isl.Set) -> bool:
 
 
 def _leaf_order(kernel: Kernel) -> list[str]:
-    """Statements in the order their first instances appear in the tree (DFS)."""
+    """Statements in the order their first instances appear in the tree (DFS);
+    statements added by extension nodes (copies) are not the kernel's and are left
+    out."""
+    own = {s.name for s in kernel.statements}
     seen: list[str] = []
     for node in tree.walk(kernel.schedule.get_root()):
         if node.get_type() == isl.schedule_node_type.leaf:
             sets: list[isl.Set] = []
             node.get_domain().foreach_set(sets.append)
             for s in sorted(sets, key=lambda x: x.get_tuple_name()):
-                if s.get_tuple_name() not in seen:
-                    seen.append(s.get_tuple_name())
+                name = s.get_tuple_name()
+                if name in own and name not in seen:
+                    seen.append(name)
     for s in kernel.statements:
         if s.name not in seen:
             seen.append(s.name)

@@ -133,13 +133,36 @@ def band_members(schedule: isl.Schedule, name: str) -> tuple[str, ...]:
     return parse_band_mark(mark.mark_get_id().get_name())[1]
 
 
+def without_extensions(schedule: isl.Schedule) -> isl.Schedule:
+    """The schedule with every extension node deleted.
+
+    Extension nodes add statements that are not in the domain (placement's DMA copies);
+    the copies are transparent to the computation, so the schedule of the kernel's own
+    statements is the tree without them. isl cannot build a schedule map of a tree that
+    has extension nodes.
+    """
+    while True:
+        found = None
+        for node in walk(schedule.get_root()):
+            if node.get_type() == isl.schedule_node_type.extension:
+                found = node
+                break
+        if found is None:
+            return schedule
+        schedule = found.delete().get_schedule()
+
+
 def flat_map(schedule: isl.Schedule | isl.UnionMap) -> isl.UnionMap:
     """The schedule as one union map into a single anonymous time space.
 
     Ranges of different statements are padded with zeros to one dimension so that
-    lexicographic comparisons across statements are defined.
+    lexicographic comparisons across statements are defined. Extension nodes (copy
+    statements) are left out: see :func:`without_extensions`.
     """
-    umap = schedule if isinstance(schedule, isl.UnionMap) else schedule.get_map()
+    if isinstance(schedule, isl.UnionMap):
+        umap = schedule
+    else:
+        umap = without_extensions(schedule).get_map()
     maps: list[isl.Map] = []
     umap.foreach_map(maps.append)
     if not maps:
