@@ -85,7 +85,7 @@ def batch_matmul(B, M, N, K, dtype="float32") -> Kernel:
     )
 
 
-def linear(input: Sequence, weight: Sequence, bias=True, dtype="float32") -> Kernel:
+def linear(input: Sequence, weight: Sequence, bias=True, *, dtype="float32") -> Kernel:
     """``out = input @ weight.T + bias`` (``F.linear``).
 
     Args:
@@ -111,6 +111,7 @@ def conv2d(
     padding=0,
     dilation=1,
     groups=1,
+    *,
     dtype="float32",
     materialize_padding: bool = False,
 ) -> Kernel:
@@ -141,54 +142,88 @@ def conv2d(
     )
 
 
-# element-wise ---------------------------------------------------------------------
+# one-input ops ----------------------------------------------------------------------
+
+_DOCS = {
+    "unary": "Element-wise ``{op}`` of ``input`` (sizes may be symbolic).",
+    "reduction": "``{op}`` of ``input`` over ``dim`` (an int, a tuple, or None for "
+    "all), keeping reduced dims with ``keepdim``.",
+    "softmax": "``{op}`` of ``input`` along ``dim`` (max, exp, sum, divide).",
+    "pool": "``F.{op}`` of ``input`` ([N, C, H, W] or [C, H, W]).",
+    "movement": "``{op}`` of ``input``.",
+}
 
 
-def _unary(op: str) -> Callable[..., Kernel]:
+def _single(op: str, kind: str) -> Callable[..., Kernel]:
+    """The wrapper of an op with one tensor argument ``input``:
+    ``op(input_shape, *args, dtype=..., **kwargs)``, the extra arguments being those
+    of :mod:`polyc.ops.nn`'s op."""
     fn = getattr(nn, op)
 
-    def wrapper(input: Sequence, dtype="float32", **kwargs) -> Kernel:
+    def wrapper(input: Sequence, *args, dtype="float32", **kwargs) -> Kernel:
         return _kernel(
             op,
-            lambda input: fn(input, name="out", **kwargs),
+            lambda input: fn(input, *args, name="out", **kwargs),
             input=(input, _dt(dtype)),
         )
 
     wrapper.__name__ = wrapper.__qualname__ = op
     wrapper.__doc__ = (
-        f"Element-wise ``{op}`` over an ``input`` of the given shape (sizes may be "
-        f"symbolic); output ``out``. Keyword arguments go to "
-        f":func:`polyc.ops.nn.{op}`."
+        f"{_DOCS[kind].format(op=op)} Input ``input`` (its shape), output ``out``; "
+        f"other arguments as :func:`polyc.ops.nn.{op}`."
     )
     return wrapper
 
 
-relu = _unary("relu")
-relu6 = _unary("relu6")
-leaky_relu = _unary("leaky_relu")
-clamp = _unary("clamp")
-gelu = _unary("gelu")
-sigmoid = _unary("sigmoid")
-silu = _unary("silu")
-hardswish = _unary("hardswish")
-hardsigmoid = _unary("hardsigmoid")
-tanh = _unary("tanh")
-exp = _unary("exp")
-log = _unary("log")
-sqrt = _unary("sqrt")
-rsqrt = _unary("rsqrt")
-erf = _unary("erf")
-sin = _unary("sin")
-cos = _unary("cos")
-neg = _unary("neg")
-abs = _unary("abs")
-reciprocal = _unary("reciprocal")
+relu = _single("relu", "unary")
+relu6 = _single("relu6", "unary")
+leaky_relu = _single("leaky_relu", "unary")
+clamp = _single("clamp", "unary")
+gelu = _single("gelu", "unary")
+sigmoid = _single("sigmoid", "unary")
+silu = _single("silu", "unary")
+hardswish = _single("hardswish", "unary")
+hardsigmoid = _single("hardsigmoid", "unary")
+tanh = _single("tanh", "unary")
+exp = _single("exp", "unary")
+log = _single("log", "unary")
+sqrt = _single("sqrt", "unary")
+rsqrt = _single("rsqrt", "unary")
+erf = _single("erf", "unary")
+sin = _single("sin", "unary")
+cos = _single("cos", "unary")
+neg = _single("neg", "unary")
+abs = _single("abs", "unary")
+reciprocal = _single("reciprocal", "unary")
+cast = _single("cast", "unary")
+
+sum = _single("sum", "reduction")
+mean = _single("mean", "reduction")
+max = _single("max", "reduction")
+min = _single("min", "reduction")
+softmax = _single("softmax", "softmax")
+log_softmax = _single("log_softmax", "softmax")
+
+max_pool2d = _single("max_pool2d", "pool")
+avg_pool2d = _single("avg_pool2d", "pool")
+adaptive_avg_pool2d = _single("adaptive_avg_pool2d", "pool")
+adaptive_max_pool2d = _single("adaptive_max_pool2d", "pool")
+
+transpose = _single("transpose", "movement")
+permute = _single("permute", "movement")
+reshape = _single("reshape", "movement")
+flatten = _single("flatten", "movement")
+squeeze = _single("squeeze", "movement")
+unsqueeze = _single("unsqueeze", "movement")
+expand = _single("expand", "movement")
+slice = _single("slice", "movement")
+pad = _single("pad", "movement")
 
 
 def _binary(op: str) -> Callable[..., Kernel]:
     fn = getattr(nn, op)
 
-    def wrapper(input: Sequence, other, dtype="float32", **kwargs) -> Kernel:
+    def wrapper(input: Sequence, other, *, dtype="float32", **kwargs) -> Kernel:
         dt = _dt(dtype)
         if isinstance(other, (int, float)) and not isinstance(other, bool):
             scalar = other
@@ -222,71 +257,29 @@ minimum = _binary("minimum")
 pow = _binary("pow")
 
 
-def cast(input: Sequence, dtype="float32", to="int32") -> Kernel:
-    """``out = input`` converted from ``dtype`` to ``to`` (C conversion)."""
-    return _kernel(
-        "cast", lambda input: nn.cast(input, to, name="out"), input=(input, _dt(dtype))
-    )
+def bias_add(input: Sequence, dim: int = 1, *, dtype="float32") -> Kernel:
+    """``out = input + bias`` with ``bias`` 1-D along ``dim`` (channels by default).
 
-
-def bias_add(input: Sequence, dim: int = 1, dtype="float32") -> Kernel:
-    """``out = input + bias`` with ``bias`` 1-D along ``dim`` (channels by default)."""
-    dim_size = input[dim]
+    Inputs ``input`` and ``bias`` (``[input[dim]]``); output ``out``."""
     return _kernel(
         "bias_add",
         lambda input, bias: nn.bias_add(input, bias, dim, name="out"),
         input=(input, _dt(dtype)),
-        bias=((dim_size,), _dt(dtype)),
+        bias=((input[dim],), _dt(dtype)),
     )
 
 
-# reductions and normalisation ------------------------------------------------------
-
-
-def _reduction(op: str) -> Callable[..., Kernel]:
-    fn = getattr(nn, op)
-
-    def wrapper(input: Sequence, dim=None, keepdim=False, dtype="float32") -> Kernel:
-        return _kernel(
-            op,
-            lambda input: fn(input, dim, keepdim, name="out"),
-            input=(input, _dt(dtype)),
-        )
-
-    wrapper.__name__ = wrapper.__qualname__ = op
-    wrapper.__doc__ = (
-        f"``{op}`` of ``input`` over ``dim`` (int, tuple or None for all), keeping "
-        f"reduced dims with ``keepdim``; output ``out``."
-    )
-    return wrapper
-
-
-sum = _reduction("sum")
-mean = _reduction("mean")
-max = _reduction("max")
-min = _reduction("min")
-
-
-def softmax(input: Sequence, dim: int = -1, dtype="float32") -> Kernel:
-    """``out = softmax(input, dim)`` (max, exp, sum, divide)."""
-    return _kernel(
-        "softmax",
-        lambda input: nn.softmax(input, dim, name="out"),
-        input=(input, _dt(dtype)),
-    )
-
-
-def log_softmax(input: Sequence, dim: int = -1, dtype="float32") -> Kernel:
-    """``out = log_softmax(input, dim)``."""
-    return _kernel(
-        "log_softmax",
-        lambda input: nn.log_softmax(input, dim, name="out"),
-        input=(input, _dt(dtype)),
-    )
+# normalisation --------------------------------------------------------------------
 
 
 def layer_norm(
-    input: Sequence, normalized_shape, weight=True, bias=True, eps=1e-5, dtype="float32"
+    input: Sequence,
+    normalized_shape,
+    weight=True,
+    bias=True,
+    eps=1e-5,
+    *,
+    dtype="float32",
 ) -> Kernel:
     """``F.layer_norm``: inputs ``input``, ``weight`` and ``bias`` (both of
     ``normalized_shape``, when True); output ``out``."""
@@ -306,7 +299,7 @@ def layer_norm(
     )
 
 
-def batch_norm(input: Sequence, weight=True, bias=True, eps=1e-5, dtype="float32"):
+def batch_norm(input: Sequence, weight=True, bias=True, eps=1e-5, *, dtype="float32"):
     """Inference ``F.batch_norm``: inputs ``input`` ``[N, C, ...]``,
     ``running_mean``, ``running_var``, ``weight``, ``bias`` (each ``[C]``); output
     ``out``."""
@@ -325,58 +318,10 @@ def batch_norm(input: Sequence, weight=True, bias=True, eps=1e-5, dtype="float32
     )
 
 
-# pooling ----------------------------------------------------------------------------
+# several inputs -------------------------------------------------------------------
 
 
-def _pool(op: str) -> Callable[..., Kernel]:
-    fn = getattr(nn, op)
-
-    def wrapper(input: Sequence, *args, dtype="float32", **kwargs) -> Kernel:
-        return _kernel(
-            op,
-            lambda input: fn(input, *args, name="out", **kwargs),
-            input=(input, _dt(dtype)),
-        )
-
-    wrapper.__name__ = wrapper.__qualname__ = op
-    wrapper.__doc__ = (
-        f"``F.{op}`` over an ``input`` of the given shape ([N, C, H, W] or [C, H, W]); "
-        f"the other arguments are PyTorch's (see :func:`polyc.ops.nn.{op}`); output "
-        "``out``."
-    )
-    return wrapper
-
-
-max_pool2d = _pool("max_pool2d")
-avg_pool2d = _pool("avg_pool2d")
-adaptive_avg_pool2d = _pool("adaptive_avg_pool2d")
-adaptive_max_pool2d = _pool("adaptive_max_pool2d")
-
-
-# data movement ----------------------------------------------------------------------
-
-
-def _movement(op: str) -> Callable[..., Kernel]:
-    wrapper = _pool(op)
-    wrapper.__doc__ = (
-        f"``{op}`` of an ``input`` of the given shape; the other arguments are those "
-        f"of :func:`polyc.ops.nn.{op}`; output ``out``."
-    )
-    return wrapper
-
-
-transpose = _movement("transpose")
-permute = _movement("permute")
-reshape = _movement("reshape")
-flatten = _movement("flatten")
-squeeze = _movement("squeeze")
-unsqueeze = _movement("unsqueeze")
-expand = _movement("expand")
-slice = _movement("slice")
-pad = _movement("pad")
-
-
-def concat(tensors: Sequence[Sequence], dim: int = 0, dtype="float32") -> Kernel:
+def concat(tensors: Sequence[Sequence], dim: int = 0, *, dtype="float32") -> Kernel:
     """``torch.cat`` of inputs ``tensors_0``, ``tensors_1``, ... (their shapes) along
     ``dim``; output ``out``."""
     dt = _dt(dtype)
@@ -388,7 +333,9 @@ def concat(tensors: Sequence[Sequence], dim: int = 0, dtype="float32") -> Kernel
     )
 
 
-def embedding(input: Sequence, weight: Sequence, dtype="float32", index_dtype="int64"):
+def embedding(
+    input: Sequence, weight: Sequence, *, dtype="float32", index_dtype="int64"
+):
     """``F.embedding``: integer ``input`` (indices, ``index_dtype``) and ``weight``
     ``[num_embeddings, embedding_dim]``; output ``out`` ``[*input, embedding_dim]``."""
     return _kernel(
