@@ -93,6 +93,10 @@ class CEmitter:
             return [c.Pragma(f"GCC unroll {factor}"), *body]
         return body
 
+    def leading_args(self) -> list[c.Value]:
+        """Arguments before the parameters (the simulator passes its context)."""
+        return []
+
     def prologue(self) -> list[c.Generable]:
         return []
 
@@ -156,7 +160,9 @@ class CEmitter:
         arrays = self.signature_arrays()
         params = [c.Value("long", p) for p in k.params]
         ptrs = [c.Value("void *", raw_name(a.name)) for a in arrays]
-        decl = c.FunctionDeclaration(c.Value("void", self.function), params + ptrs)
+        decl = c.FunctionDeclaration(
+            c.Value("void", self.function), self.leading_args() + params + ptrs
+        )
         body: list[c.Generable] = []
         for a in arrays:
             body.extend(self.declare_array(a))

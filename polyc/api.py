@@ -18,3 +18,40 @@ def build(kernel: Kernel, **options):
     from codegen.host import build as host_build
 
     return host_build(kernel, **options)
+
+
+def compile(
+    kernel: Kernel,
+    config="edge-npu",
+    schedule: Kernel | None = None,
+    *,
+    checks: bool = True,
+    trace_limit: int | None = None,
+):
+    """Compile ``kernel`` for the simulated accelerator described by ``config``.
+
+    ``config`` is a shipped name (``accelerator.CONFIGS``), a TOML path or a
+    :class:`accelerator.Spec`. ``schedule`` is a hand-scheduled version of
+    ``kernel`` (the same program with another schedule) to compile instead.
+    ``checks=False`` compiles the per-access bounds checks out (faster, once a
+    kernel is known to be correct). Returns a :class:`polyc.compiled.Compiled`:
+    ``compiled.run(**inputs) -> (outputs, report)``.
+
+    Raises:
+        ConfigError: for an unknown or malformed config.
+        ArgumentError: when ``schedule`` is not a schedule of ``kernel``.
+        CodegenError: when the C compiler fails.
+    """
+    from accelerator import load_config
+    from accelerator.runtime import DEFAULT_TRACE_LIMIT
+    from codegen import sim
+    from polyc.compiled import Compiled, same_program
+
+    spec = load_config(config)
+    chosen = kernel
+    if schedule is not None:
+        same_program(kernel, schedule)
+        chosen = schedule
+    module = sim.build(chosen, checks=checks)
+    limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
+    return Compiled(kernel=chosen, spec=spec, module=module, trace_limit=limit)

@@ -1,0 +1,339 @@
+/* polyc_rt.h: the runtime of polyc's simulated accelerator.
+ *
+ * A functional plus timing simulator. Generated code (codegen/sim.py, and the
+ * placement target) calls these functions; Python fills a pc_spec from the TOML
+ * description, creates a context, binds the kernel's numpy arrays as DRAM buffers,
+ * runs the kernel and reads back pc_stats and the trace.
+ *
+ * Units: time in cycles (int64), sizes in bytes unless a name says elements, views
+ * and strides in elements. Buffers are small integers returned by pc_bind/pc_alloc.
+ * See docs/accelerator-runtime.md for the contract and the timing model.
+ *
+ * The part between CDEF BEGIN and CDEF END is also handed to cffi, so it uses only
+ * what cffi's parser accepts (plain structs, integer #defines, prototypes).
+ */
+#ifndef POLYC_RT_H
+#define POLYC_RT_H
+
+#include <setjmp.h>
+#include <stdint.h>
+
+/* CDEF BEGIN */
+#define PC_MAX_LEVELS 8
+#define PC_MAX_CHANNELS 32
+#define PC_MAX_DIMS 8
+#define PC_MAX_ACCESS 16
+#define PC_NCLASS 6
+#define PC_NMAC 3
+#define PC_NAME 32
+
+/* op classes (polyc.expr.ops_count), plus the vector unit's reduction step */
+#define PC_ADD 0
+#define PC_MUL 1
+#define PC_CMP 2
+#define PC_DIV 3
+#define PC_TRANS 4
+#define PC_RED 5
+
+/* MAC array element types (index into pc_spec.mac_rate) */
+#define PC_MAC_INT8 0
+#define PC_MAC_FLOAT16 1
+#define PC_MAC_FLOAT32 2
+
+/* MAC array modes: operand type -> accumulator type */
+#define PC_I8_I32 0
+#define PC_F16_F16 1
+#define PC_F16_F32 2
+#define PC_F32_F32 3
+
+/* element types of vector primitives */
+#define PC_F32 0
+#define PC_F16 1
+#define PC_I32 2
+#define PC_I8 3
+
+/* vector primitives: binary, unary, reductions */
+#define PC_OP_ADD 0
+#define PC_OP_SUB 1
+#define PC_OP_MUL 2
+#define PC_OP_DIV 3
+#define PC_OP_MAX 4
+#define PC_OP_MIN 5
+#define PC_OP_NEG 10
+#define PC_OP_ABS 11
+#define PC_OP_EXP 12
+#define PC_OP_LOG 13
+#define PC_OP_SQRT 14
+#define PC_OP_TANH 15
+#define PC_OP_SIGMOID 16
+#define PC_OP_RELU 17
+#define PC_OP_COPY 18
+#define PC_OP_SUM 20
+#define PC_OP_RMAX 21
+#define PC_OP_RMIN 22
+
+/* engines: scalar core, MAC array, vector unit, then one per DMA channel */
+#define PC_ENG_SCALAR 0
+#define PC_ENG_MAC 1
+#define PC_ENG_VECTOR 2
+#define PC_ENG_DMA 3
+#define PC_MAX_ENGINES 35
+
+/* trace event kinds */
+#define PC_EV_SCALAR 0
+#define PC_EV_MAC 1
+#define PC_EV_VECTOR 2
+#define PC_EV_DMA 3
+#define PC_EV_WAIT 4
+
+typedef struct {
+  char name[PC_NAME];
+  int is_dram;
+  int64_t capacity;
+  double bytes_per_cycle;
+  int64_t latency;
+  int64_t alignment;
+  double read_pj;  /* per byte */
+  double write_pj; /* per byte */
+} pc_level;
+
+typedef struct {
+  double clock_ghz;
+  /* MAC array */
+  int rows, cols;
+  int64_t fill_drain;
+  double mac_rate[PC_NMAC]; /* MACs per PE per cycle; 0 = unsupported */
+  double mac_pj[PC_NMAC];
+  unsigned operand_levels; /* bit i: level i may hold operands */
+  unsigned acc_levels;     /* bit i: level i may hold accumulators */
+  /* vector unit */
+  int lanes;
+  unsigned vector_levels;
+  int64_t vec_cycles[PC_NCLASS];
+  double vec_pj;
+  /* scalar control core */
+  int64_t stmt_cycles;
+  int64_t issue_cycles;
+  int64_t scalar_cycles[PC_NCLASS];
+  double scalar_pj;
+  /* memory: level 0 is DRAM */
+  int nlevels;
+  pc_level level[PC_MAX_LEVELS];
+  /* DMA */
+  int channels;
+  int64_t dma_setup;
+  double dma_bytes_per_cycle;
+  int dma_dims;
+  /* bounded trace: at most this many events are kept (0: no trace) */
+  int64_t trace_limit;
+} pc_spec;
+
+/* a 2-D window of a buffer, in elements: element (r, c) is at off + r*rs + c*cs */
+typedef struct {
+  int buf;
+  int64_t off;
+  int64_t rs;
+  int64_t cs;
+} pc_view;
+
+/* a byte range [lo, hi) of a buffer that an operation reads or writes */
+typedef struct {
+  int buf;
+  int is_write;
+  int64_t lo;
+  int64_t hi;
+} pc_range;
+
+/* a statement executed instance by instance on the scalar core */
+typedef struct {
+  const char *name;
+  const char *iterators;       /* "i,j,k": for error messages */
+  int64_t ops[PC_NCLASS];      /* operations per instance, by class */
+  int64_t macs;                /* multiply-accumulates per instance */
+  int naccess;                 /* memory accesses per instance */
+  int level[PC_MAX_ACCESS];    /* ... the level each one goes to */
+  int64_t bytes[PC_MAX_ACCESS];
+  int is_write[PC_MAX_ACCESS];
+} pc_stmt_desc;
+
+/* work the vector unit does on `elements` elements, computed by the caller's code */
+typedef struct {
+  const char *name;
+  int64_t elements;
+  int64_t ops[PC_NCLASS]; /* per element */
+  int naccess;
+  pc_range access[PC_MAX_ACCESS];
+} pc_vop;
+
+typedef struct {
+  int64_t cycles;
+  int nengines;
+  int64_t busy[PC_MAX_ENGINES];
+  int64_t ops[PC_MAX_ENGINES];
+  int64_t bytes_read[PC_MAX_LEVELS];
+  int64_t bytes_written[PC_MAX_LEVELS];
+  int64_t macs;           /* all multiply-accumulates */
+  int64_t mac_array_macs; /* ... of which on the MAC array */
+  int64_t vector_ops[PC_NCLASS];
+  int64_t scalar_ops[PC_NCLASS];
+  int64_t scalar_instances;
+  int64_t dma_transfers;
+  int64_t dma_descriptors;
+  double energy_mac;
+  double energy_vector;
+  double energy_scalar;
+  double energy_level[PC_MAX_LEVELS];
+  int64_t events;
+  int64_t events_dropped;
+  int64_t peak_sram[PC_MAX_LEVELS]; /* highest allocated byte per level */
+} pc_stats;
+
+typedef struct {
+  int64_t start;
+  int64_t end;
+  int engine;
+  int kind;
+  int src_level;
+  int dst_level;
+  int64_t amount; /* bytes (DMA), MACs, elements (vector), instances (scalar) */
+  char label[PC_NAME];
+} pc_event;
+
+/* per statement, after a run: what the scalar core spent on it */
+typedef struct {
+  const char *name;
+  int64_t instances;
+  int64_t cycles_per_instance;
+} pc_stmt_stat;
+
+typedef struct pc_ctx pc_ctx;
+
+pc_ctx *pc_create(const pc_spec *spec);
+void pc_destroy(pc_ctx *ctx);
+const char *pc_error(pc_ctx *ctx);
+const pc_stats *pc_finish(pc_ctx *ctx);
+const pc_event *pc_events(pc_ctx *ctx, int64_t *count);
+int64_t pc_now(pc_ctx *ctx);
+
+/* buffers */
+int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes);
+int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
+             const char *name);
+void pc_free(pc_ctx *ctx, int buf);
+void *pc_ptr(pc_ctx *ctx, int buf);
+int64_t pc_ready(pc_ctx *ctx, int buf);
+
+/* engines */
+void pc_dma(pc_ctx *ctx, int channel, int elem_bytes, int ndims,
+            const int64_t *sizes, int dst, int64_t dst_off,
+            const int64_t *dst_strides, int src, int64_t src_off,
+            const int64_t *src_strides, const char *label);
+void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
+            int accumulate, pc_view a, pc_view b, pc_view c, const char *label);
+void pc_vec_binary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
+                   pc_view out, pc_view a, pc_view b, const char *label);
+void pc_vec_unary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
+                  pc_view out, pc_view a, const char *label);
+void pc_vec_reduce(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
+                   int accumulate, pc_view out, pc_view a, const char *label);
+void pc_vector(pc_ctx *ctx, const pc_vop *op);
+
+/* scalar core */
+int pc_stmt(pc_ctx *ctx, const pc_stmt_desc *desc);
+void pc_scalar(pc_ctx *ctx, int stmt, int64_t instances);
+void pc_wait(pc_ctx *ctx, int buf);
+void pc_wait_all(pc_ctx *ctx);
+int pc_stmt_stats(pc_ctx *ctx, int stmt, pc_stmt_stat *out);
+
+/* the failure path of PC_CHECK (exposed for tests) */
+void pc_fail_access(pc_ctx *ctx, int buf, int stmt, int n, const int64_t *index,
+                    const int64_t *extent, int niter, const int64_t *iters);
+/* CDEF END */
+
+/* ---- internal: the context, and what generated C uses inline ---------------- */
+
+#define PC_HAZ 8 /* remembered ranges per buffer and direction */
+
+typedef struct {
+  int64_t lo, hi, t;
+} pc_span;
+
+typedef struct {
+  char name[PC_NAME];
+  int level;
+  int live;
+  int64_t offset; /* in the level (SRAM) */
+  int64_t bytes;
+  unsigned char *base;
+  int64_t busy_until; /* end of the last asynchronous operation touching it */
+  int nw, nr;
+  pc_span w[PC_HAZ], r[PC_HAZ];
+  int64_t floor_w, floor_r; /* times of forgotten ranges (whole buffer) */
+} pc_buf;
+
+typedef struct {
+  pc_stmt_desc d;
+  char name[PC_NAME];
+  char iterators[96];
+  int64_t cycles; /* per instance */
+  int64_t instances;
+  int64_t bytes_read[PC_MAX_LEVELS], bytes_written[PC_MAX_LEVELS];
+  double energy_level[PC_MAX_LEVELS];
+  double energy_ops;
+} pc_stmt_info;
+
+typedef struct {
+  int64_t t;   /* start of a segment; it lasts until the next one */
+  double used; /* DRAM bytes per cycle already promised in it */
+} pc_seg;
+
+#define PC_FREED 16
+
+struct pc_ctx {
+  pc_spec spec;
+  pc_stats stats;
+  int64_t scalar_time;
+  int64_t free_at[PC_MAX_ENGINES];
+  unsigned char *mem[PC_MAX_LEVELS];
+  int64_t dram_bound;
+  pc_buf *bufs;
+  int nbufs, capbufs;
+  pc_stmt_info *stmts;
+  int nstmts, capstmts;
+  pc_seg *cal; /* DRAM bandwidth calendar */
+  int ncal, capcal;
+  pc_span freed[PC_MAX_LEVELS][PC_FREED]; /* released space still being read */
+  int nfreed[PC_MAX_LEVELS];
+  int64_t freed_floor[PC_MAX_LEVELS];
+  pc_event *events;
+  int failed;
+  int armed;
+  jmp_buf jmp;
+  char error[1024];
+};
+
+#define PC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline int64_t pc_busy_until(const pc_ctx *ctx, int buf) {
+  return ctx->bufs[buf].busy_until;
+}
+
+/* Element access check: every index inside its extent, and the buffer not still in
+ * use by an asynchronous operation (a missing pc_wait). Compiled out with
+ * -DPC_NO_CHECKS. `idx`, `ext` and `it` are compound literals of int64_t. */
+#ifdef PC_NO_CHECKS
+#define PC_CHECK(ctx, buf, stmt, n, idx, ext, ni, it) ((void)0)
+#else
+#define PC_CHECK(ctx, buf, stmt, n, idx, ext, ni, it) \
+  pc_check((ctx), (buf), (stmt), (n), (idx), (ext), (ni), (it))
+static inline void pc_check(pc_ctx *ctx, int buf, int stmt, int n,
+                            const int64_t *idx, const int64_t *ext, int ni,
+                            const int64_t *it) {
+  int bad = 0;
+  for (int d = 0; d < n; d++) bad |= (uint64_t)idx[d] >= (uint64_t)ext[d];
+  if (PC_UNLIKELY(bad | (ctx->bufs[buf].busy_until > ctx->scalar_time)))
+    pc_fail_access(ctx, buf, stmt, n, idx, ext, ni, it);
+}
+#endif
+
+#endif /* POLYC_RT_H */

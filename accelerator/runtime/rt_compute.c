@@ -1,0 +1,383 @@
+/* rt_compute.c: the MAC array and the vector unit.
+ *
+ * MAC tile m x n x k on an r x c array: fill_drain + ceil(m/r) * ceil(n/c) *
+ * ceil(k / rate) cycles, where rate is the dtype's MACs per PE per cycle. Numerics
+ * follow the interpreter: every C element accumulates in k order, fp16 rounds after
+ * each multiply and each add, int8 accumulates in int32 (wrapping).
+ *
+ * Vector op over n elements: ceil(n / lanes) * (sum of cycles of its op classes).
+ * A row reduction of rows x cols: rows * (ceil(cols / lanes) * op + reduce).
+ */
+
+static const char *pc_label(const char *label) { return label ? label : ""; }
+
+/* The bytes a rows x cols view of esize-byte elements touches, checked. */
+static int pc_view_range(pc_ctx *ctx, pc_view v, int64_t rows, int64_t cols,
+                         int esize, int is_write, pc_range *out, const char *op,
+                         const char *label) {
+  int64_t size[2] = {rows, cols}, stride[2] = {v.rs, v.cs};
+  out->buf = v.buf;
+  out->is_write = is_write;
+  pc_block_range(2, size, stride, v.off, esize, &out->lo, &out->hi);
+  return pc_check_range(ctx, out, op, label);
+}
+
+static int pc_level_ok(pc_ctx *ctx, int buf, unsigned mask, const char *what,
+                       const char *label) {
+  int l = ctx->bufs[buf].level;
+  if (mask & (1u << l)) return 0;
+  return pc_fail(ctx, "pc_mac %s: the %s buffer %s is in level %s because it was "
+                      "placed there, but the MAC array cannot read it from that "
+                      "level. Place it in one of the config's %s levels.",
+                 pc_label(label), what, ctx->bufs[buf].name,
+                 ctx->spec.level[l].name, what);
+}
+
+static void pc_account_bytes(pc_ctx *ctx, const pc_range *r, int64_t bytes) {
+  int l = ctx->bufs[r->buf].level;
+  const pc_level *L = &ctx->spec.level[l];
+  if (r->is_write) {
+    ctx->stats.bytes_written[l] += bytes;
+    ctx->stats.energy_level[l] += (double)bytes * L->write_pj;
+  } else {
+    ctx->stats.bytes_read[l] += bytes;
+    ctx->stats.energy_level[l] += (double)bytes * L->read_pj;
+  }
+}
+
+#define PC_AT(T, base, v, r, c) (((T *)(base))[(v).off + (r) * (v).rs + (c) * (v).cs])
+
+#define PC_MAC_LOOP(TA, TC, STEP)                                             \
+  for (int64_t i = 0; i < m; i++) {                                           \
+    for (int64_t j = 0; j < n; j++)                                           \
+      row[j] = accumulate ? (double)PC_AT(TC, C, c, i, j) : 0.0;              \
+    for (int64_t kk = 0; kk < k; kk++) {                                      \
+      TA av = PC_AT(TA, A, a, i, kk);                                         \
+      for (int64_t j = 0; j < n; j++) {                                       \
+        TA bv = PC_AT(TA, B, b, kk, j);                                       \
+        TC acc = (TC)row[j];                                                  \
+        STEP;                                                                 \
+        row[j] = (double)acc;                                                 \
+      }                                                                       \
+    }                                                                         \
+    for (int64_t j = 0; j < n; j++) PC_AT(TC, C, c, i, j) = (TC)row[j];      \
+  }
+
+static void pc_mac_compute(int mode, int64_t m, int64_t n, int64_t k,
+                           int accumulate, const unsigned char *A, pc_view a,
+                           const unsigned char *B, pc_view b, unsigned char *C,
+                           pc_view c, double *row) {
+  /* row[] holds one output row; double represents int32, fp16 and fp32 exactly */
+  switch (mode) {
+    case PC_I8_I32:
+      PC_MAC_LOOP(int8_t, int32_t,
+                  acc = (int32_t)((uint32_t)acc + (uint32_t)((int32_t)av * bv)))
+      break;
+    case PC_F16_F16:
+      PC_MAC_LOOP(_Float16, _Float16,
+                  acc = (_Float16)((float)acc + (float)(_Float16)((float)av *
+                                                                   (float)bv)))
+      break;
+    case PC_F16_F32:
+      PC_MAC_LOOP(_Float16, float, acc = acc + (float)av * (float)bv)
+      break;
+    default:
+      PC_MAC_LOOP(float, float, acc = acc + av * bv)
+      break;
+  }
+}
+
+void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
+            int accumulate, pc_view a, pc_view b, pc_view c, const char *label) {
+  if (ctx->failed) return;
+  static const int in_type[] = {PC_MAC_INT8, PC_MAC_FLOAT16, PC_MAC_FLOAT16,
+                                PC_MAC_FLOAT32};
+  static const int in_size[] = {1, 2, 2, 4}, acc_size[] = {4, 2, 4, 4};
+  static const char *names[] = {"int8", "float16", "float32"};
+  const pc_spec *sp = &ctx->spec;
+  if (mode < 0 || mode > PC_F32_F32)
+    return (void)pc_fail(ctx, "pc_mac %s: mode %d is unknown because MAC modes are "
+                              "0..3 (PC_I8_I32 .. PC_F32_F32).", pc_label(label),
+                         mode);
+  double rate = sp->mac_rate[in_type[mode]];
+  if (rate <= 0)
+    return (void)pc_fail(ctx, "pc_mac %s: the MAC array does not support %s because "
+                              "the config lists no rate for it. Run this tile on "
+                              "the vector unit or use a config that supports it.",
+                         pc_label(label), names[in_type[mode]]);
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  pc_range acc[4];
+  if (pc_view_range(ctx, a, m, k, in_size[mode], 0, &acc[0], "pc_mac", label) ||
+      pc_view_range(ctx, b, k, n, in_size[mode], 0, &acc[1], "pc_mac", label) ||
+      pc_view_range(ctx, c, m, n, acc_size[mode], 1, &acc[2], "pc_mac", label) ||
+      pc_level_ok(ctx, a.buf, sp->operand_levels, "operand", label) ||
+      pc_level_ok(ctx, b.buf, sp->operand_levels, "operand", label) ||
+      pc_level_ok(ctx, c.buf, sp->acc_levels, "accumulator", label))
+    return;
+  int nacc = 3;
+  if (accumulate) {
+    acc[3] = acc[2];
+    acc[3].is_write = 0;
+    nacc = 4;
+  }
+  double *row = malloc((size_t)n * sizeof *row);
+  if (!row) return (void)pc_fail(ctx, "pc_mac: out of host memory.");
+  pc_mac_compute(mode, m, n, k, accumulate, ctx->bufs[a.buf].base, a,
+                 ctx->bufs[b.buf].base, b, ctx->bufs[c.buf].base, c, row);
+  free(row);
+
+  int64_t passes = ((m + sp->rows - 1) / sp->rows) * ((n + sp->cols - 1) / sp->cols);
+  int64_t per_pass = (int64_t)ceil((double)k / rate - 1e-9);
+  int64_t start = pc_issue(ctx, PC_ENG_MAC, acc, nacc);
+  int64_t end = start + sp->fill_drain + passes * per_pass;
+  pc_complete(ctx, PC_ENG_MAC, start, end, acc, nacc);
+
+  pc_stats *st = &ctx->stats;
+  int64_t macs = m * n * k;
+  st->macs += macs;
+  st->mac_array_macs += macs;
+  st->energy_mac += (double)macs * sp->mac_pj[in_type[mode]];
+  pc_account_bytes(ctx, &acc[0], m * k * in_size[mode]);
+  pc_account_bytes(ctx, &acc[1], k * n * in_size[mode]);
+  pc_account_bytes(ctx, &acc[2], m * n * acc_size[mode]);
+  if (accumulate) pc_account_bytes(ctx, &acc[3], m * n * acc_size[mode]);
+  pc_trace(ctx, PC_ENG_MAC, PC_EV_MAC, start, end, macs, -1, -1, label);
+}
+
+/* ---- vector unit ------------------------------------------------------------- */
+
+static int pc_vector_levels(pc_ctx *ctx, const pc_range *acc, int n,
+                            const char *label) {
+  for (int i = 0; i < n; i++) {
+    int l = ctx->bufs[acc[i].buf].level;
+    if (!(ctx->spec.vector_levels & (1u << l)))
+      return pc_fail(ctx, "vector op %s: buffer %s is in level %s because it was "
+                          "placed there, but the vector unit cannot access that "
+                          "level. Place it in one of the config's vector levels.",
+                     pc_label(label), ctx->bufs[acc[i].buf].name,
+                     ctx->spec.level[l].name);
+  }
+  return 0;
+}
+
+/* Time and account `elements` x ops of vector work touching `acc`. */
+static void pc_vector_time(pc_ctx *ctx, const char *label, int64_t groups,
+                           int64_t cycles_per_group, int64_t elements,
+                           const int64_t *ops, const pc_range *acc, int nacc,
+                           const int64_t *bytes) {
+  const pc_spec *sp = &ctx->spec;
+  int64_t start = pc_issue(ctx, PC_ENG_VECTOR, acc, nacc);
+  int64_t end = start + groups * cycles_per_group;
+  pc_complete(ctx, PC_ENG_VECTOR, start, end, acc, nacc);
+  double total = 0;
+  for (int c = 0; c < PC_NCLASS; c++) {
+    ctx->stats.vector_ops[c] += ops[c];
+    total += (double)ops[c];
+  }
+  ctx->stats.energy_vector += total * sp->vec_pj;
+  for (int i = 0; i < nacc; i++) pc_account_bytes(ctx, &acc[i], bytes[i]);
+  pc_trace(ctx, PC_ENG_VECTOR, PC_EV_VECTOR, start, end, elements, -1, -1, label);
+}
+
+void pc_vector(pc_ctx *ctx, const pc_vop *op) {
+  if (ctx->failed) return;
+  if (op->naccess < 0 || op->naccess > PC_MAX_ACCESS)
+    return (void)pc_fail(ctx, "pc_vector %s: %d accesses because of a bad "
+                              "descriptor; at most %d are supported.",
+                         pc_label(op->name), op->naccess, PC_MAX_ACCESS);
+  int64_t bytes[PC_MAX_ACCESS], per = 0, ops[PC_NCLASS];
+  for (int i = 0; i < op->naccess; i++) {
+    if (pc_check_range(ctx, &op->access[i], "pc_vector", op->name)) return;
+    bytes[i] = op->access[i].hi - op->access[i].lo;
+  }
+  if (pc_vector_levels(ctx, op->access, op->naccess, op->name)) return;
+  for (int c = 0; c < PC_NCLASS; c++) {
+    per += op->ops[c] * ctx->spec.vec_cycles[c];
+    ops[c] = op->ops[c] * op->elements;
+  }
+  int64_t lanes = ctx->spec.lanes;
+  pc_vector_time(ctx, op->name, (op->elements + lanes - 1) / lanes,
+                 per > 0 ? per : 1, op->elements, ops, op->access, op->naccess,
+                 bytes);
+}
+
+static const int pc_esize[] = {4, 2, 4, 1};
+
+static int pc_op_class(int op) {
+  switch (op) {
+    case PC_OP_ADD: case PC_OP_SUB: case PC_OP_NEG: case PC_OP_ABS:
+    case PC_OP_SUM: case PC_OP_COPY:
+      return PC_ADD;
+    case PC_OP_MUL:
+      return PC_MUL;
+    case PC_OP_MAX: case PC_OP_MIN: case PC_OP_RELU: case PC_OP_RMAX:
+    case PC_OP_RMIN:
+      return PC_CMP;
+    case PC_OP_DIV:
+      return PC_DIV;
+    default:
+      return PC_TRANS;
+  }
+}
+
+/* one element in float (f32, f16) or int64 (i32, i8); narrowed by the caller */
+static double pc_fop(int op, double x, double y) {
+  switch (op) {
+    case PC_OP_ADD: case PC_OP_SUM: return (float)x + (float)y;
+    case PC_OP_SUB: return (float)x - (float)y;
+    case PC_OP_MUL: return (float)x * (float)y;
+    case PC_OP_DIV: return (float)x / (float)y;
+    case PC_OP_MAX: case PC_OP_RMAX: return x > y ? x : y;
+    case PC_OP_MIN: case PC_OP_RMIN: return x < y ? x : y;
+    case PC_OP_NEG: return -x;
+    case PC_OP_ABS: return fabsf((float)x);
+    case PC_OP_EXP: return expf((float)x);
+    case PC_OP_LOG: return logf((float)x);
+    case PC_OP_SQRT: return sqrtf((float)x);
+    case PC_OP_TANH: return tanhf((float)x);
+    case PC_OP_SIGMOID: return 1.0f / (1.0f + expf(-(float)x));
+    case PC_OP_RELU: return x > 0 ? x : 0.0;
+    default: return x; /* COPY */
+  }
+}
+
+static int64_t pc_iop(int op, int64_t x, int64_t y) {
+  switch (op) {
+    case PC_OP_ADD: case PC_OP_SUM: return x + y;
+    case PC_OP_SUB: return x - y;
+    case PC_OP_MUL: return x * y;
+    case PC_OP_DIV: return y ? x / y : 0;
+    case PC_OP_MAX: case PC_OP_RMAX: return x > y ? x : y;
+    case PC_OP_MIN: case PC_OP_RMIN: return x < y ? x : y;
+    case PC_OP_NEG: return -x;
+    case PC_OP_ABS: return x < 0 ? -x : x;
+    case PC_OP_RELU: return x > 0 ? x : 0;
+    default: return x;
+  }
+}
+
+static double pc_load(int dt, const unsigned char *base, int64_t i) {
+  switch (dt) {
+    case PC_F32: return ((const float *)base)[i];
+    case PC_F16: return (double)((const _Float16 *)base)[i];
+    case PC_I32: return ((const int32_t *)base)[i];
+    default: return ((const int8_t *)base)[i];
+  }
+}
+
+static void pc_store(int dt, unsigned char *base, int64_t i, double v) {
+  switch (dt) {
+    case PC_F32: ((float *)base)[i] = (float)v; break;
+    case PC_F16: ((_Float16 *)base)[i] = (_Float16)(float)v; break;
+    case PC_I32: ((int32_t *)base)[i] = (int32_t)(uint32_t)(int64_t)v; break;
+    default: ((int8_t *)base)[i] = (int8_t)(uint8_t)(int64_t)v; break;
+  }
+}
+
+static double pc_apply(int dt, int op, double x, double y) {
+  if (dt == PC_F32) return pc_fop(op, x, y);
+  if (dt == PC_F16) return (double)(_Float16)(float)pc_fop(op, x, y);
+  int64_t r = pc_iop(op, (int64_t)x, (int64_t)y);
+  return dt == PC_I32 ? (double)(int32_t)(uint32_t)r : (double)(int8_t)(uint8_t)r;
+}
+
+static int pc_vec_args(pc_ctx *ctx, int op, int dtype, int lo, int hi,
+                       const char *label) {
+  if (dtype < PC_F32 || dtype > PC_I8)
+    return pc_fail(ctx, "vector op %s: dtype %d is unknown because vector dtypes "
+                        "are 0..3 (PC_F32, PC_F16, PC_I32, PC_I8).", pc_label(label),
+                   dtype);
+  if (op < lo || op > hi || ((dtype == PC_I32 || dtype == PC_I8) &&
+                             op >= PC_OP_EXP && op <= PC_OP_SIGMOID))
+    return pc_fail(ctx, "vector op %s: op %d is not valid here because it is not "
+                        "one of this primitive's ops for this dtype.",
+                   pc_label(label), op);
+  return 0;
+}
+
+void pc_vec_binary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
+                   pc_view out, pc_view a, pc_view b, const char *label) {
+  if (ctx->failed || pc_vec_args(ctx, op, dtype, PC_OP_ADD, PC_OP_MIN, label)) return;
+  if (rows <= 0 || cols <= 0) return;
+  int es = pc_esize[dtype];
+  pc_range acc[3];
+  if (pc_view_range(ctx, a, rows, cols, es, 0, &acc[0], "pc_vec_binary", label) ||
+      pc_view_range(ctx, b, rows, cols, es, 0, &acc[1], "pc_vec_binary", label) ||
+      pc_view_range(ctx, out, rows, cols, es, 1, &acc[2], "pc_vec_binary", label) ||
+      pc_vector_levels(ctx, acc, 3, label))
+    return;
+  unsigned char *A = ctx->bufs[a.buf].base, *B = ctx->bufs[b.buf].base,
+                *O = ctx->bufs[out.buf].base;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      double x = pc_load(dtype, A, a.off + r * a.rs + c * a.cs);
+      double y = pc_load(dtype, B, b.off + r * b.rs + c * b.cs);
+      pc_store(dtype, O, out.off + r * out.rs + c * out.cs, pc_apply(dtype, op, x, y));
+    }
+  int64_t n = rows * cols, ops[PC_NCLASS] = {0}, bytes[3] = {n * es, n * es, n * es};
+  int cls = pc_op_class(op);
+  ops[cls] = n;
+  int64_t lanes = ctx->spec.lanes;
+  pc_vector_time(ctx, label, (n + lanes - 1) / lanes, ctx->spec.vec_cycles[cls], n,
+                 ops, acc, 3, bytes);
+}
+
+void pc_vec_unary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
+                  pc_view out, pc_view a, const char *label) {
+  if (ctx->failed || pc_vec_args(ctx, op, dtype, PC_OP_NEG, PC_OP_COPY, label)) return;
+  if (rows <= 0 || cols <= 0) return;
+  int es = pc_esize[dtype];
+  pc_range acc[2];
+  if (pc_view_range(ctx, a, rows, cols, es, 0, &acc[0], "pc_vec_unary", label) ||
+      pc_view_range(ctx, out, rows, cols, es, 1, &acc[1], "pc_vec_unary", label) ||
+      pc_vector_levels(ctx, acc, 2, label))
+    return;
+  unsigned char *A = ctx->bufs[a.buf].base, *O = ctx->bufs[out.buf].base;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      double x = pc_load(dtype, A, a.off + r * a.rs + c * a.cs);
+      pc_store(dtype, O, out.off + r * out.rs + c * out.cs, pc_apply(dtype, op, x, 0));
+    }
+  int64_t n = rows * cols, ops[PC_NCLASS] = {0}, bytes[2] = {n * es, n * es};
+  int cls = pc_op_class(op);
+  ops[cls] = n;
+  int64_t lanes = ctx->spec.lanes;
+  pc_vector_time(ctx, label, (n + lanes - 1) / lanes, ctx->spec.vec_cycles[cls], n,
+                 ops, acc, 2, bytes);
+}
+
+void pc_vec_reduce(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
+                   int accumulate, pc_view out, pc_view a, const char *label) {
+  if (ctx->failed || pc_vec_args(ctx, op, dtype, PC_OP_SUM, PC_OP_RMIN, label)) return;
+  if (rows <= 0 || cols <= 0) return;
+  int es = pc_esize[dtype];
+  pc_range acc[3];
+  if (pc_view_range(ctx, a, rows, cols, es, 0, &acc[0], "pc_vec_reduce", label) ||
+      pc_view_range(ctx, out, rows, 1, es, 1, &acc[1], "pc_vec_reduce", label) ||
+      pc_vector_levels(ctx, acc, 2, label))
+    return;
+  int nacc = 2;
+  if (accumulate) {
+    acc[2] = acc[1];
+    acc[2].is_write = 0;
+    nacc = 3;
+  }
+  unsigned char *A = ctx->bufs[a.buf].base, *O = ctx->bufs[out.buf].base;
+  for (int64_t r = 0; r < rows; r++) { /* in order: equals a sequential loop */
+    int64_t o = out.off + r * out.rs;
+    double v = accumulate ? pc_load(dtype, O, o)
+                          : pc_load(dtype, A, a.off + r * a.rs);
+    for (int64_t c = accumulate ? 0 : 1; c < cols; c++)
+      v = pc_apply(dtype, op, v, pc_load(dtype, A, a.off + r * a.rs + c * a.cs));
+    pc_store(dtype, O, o, v);
+  }
+  int64_t n = rows * cols, ops[PC_NCLASS] = {0};
+  int64_t bytes[3] = {n * es, rows * es, rows * es};
+  int cls = pc_op_class(op);
+  ops[cls] = n;
+  ops[PC_RED] = rows;
+  int64_t lanes = ctx->spec.lanes;
+  int64_t per_row = ((cols + lanes - 1) / lanes) * ctx->spec.vec_cycles[cls] +
+                    ctx->spec.vec_cycles[PC_RED];
+  pc_vector_time(ctx, label, rows, per_row, n, ops, acc, nacc, bytes);
+}

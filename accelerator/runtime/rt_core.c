@@ -1,0 +1,486 @@
+/* rt_core.c: context, errors, buffers, hazards, engines, scalar core, trace.
+ *
+ * Timing model (see docs/accelerator-runtime.md): every engine has a timeline
+ * (free_at). An asynchronous operation is issued by the scalar core at its current
+ * time (costing issue_cycles of it), and starts when its engine is free and the
+ * byte ranges it reads are written (read-after-write) and the ranges it writes are
+ * no longer read or written by earlier operations (write-after-read, -after-write).
+ * Everything is integer cycles and deterministic.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PC_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define PC_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* ---- errors ------------------------------------------------------------------ */
+
+/* Record the first error; leave the running kernel when armed. Returns -1. */
+static int pc_fail(pc_ctx *ctx, const char *fmt, ...) {
+  if (!ctx->failed) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    va_end(ap);
+    ctx->failed = 1;
+  }
+  if (ctx->armed) longjmp(ctx->jmp, 1);
+  return -1;
+}
+
+const char *pc_error(pc_ctx *ctx) { return ctx->failed ? ctx->error : NULL; }
+
+void pc_arm(pc_ctx *ctx, int armed) { ctx->armed = armed; }
+
+int64_t pc_now(pc_ctx *ctx) { return ctx->scalar_time; }
+
+static void pc_copy_name(char *dst, const char *src, size_t cap) {
+  snprintf(dst, cap, "%s", src ? src : "?");
+}
+
+/* ---- context ----------------------------------------------------------------- */
+
+pc_ctx *pc_create(const pc_spec *spec) {
+  pc_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return NULL;
+  ctx->spec = *spec;
+  int nl = spec->nlevels;
+  if (nl < 2 || nl > PC_MAX_LEVELS || spec->channels < 1 ||
+      spec->channels > PC_MAX_CHANNELS) {
+    pc_fail(ctx, "pc_create: the spec has %d levels and %d DMA channels because "
+                 "it was not filled from a validated config. Use "
+                 "accelerator.load_config.", nl, spec->channels);
+    return ctx;
+  }
+  for (int l = 1; l < nl; l++) {
+    ctx->mem[l] = calloc((size_t)spec->level[l].capacity, 1);
+    if (!ctx->mem[l]) {
+      pc_fail(ctx, "pc_create: could not allocate %lld bytes for level %s because "
+                   "the host is out of memory. Use a smaller config.",
+              (long long)spec->level[l].capacity, spec->level[l].name);
+      return ctx;
+    }
+  }
+  ctx->stats.nengines = PC_ENG_DMA + spec->channels;
+  ctx->capcal = 16;
+  ctx->cal = calloc((size_t)ctx->capcal, sizeof *ctx->cal);
+  ctx->ncal = 1; /* one segment from t = 0 with nothing used */
+  if (spec->trace_limit > 0)
+    ctx->events = calloc((size_t)spec->trace_limit, sizeof *ctx->events);
+  return ctx;
+}
+
+void pc_destroy(pc_ctx *ctx) {
+  if (!ctx) return;
+  for (int l = 0; l < PC_MAX_LEVELS; l++) free(ctx->mem[l]);
+  free(ctx->bufs);
+  free(ctx->stmts);
+  free(ctx->cal);
+  free(ctx->events);
+  free(ctx);
+}
+
+/* ---- trace ------------------------------------------------------------------- */
+
+static void pc_trace(pc_ctx *ctx, int engine, int kind, int64_t start, int64_t end,
+                     int64_t amount, int src, int dst, const char *label) {
+  if (ctx->stats.events < ctx->spec.trace_limit) {
+    pc_event *e = &ctx->events[ctx->stats.events++];
+    e->start = start;
+    e->end = end;
+    e->engine = engine;
+    e->kind = kind;
+    e->amount = amount;
+    e->src_level = src;
+    e->dst_level = dst;
+    pc_copy_name(e->label, label, sizeof e->label);
+  } else {
+    ctx->stats.events_dropped++;
+  }
+}
+
+const pc_event *pc_events(pc_ctx *ctx, int64_t *count) {
+  *count = ctx->stats.events;
+  return ctx->events;
+}
+
+/* ---- buffers ----------------------------------------------------------------- */
+
+static int pc_new_buf(pc_ctx *ctx) {
+  for (int i = 0; i < ctx->nbufs; i++)
+    if (!ctx->bufs[i].live) return i;
+  if (ctx->nbufs == ctx->capbufs) {
+    int cap = ctx->capbufs ? 2 * ctx->capbufs : 16;
+    pc_buf *b = realloc(ctx->bufs, (size_t)cap * sizeof *b);
+    if (!b) return pc_fail(ctx, "pc_alloc: out of host memory for buffers because "
+                                "%d are live. Free buffers you no longer use.",
+                           ctx->nbufs);
+    ctx->bufs = b;
+    ctx->capbufs = cap;
+  }
+  return ctx->nbufs++;
+}
+
+static int pc_valid_buf(pc_ctx *ctx, int buf, const char *op) {
+  if (buf < 0 || buf >= ctx->nbufs || !ctx->bufs[buf].live)
+    return pc_fail(ctx, "%s: buffer %d is not live because it was never allocated "
+                        "or was freed. Allocate it with pc_alloc/pc_bind first.",
+                   op, buf);
+  return 0;
+}
+
+int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
+  if (ctx->failed) return -1;
+  pc_level *dram = &ctx->spec.level[0];
+  if (ctx->dram_bound + bytes > dram->capacity)
+    return pc_fail(ctx, "pc_bind: array %s (%lld bytes) does not fit in DRAM "
+                        "because %lld of its %lld bytes are already bound. Use a "
+                        "config with more DRAM or smaller arrays.",
+                   name, (long long)bytes, (long long)ctx->dram_bound,
+                   (long long)dram->capacity);
+  int id = pc_new_buf(ctx);
+  if (id < 0) return -1;
+  pc_buf *b = &ctx->bufs[id];
+  memset(b, 0, sizeof *b);
+  pc_copy_name(b->name, name, sizeof b->name);
+  b->level = 0;
+  b->live = 1;
+  b->offset = ctx->dram_bound;
+  b->bytes = bytes;
+  b->base = data;
+  ctx->dram_bound += bytes;
+  return id;
+}
+
+static int64_t pc_freed_floor(pc_ctx *ctx, int level, int64_t lo, int64_t hi) {
+  int64_t t = ctx->freed_floor[level];
+  for (int i = 0; i < ctx->nfreed[level]; i++) {
+    pc_span *s = &ctx->freed[level][i];
+    if (s->lo < hi && lo < s->hi) t = PC_MAX(t, s->t);
+  }
+  return t;
+}
+
+int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
+             const char *name) {
+  if (ctx->failed) return -1;
+  if (level <= 0 || level >= ctx->spec.nlevels)
+    return pc_fail(ctx, "pc_alloc: buffer %s asks for level %d because of a bad "
+                        "level index; on-chip levels are 1..%d. Allocate in SRAM.",
+                   name, level, ctx->spec.nlevels - 1);
+  pc_level *L = &ctx->spec.level[level];
+  if (bytes <= 0 || offset < 0 || offset + bytes > L->capacity)
+    return pc_fail(ctx, "pc_alloc: buffer %s [%lld, %lld) does not fit in %s because "
+                        "the level holds %lld bytes. Plan it inside the level.",
+                   name, (long long)offset, (long long)(offset + bytes), L->name,
+                   (long long)L->capacity);
+  if (offset % L->alignment)
+    return pc_fail(ctx, "pc_alloc: buffer %s at offset %lld in %s is misaligned "
+                        "because the level's alignment is %lld bytes. Round the "
+                        "offset up to a multiple of %lld.",
+                   name, (long long)offset, L->name, (long long)L->alignment,
+                   (long long)L->alignment);
+  for (int i = 0; i < ctx->nbufs; i++) {
+    pc_buf *o = &ctx->bufs[i];
+    if (o->live && o->level == level && o->offset < offset + bytes &&
+        offset < o->offset + o->bytes)
+      return pc_fail(ctx, "pc_alloc: buffer %s [%lld, %lld) overlaps live buffer "
+                          "%s [%lld, %lld) in %s because both are allocated at "
+                          "once. Free %s first or move one of them.",
+                     name, (long long)offset, (long long)(offset + bytes), o->name,
+                     (long long)o->offset, (long long)(o->offset + o->bytes),
+                     L->name, o->name);
+  }
+  int id = pc_new_buf(ctx);
+  if (id < 0) return -1;
+  pc_buf *b = &ctx->bufs[id];
+  memset(b, 0, sizeof *b);
+  pc_copy_name(b->name, name, sizeof b->name);
+  b->level = level;
+  b->live = 1;
+  b->offset = offset;
+  b->bytes = bytes;
+  b->base = ctx->mem[level] + offset;
+  /* space released by earlier buffers may still be read or written */
+  int64_t t = pc_freed_floor(ctx, level, offset, offset + bytes);
+  b->floor_w = b->floor_r = b->busy_until = t;
+  if (offset + bytes > ctx->stats.peak_sram[level])
+    ctx->stats.peak_sram[level] = offset + bytes;
+  return id;
+}
+
+void pc_free(pc_ctx *ctx, int buf) {
+  if (ctx->failed || pc_valid_buf(ctx, buf, "pc_free")) return;
+  pc_buf *b = &ctx->bufs[buf];
+  if (b->level == 0) {
+    pc_fail(ctx, "pc_free: buffer %s is a DRAM array because it was bound with "
+                 "pc_bind. Free only buffers made by pc_alloc.", b->name);
+    return;
+  }
+  int l = b->level;
+  if (ctx->nfreed[l] == PC_FREED) { /* forget the oldest into the level floor */
+    int old = 0;
+    for (int i = 1; i < PC_FREED; i++)
+      if (ctx->freed[l][i].t < ctx->freed[l][old].t) old = i;
+    ctx->freed_floor[l] = PC_MAX(ctx->freed_floor[l], ctx->freed[l][old].t);
+    ctx->freed[l][old] = ctx->freed[l][--ctx->nfreed[l]];
+  }
+  ctx->freed[l][ctx->nfreed[l]++] =
+      (pc_span){b->offset, b->offset + b->bytes, b->busy_until};
+  b->live = 0;
+}
+
+/* pc_ptr and pc_ready keep working after an error, to inspect the state */
+void *pc_ptr(pc_ctx *ctx, int buf) {
+  if (pc_valid_buf(ctx, buf, "pc_ptr")) return NULL;
+  return ctx->bufs[buf].base;
+}
+
+int64_t pc_ready(pc_ctx *ctx, int buf) {
+  if (pc_valid_buf(ctx, buf, "pc_ready")) return 0;
+  return ctx->bufs[buf].busy_until;
+}
+
+/* ---- hazards ----------------------------------------------------------------- */
+
+static int64_t pc_span_time(const pc_span *s, int n, int64_t lo, int64_t hi) {
+  int64_t t = 0;
+  for (int i = 0; i < n; i++)
+    if (s[i].lo < hi && lo < s[i].hi) t = PC_MAX(t, s[i].t);
+  return t;
+}
+
+/* earliest time an access of [lo, hi) may start */
+static int64_t pc_hazard(const pc_buf *b, const pc_range *r) {
+  int64_t t = PC_MAX(b->floor_w, pc_span_time(b->w, b->nw, r->lo, r->hi));
+  if (r->is_write)
+    t = PC_MAX(t, PC_MAX(b->floor_r, pc_span_time(b->r, b->nr, r->lo, r->hi)));
+  return t;
+}
+
+static void pc_remember(pc_span *s, int *n, int64_t *floor, int64_t lo, int64_t hi,
+                        int64_t t) {
+  int k = 0;
+  for (int i = 0; i < *n; i++) /* drop spans the new one covers and outlasts */
+    if (!(lo <= s[i].lo && s[i].hi <= hi && s[i].t <= t)) s[k++] = s[i];
+  *n = k;
+  if (*n == PC_HAZ) {
+    int old = 0;
+    for (int i = 1; i < *n; i++)
+      if (s[i].t < s[old].t) old = i;
+    *floor = PC_MAX(*floor, s[old].t);
+    s[old] = s[--*n];
+  }
+  s[(*n)++] = (pc_span){lo, hi, t};
+}
+
+static void pc_record(pc_ctx *ctx, const pc_range *r, int64_t end) {
+  pc_buf *b = &ctx->bufs[r->buf];
+  if (r->is_write)
+    pc_remember(b->w, &b->nw, &b->floor_w, r->lo, r->hi, end);
+  else
+    pc_remember(b->r, &b->nr, &b->floor_r, r->lo, r->hi, end);
+  b->busy_until = PC_MAX(b->busy_until, end);
+}
+
+/* Issue an asynchronous operation on `engine`: the scalar core spends
+ * issue_cycles, then the op waits for its engine and its data. Returns its start. */
+static int64_t pc_issue(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
+  int64_t issue = ctx->spec.issue_cycles;
+  ctx->scalar_time += issue;
+  ctx->stats.busy[PC_ENG_SCALAR] += issue;
+  int64_t start = PC_MAX(ctx->scalar_time, ctx->free_at[engine]);
+  for (int i = 0; i < nacc; i++)
+    start = PC_MAX(start, pc_hazard(&ctx->bufs[acc[i].buf], &acc[i]));
+  return start;
+}
+
+static void pc_complete(pc_ctx *ctx, int engine, int64_t start, int64_t end,
+                        const pc_range *acc, int nacc) {
+  ctx->free_at[engine] = end;
+  ctx->stats.busy[engine] += end - start;
+  ctx->stats.ops[engine]++;
+  for (int i = 0; i < nacc; i++) pc_record(ctx, &acc[i], end);
+}
+
+/* A range inside its buffer, else an error naming the buffer, range and op. */
+static int pc_check_range(pc_ctx *ctx, const pc_range *r, const char *op,
+                          const char *label) {
+  if (pc_valid_buf(ctx, r->buf, op)) return -1;
+  pc_buf *b = &ctx->bufs[r->buf];
+  if (r->lo < 0 || r->hi > b->bytes || r->lo > r->hi)
+    return pc_fail(ctx, "%s %s: %s bytes [%lld, %lld) of buffer %s are outside it "
+                        "because %s holds %lld bytes. Fix the offsets or the "
+                        "strides of this operation.",
+                   op, label ? label : "", r->is_write ? "writing" : "reading",
+                   (long long)r->lo, (long long)r->hi, b->name, b->name,
+                   (long long)b->bytes);
+  return 0;
+}
+
+/* ---- scalar core ------------------------------------------------------------- */
+
+int pc_stmt(pc_ctx *ctx, const pc_stmt_desc *d) {
+  if (ctx->failed) return -1;
+  if (d->naccess < 0 || d->naccess > PC_MAX_ACCESS)
+    return pc_fail(ctx, "pc_stmt: statement %s has %d accesses because of a bad "
+                        "descriptor; at most %d are supported. Split the statement.",
+                   d->name, d->naccess, PC_MAX_ACCESS);
+  if (ctx->nstmts == ctx->capstmts) {
+    int cap = ctx->capstmts ? 2 * ctx->capstmts : 8;
+    pc_stmt_info *s = realloc(ctx->stmts, (size_t)cap * sizeof *s);
+    if (!s) return pc_fail(ctx, "pc_stmt: out of host memory.");
+    ctx->stmts = s;
+    ctx->capstmts = cap;
+  }
+  pc_stmt_info *s = &ctx->stmts[ctx->nstmts];
+  memset(s, 0, sizeof *s);
+  s->d = *d;
+  pc_copy_name(s->name, d->name, sizeof s->name);
+  pc_copy_name(s->iterators, d->iterators, sizeof s->iterators);
+  s->d.name = s->d.iterators = NULL; /* the copies above are the names */
+  const pc_spec *sp = &ctx->spec;
+  int64_t cycles = sp->stmt_cycles, latency = 0;
+  double ops = 0;
+  for (int c = 0; c < PC_NCLASS; c++) {
+    cycles += d->ops[c] * sp->scalar_cycles[c];
+    ops += (double)d->ops[c];
+  }
+  for (int i = 0; i < d->naccess; i++) {
+    int l = d->level[i];
+    if (l < 0 || l >= sp->nlevels)
+      return pc_fail(ctx, "pc_stmt: statement %s accesses level %d because of a bad "
+                          "descriptor; levels are 0..%d.", d->name, l,
+                     sp->nlevels - 1);
+    const pc_level *L = &sp->level[l];
+    if (d->is_write[i]) {
+      s->bytes_written[l] += d->bytes[i];
+      s->energy_level[l] += (double)d->bytes[i] * L->write_pj;
+    } else {
+      s->bytes_read[l] += d->bytes[i];
+      s->energy_level[l] += (double)d->bytes[i] * L->read_pj;
+      latency = PC_MAX(latency, L->latency); /* the reads are issued together */
+    }
+  }
+  cycles += latency;
+  for (int l = 0; l < sp->nlevels; l++) { /* data transfer at each level's rate */
+    int64_t bytes = s->bytes_read[l] + s->bytes_written[l];
+    if (bytes) cycles += (int64_t)ceil((double)bytes / sp->level[l].bytes_per_cycle);
+  }
+  s->cycles = cycles;
+  s->energy_ops = ops * sp->scalar_pj;
+  return ctx->nstmts++;
+}
+
+void pc_scalar(pc_ctx *ctx, int stmt, int64_t n) {
+  if (ctx->failed || n <= 0) return;
+  if (stmt < 0 || stmt >= ctx->nstmts) {
+    pc_fail(ctx, "pc_scalar: statement %d is not registered because pc_stmt was "
+                 "not called for it. Register statements in the prologue.", stmt);
+    return;
+  }
+  pc_stmt_info *s = &ctx->stmts[stmt];
+  pc_stats *st = &ctx->stats;
+  int64_t start = ctx->scalar_time, dt = n * s->cycles;
+  ctx->scalar_time += dt;
+  st->busy[PC_ENG_SCALAR] += dt;
+  st->ops[PC_ENG_SCALAR] += n;
+  st->scalar_instances += n;
+  s->instances += n;
+  st->macs += n * s->d.macs;
+  for (int c = 0; c < PC_NCLASS; c++) st->scalar_ops[c] += n * s->d.ops[c];
+  st->energy_scalar += (double)n * s->energy_ops;
+  for (int l = 0; l < ctx->spec.nlevels; l++) {
+    st->bytes_read[l] += n * s->bytes_read[l];
+    st->bytes_written[l] += n * s->bytes_written[l];
+    st->energy_level[l] += (double)n * s->energy_level[l];
+  }
+  pc_trace(ctx, PC_ENG_SCALAR, PC_EV_SCALAR, start, ctx->scalar_time, n, -1, -1,
+           s->name);
+}
+
+void pc_wait(pc_ctx *ctx, int buf) {
+  if (ctx->failed || pc_valid_buf(ctx, buf, "pc_wait")) return;
+  int64_t t = ctx->bufs[buf].busy_until;
+  if (t > ctx->scalar_time) {
+    pc_trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
+             ctx->bufs[buf].name);
+    ctx->scalar_time = t;
+  }
+}
+
+int pc_stmt_stats(pc_ctx *ctx, int stmt, pc_stmt_stat *out) {
+  if (stmt >= 0 && stmt < ctx->nstmts) {
+    out->name = ctx->stmts[stmt].name;
+    out->instances = ctx->stmts[stmt].instances;
+    out->cycles_per_instance = ctx->stmts[stmt].cycles;
+  }
+  return ctx->nstmts;
+}
+
+static int64_t pc_engines_done(pc_ctx *ctx) {
+  int64_t t = ctx->scalar_time;
+  for (int e = 1; e < ctx->stats.nengines; e++) t = PC_MAX(t, ctx->free_at[e]);
+  return t;
+}
+
+void pc_wait_all(pc_ctx *ctx) {
+  if (ctx->failed) return;
+  int64_t t = pc_engines_done(ctx);
+  if (t > ctx->scalar_time)
+    pc_trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1, "all");
+  ctx->scalar_time = t;
+}
+
+const pc_stats *pc_finish(pc_ctx *ctx) {
+  ctx->stats.cycles = pc_engines_done(ctx);
+  return &ctx->stats;
+}
+
+static void pc_fmt_list(char *out, size_t cap, int n, const int64_t *v) {
+  size_t k = 0;
+  out[0] = 0;
+  for (int i = 0; i < n && k < cap; i++)
+    k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+}
+
+void pc_fail_access(pc_ctx *ctx, int buf, int stmt, int n, const int64_t *index,
+                    const int64_t *extent, int niter, const int64_t *iters) {
+  char idx[160], ext[160], inst[256];
+  const char *bname = (buf >= 0 && buf < ctx->nbufs) ? ctx->bufs[buf].name : "?";
+  pc_fmt_list(idx, sizeof idx, n, index);
+  pc_fmt_list(ext, sizeof ext, n, extent);
+  inst[0] = 0;
+  const char *sname = "?";
+  if (stmt >= 0 && stmt < ctx->nstmts) { /* S0[i=1, j=2] */
+    pc_stmt_info *s = &ctx->stmts[stmt];
+    sname = s->name;
+    size_t k = 0;
+    const char *p = s->iterators;
+    for (int i = 0; i < niter && k < sizeof inst; i++) {
+      const char *q = strchr(p, ',');
+      int len = q ? (int)(q - p) : (int)strlen(p);
+      k += (size_t)snprintf(inst + k, sizeof inst - k, "%s%.*s=%lld", i ? ", " : "",
+                            len, p, (long long)iters[i]);
+      p = q ? q + 1 : p + len;
+    }
+  }
+  int oob = 0;
+  for (int d = 0; d < n; d++) oob |= index[d] < 0 || index[d] >= extent[d];
+  if (oob)
+    pc_fail(ctx, "simulate: access %s[%s] is outside buffer %s because its shape is "
+                 "[%s], at statement %s[%s]. The schedule or placement that made "
+                 "this access is wrong; check the buffer's footprint.",
+            bname, idx, bname, ext, sname, inst);
+  else
+    pc_fail(ctx, "simulate: access %s[%s] reads or writes buffer %s at cycle %lld "
+                 "while an asynchronous operation uses it until cycle %lld, at "
+                 "statement %s[%s], because no pc_wait preceded the scalar code. "
+                 "Emit pc_wait(ctx, buffer) before scalar accesses.",
+            bname, idx, bname, (long long)ctx->scalar_time,
+            (long long)(buf >= 0 && buf < ctx->nbufs ? ctx->bufs[buf].busy_until : 0),
+            sname, inst);
+}
