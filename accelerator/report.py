@@ -304,7 +304,7 @@ def _events(sim, names: list[str]) -> tuple[TraceEvent, ...]:
                 amount,
                 levels[src] if src >= 0 else "",
                 levels[dst] if dst >= 0 else "",
-                label.decode(errors="replace"),
+                label.split(b"\0", 1)[0].decode(errors="replace"),
             )
         )
     return tuple(out)

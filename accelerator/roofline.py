@@ -148,8 +148,10 @@ def _fix(s: isl.Set, params: Mapping[str, int]) -> isl.Set:
 def count_points(s: isl.Set) -> int:
     """The number of integer points of a bounded, parameter-free set.
 
-    Boxes are counted by their extents; small sets by isl; large non-box sets by
-    slicing the outermost dimension (each slice is usually a box).
+    Boxes are counted by their extents and small sets by isl; a large set is split
+    into groups of dimensions that share no constraint (counted apart and
+    multiplied: the (h, kh) and (w, kw) pairs of a padded convolution), or else
+    sliced along its first unfixed dimension.
     """
     s = s.coalesce()
     if s.is_empty():
@@ -162,11 +164,44 @@ def count_points(s: isl.Set) -> int:
     volume = math.prod(h - lo_ + 1 for lo_, h in zip(lo, hi))
     if s.is_box():
         return volume
-    if volume <= _ENUMERATE or n == 1:
+    if volume <= _ENUMERATE:
         return s.count_val().to_python()
+    groups = _independent_groups(s)
+    if len(groups) > 1:
+        return math.prod(count_points(_project_onto(s, g)) for g in groups)
+    d = next(d for d in range(n) if lo[d] < hi[d])
+    ctx = s.get_ctx()
     return sum(
-        count_points(
-            s.fix_val(isl.dim_type.set, 0, isl.Val.int_from_si(s.get_ctx(), v))
-        )
-        for v in range(lo[0], hi[0] + 1)
+        count_points(s.fix_val(isl.dim_type.set, d, isl.Val.int_from_si(ctx, v)))
+        for v in range(lo[d], hi[d] + 1)
     )
+
+
+def _independent_groups(s: isl.Set) -> list[list[int]]:
+    """Dimensions grouped so that no constraint spans two groups ([] if unknown)."""
+    bsets = s.get_basic_sets()
+    n = s.dim(isl.dim_type.set)
+    if len(bsets) != 1 or bsets[0].dim(isl.dim_type.div):
+        return [list(range(n))]
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for c in bsets[0].get_constraints():
+        dims = [d for d in range(n) if c.involves_dims(isl.dim_type.set, d, 1)]
+        for d in dims[1:]:
+            parent[find(d)] = find(dims[0])
+    groups: dict[int, list[int]] = {}
+    for d in range(n):
+        groups.setdefault(find(d), []).append(d)
+    return list(groups.values())
+
+
+def _project_onto(s: isl.Set, dims: list[int]) -> isl.Set:
+    for d in reversed(range(s.dim(isl.dim_type.set))):
+        if d not in dims:
+            s = s.project_out(isl.dim_type.set, d, 1)
+    return s

@@ -344,7 +344,7 @@ class Simulator:
         return sid
 
     def scalar(self, stmt: int, instances: int) -> None:
-        self.lib.pc_scalar(self.ctx, stmt, instances)
+        self.lib.pc_scalar(self.ctx, stmt, instances, 0, 0)
         self.check()
 
     def wait(self, buf: int) -> None:

@@ -22,6 +22,7 @@ each asynchronous call so the scalar core's time is current when it issues.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -57,6 +58,11 @@ def stmt_var(stmt: str) -> str:
 
 def count_var(stmt: str) -> str:
     return f"pc_n_{stmt}"
+
+
+def mask_var(stmt: str, is_write: bool) -> str:
+    """Buffers the statement wrote (read) since the last flush (checked builds)."""
+    return f"pc_{'w' if is_write else 'r'}_{stmt}"
 
 
 class SimEmitter(CEmitter):
@@ -108,14 +114,16 @@ class SimEmitter(CEmitter):
                 f"const int {stmt_var(stmt.name)} = pc_stmt({CTX}, &pc_d_{stmt.name});"
             ),
             c.Line(f"int64_t {count_var(stmt.name)} = 0;"),
+            c.Line(f"uint64_t {mask_var(stmt.name, False)} = 0;"),
+            c.Line(f"uint64_t {mask_var(stmt.name, True)} = 0;"),
         ]
 
     def statement(self, stmt: Statement, args: dict[str, str]) -> list[c.Generable]:
         r = self.renderer(args)
         iters = [args[i] for i in stmt.iterators]
+        accesses = _distinct((stmt.target, *stmt.reads))  # the target first: a write
         checks = [
-            self.check(stmt, ld, r, iters)
-            for ld in _distinct((stmt.target, *stmt.reads))
+            self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)
         ]
         return [
             *checks,
@@ -124,7 +132,7 @@ class SimEmitter(CEmitter):
         ]
 
     def check(
-        self, stmt: Statement, ld: Load, r: CExpr, iters: list[str]
+        self, stmt: Statement, ld: Load, r: CExpr, iters: list[str], is_write: bool
     ) -> c.Statement:
         """``PC_CHECK`` of one access: indices against the array's extents."""
         a = self.kernel.arrays[ld.array]
@@ -132,7 +140,8 @@ class SimEmitter(CEmitter):
         ext = _i64_list([d.to_c() for d in a.shape])
         it = _i64_list(iters)
         return c.Statement(
-            f"PC_CHECK({CTX}, {buf_var(a.name)}, {stmt_var(stmt.name)}, "
+            f"PC_CHECK({CTX}, {mask_var(stmt.name, is_write)}, {buf_var(a.name)}, "
+            f"{stmt_var(stmt.name)}, "
             f"{len(ld.index)}, {idx}, {ext}, {len(iters)}, {it})"
         )
 
@@ -140,9 +149,11 @@ class SimEmitter(CEmitter):
         """Hand the instance counts to the runtime (before any asynchronous call)."""
         out: list[c.Generable] = []
         for s in self.kernel.statements:
-            n = count_var(s.name)
-            out.append(c.Statement(f"pc_scalar({CTX}, {stmt_var(s.name)}, {n})"))
-            out.append(c.Statement(f"{n} = 0"))
+            n, r, w = count_var(s.name), mask_var(s.name, False), mask_var(s.name, True)
+            out.append(
+                c.Statement(f"pc_scalar({CTX}, {stmt_var(s.name)}, {n}, {r}, {w})")
+            )
+            out.append(c.Statement(f"{n} = 0, {r} = 0, {w} = 0"))
         return out
 
     def epilogue(self) -> list[c.Generable]:
@@ -198,6 +209,7 @@ def _distinct(loads) -> list[Load]:
 # building and running ----------------------------------------------------------------
 
 
+@functools.cache
 def build_runtime() -> cbuild.Built:
     """The runtime as a cffi module: kernels link against its shared library, and
     Python can drive it directly (tests, hand-written schedules)."""

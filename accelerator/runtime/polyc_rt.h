@@ -240,7 +240,8 @@ void pc_vector(pc_ctx *ctx, const pc_vop *op);
 
 /* scalar core */
 int pc_stmt(pc_ctx *ctx, const pc_stmt_desc *desc);
-void pc_scalar(pc_ctx *ctx, int stmt, int64_t instances);
+void pc_scalar(pc_ctx *ctx, int stmt, int64_t instances, uint64_t reads,
+               uint64_t writes);
 void pc_wait(pc_ctx *ctx, int buf);
 void pc_wait_all(pc_ctx *ctx);
 int pc_stmt_stats(pc_ctx *ctx, int stmt, pc_stmt_stat *out);
@@ -306,6 +307,7 @@ struct pc_ctx {
   int nfreed[PC_MAX_LEVELS];
   int64_t freed_floor[PC_MAX_LEVELS];
   pc_event *events;
+  int64_t capevents;
   int failed;
   int armed;
   jmp_buf jmp;
@@ -314,25 +316,27 @@ struct pc_ctx {
 
 #define PC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-static inline int64_t pc_busy_until(const pc_ctx *ctx, int buf) {
-  return ctx->bufs[buf].busy_until;
+/* The bit of a buffer in the masks of buffers a statement read and wrote since the
+ * last pc_scalar (ids from 63 on share the last bit and are checked together). */
+static inline uint64_t pc_bit(int buf) {
+  return (uint64_t)1 << (buf < 63 ? buf : 63);
 }
 
-/* Element access check: every index inside its extent, and the buffer not still in
- * use by an asynchronous operation (a missing pc_wait). Compiled out with
- * -DPC_NO_CHECKS. `idx`, `ext` and `it` are compound literals of int64_t. */
+/* Element access check: every index inside its extent; the buffer is recorded in
+ * `mask` so that pc_scalar can check it was not in use by an asynchronous
+ * operation (a missing pc_wait). Compiled out with -DPC_NO_CHECKS. `idx`, `ext`
+ * and `it` are compound literals of int64_t. */
 #ifdef PC_NO_CHECKS
-#define PC_CHECK(ctx, buf, stmt, n, idx, ext, ni, it) ((void)0)
+#define PC_CHECK(ctx, mask, buf, stmt, n, idx, ext, ni, it) ((void)0)
 #else
-#define PC_CHECK(ctx, buf, stmt, n, idx, ext, ni, it) \
-  pc_check((ctx), (buf), (stmt), (n), (idx), (ext), (ni), (it))
+#define PC_CHECK(ctx, mask, buf, stmt, n, idx, ext, ni, it) \
+  ((mask) |= pc_bit(buf), pc_check((ctx), (buf), (stmt), (n), (idx), (ext), (ni), (it)))
 static inline void pc_check(pc_ctx *ctx, int buf, int stmt, int n,
                             const int64_t *idx, const int64_t *ext, int ni,
                             const int64_t *it) {
   int bad = 0;
   for (int d = 0; d < n; d++) bad |= (uint64_t)idx[d] >= (uint64_t)ext[d];
-  if (PC_UNLIKELY(bad | (ctx->bufs[buf].busy_until > ctx->scalar_time)))
-    pc_fail_access(ctx, buf, stmt, n, idx, ext, ni, it);
+  if (PC_UNLIKELY(bad)) pc_fail_access(ctx, buf, stmt, n, idx, ext, ni, it);
 }
 #endif
 

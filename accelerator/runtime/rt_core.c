@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,10 @@ pc_ctx *pc_create(const pc_spec *spec) {
     return ctx;
   }
   for (int l = 1; l < nl; l++) {
-    ctx->mem[l] = calloc((size_t)spec->level[l].capacity, 1);
+    /* anonymous pages: zero and only backed once touched, whatever the size */
+    void *m = mmap(NULL, (size_t)spec->level[l].capacity, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ctx->mem[l] = m == MAP_FAILED ? NULL : m;
     if (!ctx->mem[l]) {
       pc_fail(ctx, "pc_create: could not allocate %lld bytes for level %s because "
                    "the host is out of memory. Use a smaller config.",
@@ -68,14 +72,13 @@ pc_ctx *pc_create(const pc_spec *spec) {
   ctx->capcal = 16;
   ctx->cal = calloc((size_t)ctx->capcal, sizeof *ctx->cal);
   ctx->ncal = 1; /* one segment from t = 0 with nothing used */
-  if (spec->trace_limit > 0)
-    ctx->events = calloc((size_t)spec->trace_limit, sizeof *ctx->events);
-  return ctx;
+  return ctx; /* the trace grows on demand, up to trace_limit events */
 }
 
 void pc_destroy(pc_ctx *ctx) {
   if (!ctx) return;
-  for (int l = 0; l < PC_MAX_LEVELS; l++) free(ctx->mem[l]);
+  for (int l = 1; l < ctx->spec.nlevels && l < PC_MAX_LEVELS; l++)
+    if (ctx->mem[l]) munmap(ctx->mem[l], (size_t)ctx->spec.level[l].capacity);
   free(ctx->bufs);
   free(ctx->stmts);
   free(ctx->cal);
@@ -87,7 +90,17 @@ void pc_destroy(pc_ctx *ctx) {
 
 static void pc_trace(pc_ctx *ctx, int engine, int kind, int64_t start, int64_t end,
                      int64_t amount, int src, int dst, const char *label) {
-  if (ctx->stats.events < ctx->spec.trace_limit) {
+  int64_t n = ctx->stats.events;
+  if (n == ctx->capevents && n < ctx->spec.trace_limit) {
+    int64_t cap = n ? 2 * n : 256;
+    if (cap > ctx->spec.trace_limit) cap = ctx->spec.trace_limit;
+    pc_event *ev = realloc(ctx->events, (size_t)cap * sizeof *ev);
+    if (ev) {
+      ctx->events = ev;
+      ctx->capevents = cap;
+    }
+  }
+  if (n < ctx->capevents) {
     pc_event *e = &ctx->events[ctx->stats.events++];
     e->start = start;
     e->end = end;
@@ -375,7 +388,35 @@ int pc_stmt(pc_ctx *ctx, const pc_stmt_desc *d) {
   return ctx->nstmts++;
 }
 
-void pc_scalar(pc_ctx *ctx, int stmt, int64_t n) {
+/* the end of the last write to a buffer */
+static int64_t pc_written_until(const pc_buf *b) {
+  int64_t t = b->floor_w;
+  for (int i = 0; i < b->nw; i++) t = PC_MAX(t, b->w[i].t);
+  return t;
+}
+
+/* Scalar code read (write) the buffers in `reads` (`writes`) since the scalar core
+ * was at `t`: none may still be written (read or written) by an asynchronous
+ * operation then. */
+static int pc_check_touched(pc_ctx *ctx, pc_stmt_info *s, uint64_t reads,
+                            uint64_t writes) {
+  for (int b = 0; b < ctx->nbufs; b++) {
+    pc_buf *B = &ctx->bufs[b];
+    uint64_t bit = pc_bit(b);
+    if (!B->live || !((reads | writes) & bit)) continue;
+    int64_t until = (writes & bit) ? B->busy_until : pc_written_until(B);
+    if (until > ctx->scalar_time)
+      return pc_fail(ctx, "simulate: statement %s %s buffer %s on the scalar core "
+                          "from cycle %lld while an asynchronous operation uses it "
+                          "until cycle %lld, because no pc_wait preceded the scalar "
+                          "code. Emit pc_wait(ctx, %s) before it.",
+                     s->name, (writes & bit) ? "wrote" : "read", B->name,
+                     (long long)ctx->scalar_time, (long long)until, B->name);
+  }
+  return 0;
+}
+
+void pc_scalar(pc_ctx *ctx, int stmt, int64_t n, uint64_t reads, uint64_t writes) {
   if (ctx->failed || n <= 0) return;
   if (stmt < 0 || stmt >= ctx->nstmts) {
     pc_fail(ctx, "pc_scalar: statement %d is not registered because pc_stmt was "
@@ -383,6 +424,7 @@ void pc_scalar(pc_ctx *ctx, int stmt, int64_t n) {
     return;
   }
   pc_stmt_info *s = &ctx->stmts[stmt];
+  if ((reads | writes) && pc_check_touched(ctx, s, reads, writes)) return;
   pc_stats *st = &ctx->stats;
   int64_t start = ctx->scalar_time, dt = n * s->cycles;
   ctx->scalar_time += dt;
@@ -468,19 +510,8 @@ void pc_fail_access(pc_ctx *ctx, int buf, int stmt, int n, const int64_t *index,
       p = q ? q + 1 : p + len;
     }
   }
-  int oob = 0;
-  for (int d = 0; d < n; d++) oob |= index[d] < 0 || index[d] >= extent[d];
-  if (oob)
-    pc_fail(ctx, "simulate: access %s[%s] is outside buffer %s because its shape is "
-                 "[%s], at statement %s[%s]. The schedule or placement that made "
-                 "this access is wrong; check the buffer's footprint.",
-            bname, idx, bname, ext, sname, inst);
-  else
-    pc_fail(ctx, "simulate: access %s[%s] reads or writes buffer %s at cycle %lld "
-                 "while an asynchronous operation uses it until cycle %lld, at "
-                 "statement %s[%s], because no pc_wait preceded the scalar code. "
-                 "Emit pc_wait(ctx, buffer) before scalar accesses.",
-            bname, idx, bname, (long long)ctx->scalar_time,
-            (long long)(buf >= 0 && buf < ctx->nbufs ? ctx->bufs[buf].busy_until : 0),
-            sname, inst);
+  pc_fail(ctx, "simulate: access %s[%s] is outside buffer %s because its shape is "
+               "[%s], at statement %s[%s]. The schedule or placement that made this "
+               "access is wrong; check the buffer's footprint.",
+          bname, idx, bname, ext, sname, inst);
 }

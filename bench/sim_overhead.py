@@ -1,0 +1,109 @@
+"""What simulating costs: host time per simulated MAC, against the plain host C.
+
+    python -m bench.sim_overhead [--quick]
+
+Side by side in one run, for each kernel: the kernel compiled for the host
+(``polyc.build``, no simulator), and the same kernel run on the simulator in
+DRAM-direct mode (``polyc.compile(..., config="edge-npu")``) with the per-access
+checks on and compiled out. Times are whole calls as a user makes them (input
+preparation, context, run, report). Writes ``bench/results/sim_overhead.json``; the
+table goes in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import polyc
+from bench.common import table, write_json
+from codegen.sim import numpy_inputs
+from polyc import ops
+
+
+def kernels(quick: bool):
+    n = 96 if quick else 256
+    c = 16 if quick else 64
+    hw = 14 if quick else 28
+    return [
+        (f"matmul {n}^3 float32", ops.matmul(n, n, n)),
+        (f"matmul {n}^3 int8", ops.matmul(n, n, n, dtype="int8")),
+        (
+            f"conv2d 3x3 {c}->{c} {hw}x{hw} float32",
+            ops.conv2d((1, c, hw, hw), (c, c, 3, 3), padding=1),
+        ),
+    ]
+
+
+def interleaved(fns, rounds: int) -> list[float]:
+    """Best CPU time of each function over ``rounds`` rounds that run them in turn
+    (so a slow period of the machine hits every variant alike)."""
+    best = [float("inf")] * len(fns)
+    for fn in fns:
+        fn()  # warm-up
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.thread_time()
+            fn()
+            best[i] = min(best[i], time.thread_time() - start)
+    return best
+
+
+def measure(name: str, kernel, repeat: int) -> dict:
+    rng = np.random.default_rng(0)
+    x = numpy_inputs(kernel, rng)
+    host = polyc.build(kernel)
+    checked = polyc.compile(kernel, config="edge-npu")
+    fast = polyc.compile(kernel, config="edge-npu", checks=False)
+    want = host(x)
+    for compiled in (checked, fast):
+        got, report = compiled.run(x)
+        for k, v in want.items():
+            np.testing.assert_array_equal(got[k], v)
+    macs = report.macs
+    t_host, t_checked, t_fast = interleaved(
+        [lambda: host(x), lambda: checked.run(x), lambda: fast.run(x)], repeat
+    )
+    return {
+        "kernel": name,
+        "macs": macs,
+        "simulated_cycles": report.cycles,
+        "host_ns_per_mac": 1e9 * t_host / macs,
+        "sim_checks_ns_per_mac": 1e9 * t_checked / macs,
+        "sim_nochecks_ns_per_mac": 1e9 * t_fast / macs,
+        "ratio_checks": t_checked / t_host,
+        "ratio_nochecks": t_fast / t_host,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
+    args = parser.parse_args(argv)
+    rows = [measure(n, k, 3 if args.quick else 5) for n, k in kernels(args.quick)]
+    path = write_json(
+        "sim_overhead" + ("_quick" if args.quick else ""),
+        {"config": "edge-npu", "mode": "DRAM-direct", "rows": rows},
+    )
+    print(
+        table(
+            rows,
+            [
+                "kernel",
+                "macs",
+                "host_ns_per_mac",
+                "sim_nochecks_ns_per_mac",
+                "sim_checks_ns_per_mac",
+                "ratio_nochecks",
+                "ratio_checks",
+            ],
+        )
+    )
+    print(f"\nwritten {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
