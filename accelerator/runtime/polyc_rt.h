@@ -9,6 +9,14 @@
  * and strides in elements. Buffers are small integers returned by pc_bind/pc_alloc.
  * See docs/accelerator-runtime.md for the contract and the timing model.
  *
+ * Contract for generated code: scalar statements count their instances locally and
+ * hand the counts to pc_scalar ("flush") before every call that issues work or
+ * waits (pc_dma, pc_mac, pc_vec_*, pc_vector, pc_wait), so that the scalar core's
+ * clock is current when it issues; scalar code touching a buffer that asynchronous
+ * work writes must be preceded by pc_wait. Every engine operation checks the bytes
+ * it touches; PC_CHECK checks each scalar access unless built with -DPC_NO_CHECKS.
+ * A violation records an error; while a kernel runs (armed) it also longjmps out.
+ *
  * The part between CDEF BEGIN and CDEF END is also handed to cffi, so it uses only
  * what cffi's parser accepts (plain structs, integer #defines, prototypes).
  */
