@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+import polyc
 from polyc import compute as pc
 from polyc.ops import nn
-from tests.opcheck import Batch, f64
+from tests.opcheck import Batch, close, f64
 
 
 def test_conv_bias_relu_pool_linear_block(rng):
@@ -63,3 +65,45 @@ def test_linear_gelu_layer_norm_residual(rng):
     th = F.linear(F.gelu(F.linear(tx, f64(b["w1"])), approximate="tanh"), f64(b["w2"]))
     b.check(y, F.layer_norm(tx + th, (6,), f64(b["g"])))
     b.run()
+
+
+def test_symbolic_batch_through_many_ops(rng):
+    """One kernel over a parameter N serves every N, interpreted and compiled."""
+    n = pc.param("N")
+    x = pc.placeholder("x", (n, 5))
+    w = pc.placeholder("w", (3, 5))
+    img = nn.reshape(x, (1, 1, n, 5))
+    outs = {
+        "sm": (nn.softmax(x, -1, name="sm"), lambda t, _: torch.softmax(t, -1)),
+        "ln": (nn.layer_norm(x, 5, name="ln"), lambda t, _: F.layer_norm(t, (5,))),
+        "mn": (nn.mean(x, 0, name="mn"), lambda t, _: t.mean(0)),
+        "cc": (nn.concat([x, x], 0, name="cc"), lambda t, _: torch.cat([t, t])),
+        "pd": (nn.pad(x, (1, 1, 2, 0), name="pd"), lambda t, _: F.pad(t, (1, 1, 2, 0))),
+        "li": (nn.linear(x, w, name="li"), F.linear),
+        "mp": (
+            nn.max_pool2d(img, 2, name="mp"),
+            lambda t, _: F.max_pool2d(t[None, None], 2),
+        ),
+        "ap": (
+            nn.avg_pool2d(img, 2, padding=1, count_include_pad=False, name="ap"),
+            lambda t, _: F.avg_pool2d(
+                t[None, None], 2, padding=1, count_include_pad=False
+            ),
+        ),
+    }
+    kernel = pc.kernel("symbolic_batch", [t for t, _ in outs.values()])
+    module = polyc.build(kernel)
+    wa = rng.standard_normal((3, 5)).astype(np.float32)
+    for size in (2, 5):
+        xa = rng.standard_normal((size, 5)).astype(np.float32)
+        for how, got in (
+            ("interpret", polyc.interpret(kernel, {"x": xa, "w": wa})),
+            ("compiled C", module(x=xa, w=wa)),
+        ):
+            for name, (_, ref) in outs.items():
+                close(
+                    got[name],
+                    ref(f64(xa), f64(wa)),
+                    "float32",
+                    f"{how} {name} N={size}",
+                )

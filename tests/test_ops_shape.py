@@ -35,6 +35,16 @@ def test_permute_transpose_reshape_flatten(rng):
     b.check(nn.unsqueeze(v, -1), b["v"][:, None])
     b.check(nn.expand(s, (2, 3, 4)), np.broadcast_to(b["s"], (2, 3, 4)))
     b.check(nn.expand(v, (3, -1)), np.broadcast_to(b["v"], (3, 7)))
+    o = b.randn("o", (3, 1, 5))  # odd sizes and a size-1 dim
+    c = b["o"]
+    b.check(nn.permute(o, (1, 2, 0)), c.transpose(1, 2, 0))
+    b.check(nn.transpose(o, 0, 1), c.swapaxes(0, 1))
+    b.check(nn.reshape(o, (5, 3)), c.reshape(5, 3))
+    b.check(nn.reshape(o, (15, 1, 1)), c.reshape(15, 1, 1))
+    b.check(nn.flatten(o, 0, 1), c.reshape(3, 5))
+    one = b.randn("one", (1,))
+    b.check(nn.reshape(one, ()), b["one"].reshape(()))
+    b.check(nn.reshape(nn.reshape(one, ()), (1, 1)), b["one"].reshape(1, 1))
     b.run()
 
 
@@ -49,6 +59,11 @@ def test_slice_select_pad_concat(rng):
     b.check(nn.slice(x, 1, 0, 100), a)
     b.check(nn.select(x, 1, -1), a[:, -1])
     b.check(nn.select(x, 3, 0), a[..., 0])
+    o = b.randn("o", (1, 7))
+    b.check(nn.slice(o, 1, 2, 7, 3), b["o"][:, 2:7:3])
+    b.check(nn.slice(o, 0), b["o"])
+    b.check(nn.select(o, 0, 0), b["o"][0])
+    b.check(nn.pad(o, (0, 0, 1, 0)), np.pad(b["o"], ((1, 0), (0, 0))))
     for pads, value in [((1, 2), 0), ((0, 1, 2, 0), -1.5), ((1, 1, 1, 1, 1, 1), 2.0)]:
         ref = F.pad(torch.from_numpy(a), pads, value=value).numpy()
         b.check(nn.pad(x, pads, value=value), ref)
