@@ -41,6 +41,8 @@ class _Loop:
     name: str | None
     constraints: list[str]
     children: list = field(default_factory=list)
+    sets: list[isl.Set] = field(default_factory=list)
+    sign: int = 1  # -1: the loop runs downward (its band member is -var)
 
 
 @dataclass
@@ -87,10 +89,11 @@ class Program:
         self.name = name
         self._params: list[str] = []
         self._context: list[str] = []
+        self._context_sets: list[isl.Set] = []
         self._arrays: dict[str, Array] = {}
         self._root = _Loop("", None, [])
         self._stack: list[_Loop] = [self._root]
-        self._conds: list[str] = []
+        self._conds: list[str | isl.Set] = []
         self._loop_counter = 0
         self._stmts: list[Statement] = []
         self._origin: str = ""
@@ -104,9 +107,13 @@ class Program:
                 self._context.append(f"{name} >= {minimum}")
         return Index(var(name))
 
-    def assume(self, constraint: str) -> None:
-        """Add a parameter assumption in isl syntax, e.g. ``"N % 4 = 0"``."""
-        self._context.append(constraint)
+    def assume(self, constraint: str | isl.Set) -> None:
+        """Add a parameter assumption in isl syntax, e.g. ``"N % 4 = 0"``, or as an
+        ``isl.Set`` over the parameters."""
+        if isinstance(constraint, isl.Set):
+            self._context_sets.append(constraint)
+        else:
+            self._context.append(constraint)
 
     def array(self, name: str, shape: Sequence, dtype="float32", role="input"):
         if name in self._arrays:
@@ -116,13 +123,53 @@ class Program:
         self._arrays[name] = arr
         return ProgramArray(self, arr)
 
+    def resize(self, name: str, shape: Sequence) -> None:
+        """Set the shape of a declared array before :meth:`kernel` (the C frontend
+        infers extents that no declaration states, e.g. of pointer parameters)."""
+        arr = self._arrays.get(name)
+        if arr is None:
+            raise DefinitionError(f"program: unknown array {name!r}.")
+        self._arrays[name] = Array(
+            name, tuple(_aff(d) for d in shape), arr.dtype, arr.role
+        )
+
+    @property
+    def statements(self) -> tuple[Statement, ...]:
+        """The statements assigned so far, in program order."""
+        return tuple(self._stmts)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(self._params)
+
+    @property
+    def arrays(self) -> dict[str, Array]:
+        return dict(self._arrays)
+
     # structure ----------------------------------------------------------------
     @contextmanager
-    def loop(self, name: str, lo, hi, step: int = 1, band: str | None = None):
+    def loop(
+        self,
+        name: str,
+        lo,
+        hi,
+        step: int = 1,
+        band: str | None = None,
+        *,
+        where: isl.Set | None = None,
+    ):
         """``for name in [max(lo), min(hi)) step step``; ``lo``/``hi`` may be lists
-        (their max/min). Yields the index variable."""
-        if step < 1:
-            raise ArgumentError(f"loop {name}: step {step} must be positive.")
+        (their max/min, an empty list leaves that side to ``where``). Yields the index
+        variable.
+
+        A negative ``step`` runs the loop downward, from ``min(hi) - 1`` (a single
+        upper bound anchors the stride) to ``max(lo)``, as C's ``for (i = hi - 1;
+        i >= lo; i -= s)``. ``where`` adds constraints as an ``isl.Set`` whose
+        dimensions are the enclosing loop variables and then ``name`` (piecewise
+        bounds such as C's truncating division, built by the C frontend).
+        """
+        if step == 0:
+            raise ArgumentError(f"loop {name}: step 0 never advances. Use step 1.")
         if any(lp.var == name for lp in self._stack[1:]):
             raise DefinitionError(
                 f"loop {name}: an enclosing loop already uses {name!r}. Rename one."
@@ -131,11 +178,20 @@ class Program:
         his = [_aff(x) for x in (hi if isinstance(hi, (list, tuple)) else [hi])]
         cons = [f"{name} >= {a.to_isl()}" for a in los]
         cons += [f"{name} < {a.to_isl()}" for a in his]
-        if step > 1:
-            if len(los) != 1:
-                raise ArgumentError(f"loop {name}: a step needs a single lower bound.")
-            cons.append(f"({name} - ({los[0].to_isl()})) mod {step} = 0")
-        node = _Loop(name, band, cons)
+        if abs(step) > 1:
+            anchors = los if step > 0 else [a - 1 for a in his]
+            if len(anchors) != 1:
+                side = "lower" if step > 0 else "upper"
+                raise ArgumentError(
+                    f"loop {name}: a step needs a single {side} bound because the "
+                    f"stride starts there, but {len(anchors)} were given. Pass one "
+                    "bound, or the stride as a `where` set."
+                )
+            sign = "-" if step > 0 else "+"
+            cons.append(f"({name} {sign} ({anchors[0].to_isl()})) mod {abs(step)} = 0")
+        node = _Loop(name, band, cons, sign=1 if step > 0 else -1)
+        if where is not None:
+            node.sets.append(where)
         self._stack[-1].children.append(node)
         self._stack.append(node)
         try:
@@ -146,8 +202,12 @@ class Program:
     @contextmanager
     def when(self, condition):
         """Statements inside run only where the affine ``condition`` holds (an isl
-        constraint string or a comparison of index expressions)."""
-        text = condition if isinstance(condition, str) else _cond_text(condition)
+        constraint string, a comparison of index expressions, or an ``isl.Set`` whose
+        dimensions are the enclosing loop variables)."""
+        if isinstance(condition, (str, isl.Set)):
+            text = condition
+        else:
+            text = _cond_text(condition)
         self._conds.append(text)
         try:
             yield
@@ -178,7 +238,8 @@ class Program:
             )
         name = f"S{len(self._stmts)}"
         iters = [lp.var for lp in self._stack[1:]]
-        cons = [c for lp in self._stack[1:] for c in lp.constraints] + self._conds
+        cons = [c for lp in self._stack[1:] for c in lp.constraints]
+        cons += [c for c in self._conds if isinstance(c, str)]
         body = f"{name}[{', '.join(iters)}]" + (
             f" : {' and '.join(cons)}" if cons else ""
         )
@@ -189,6 +250,10 @@ class Program:
                 f"{name}: its domain {body} is not a valid affine set ({err}). Use "
                 "affine bounds and conditions."
             ) from None
+        sets = [c for lp in self._stack[1:] for c in lp.sets]
+        sets += [c for c in self._conds if isinstance(c, isl.Set)]
+        for cond in sets:
+            dom = dom.intersect(_extend(cond, dom))
         stmt = Statement(name, tuple(iters), dom, target, rhs, self._origin)
         self._stmts.append(stmt)
         self._stack[-1].children.append(_Stmt(stmt))
@@ -200,6 +265,10 @@ class Program:
         if not self._stmts:
             raise DefinitionError(f"program {self.name}: no statements.")
         ctx = " and ".join(self._context) or None
+        if self._context_sets:
+            ctx = _context_set(self._params, ctx)
+            for extra in self._context_sets:
+                ctx = ctx.intersect(extra.align_params(ctx.get_space()))
         schedule = self._schedule()
         return Kernel.create(
             self.name,
@@ -243,13 +312,15 @@ class Program:
         stmts = _domains(child)
         n_outer = len(depth_iters)
         mupa = None
-        for k, _lp in enumerate(chain):
-            member = _member(stmts, n_outer + k)
+        for k, lp in enumerate(chain):
+            member = _member(stmts, n_outer + k, lp.sign)
             mupa = member if mupa is None else mupa.flat_range_product(member)
         node = node.insert_partial_schedule(mupa)
         name = chain[0].name or f"L{self._loop_counter}"
         self._loop_counter += 1
-        node = node.insert_mark(isl.Id(tree.band_mark(name, [lp.var for lp in chain])))
+        # a downward loop's member is -var: name it apart so code does not read as var
+        members = [lp.var if lp.sign > 0 else f"{lp.var}_r" for lp in chain]
+        node = node.insert_mark(isl.Id(tree.band_mark(name, members)))
         band = node.child(0)
         inner = self._insert(
             band.child(0), chain[-1].children, depth_iters + [lp.var for lp in chain]
@@ -273,19 +344,46 @@ def _union(sets: list[isl.Set]) -> isl.UnionSet:
     return out
 
 
-def _member(domains: list[isl.Set], dim: int) -> isl.MultiUnionPwAff:
-    """``{ S[..] -> [x_dim] }`` for every statement domain (one band member)."""
+def _member(domains: list[isl.Set], dim: int, sign: int = 1) -> isl.MultiUnionPwAff:
+    """``{ S[..] -> [x_dim] }`` (``-x_dim`` for a downward loop) for every statement
+    domain (one band member)."""
     upma = None
     for d in domains:
         space = d.get_space()
         ma = isl.MultiAff.identity(space.map_from_set())
         aff = ma.get_at(dim) if hasattr(ma, "get_at") else ma.get_aff(dim)
+        if sign < 0:
+            aff = aff.neg()
         pma = isl.PwMultiAff.from_multi_aff(
             isl.MultiAff.from_aff(aff)
         ).intersect_domain(d)
         piece = isl.UnionPwMultiAff.from_pw_multi_aff(pma)
         upma = piece if upma is None else upma.union_add(piece)
     return isl.MultiUnionPwAff.from_union_pw_multi_aff(upma)
+
+
+def _extend(cond: isl.Set, dom: isl.Set) -> isl.Set:
+    """``cond`` (over a prefix of the enclosing loop variables) in ``dom``'s space."""
+    n = cond.dim(isl.dim_type.set)
+    total = dom.dim(isl.dim_type.set)
+    if n > total:
+        raise DefinitionError(
+            f"condition {cond} has {n} dimensions but only {total} loops enclose the "
+            "statement. Build it over the enclosing loop variables."
+        )
+    cond = cond.add_dims(isl.dim_type.set, total - n)
+    cond = cond.set_tuple_name(dom.get_tuple_name())
+    for d in range(total):
+        cond = cond.set_dim_name(
+            isl.dim_type.set, d, dom.get_dim_name(isl.dim_type.set, d)
+        )
+    return cond.align_params(dom.get_space())
+
+
+def _context_set(params: list[str], text: str | None) -> isl.Set:
+    from polyc.ir import _context
+
+    return _context(params, text)
 
 
 def _aff(x) -> Aff:
