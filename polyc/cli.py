@@ -16,6 +16,9 @@ def main(argv: list[str] | None = None) -> int:
         "demo", help="compile and run a small multi-op example end to end and report"
     )
     demo.add_argument("--size", type=int, default=64, help="problem size (default 64)")
+    from polyc.frontend.c_cli import add_compile_parser
+
+    add_compile_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -24,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         from polyc.demo import run_demo
 
         return run_demo(size=args.size)
+    if args.command == "compile":
+        from polyc.frontend.c_cli import run_compile
+
+        return run_compile(args)
     return 2
 
 

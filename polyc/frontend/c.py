@@ -59,6 +59,17 @@ class Region:
     #: iterators declared outside the region and read after it: name -> line
     iterators_read_after: dict[str, int] = field(default_factory=dict)
     body: tuple[int, int] | None = None  # function mode: lines of the body braces
+    visible: set[str] = field(default_factory=set)  # names in scope at the region
+    iterators: set[str] = field(default_factory=set)  # the region's loop iterators
+
+    @property
+    def outer_iterators(self) -> set[str]:
+        """Iterators declared outside the region (the generated code shadows them)."""
+        return {
+            n
+            for n in self.iterators
+            if n in self.visible and not any(v.name == n for v in self.hoisted)
+        }
 
 
 def from_c(
@@ -96,11 +107,17 @@ def parse_c(
 ) -> list[Region]:
     """Like :func:`from_c`, with what the source-to-source mode needs per region."""
     src = preprocess(path_or_source, defines, include_dirs)
+    return regions_of(src, function=function)
+
+
+def regions_of(src: Source, *, function=None, collect: bool = False) -> list:
+    """The regions of a preprocessed source; with ``collect``, a region that cannot
+    be modelled is returned as its FrontendError instead of raising."""
     unit = _parse(src)
     typedefs = typedef_table(unit)
     globals_ = _globals(unit, typedefs)
     found = _find_regions(src, unit, globals_, typedefs, function)
-    if not found:
+    if not found and not collect:
         where = f"function {function!r}" if function else "#pragma scop regions"
         raise FrontendError(
             f"{src.filename}: from_c: found no {where} because the source has none. "
@@ -115,7 +132,12 @@ def parse_c(
     for f in found:
         seen[f.func] = seen.get(f.func, 0) + 1
         name = f.func if per_function[f.func] == 1 else f"{f.func}_{seen[f.func]}"
-        out.append(_build(src, f, name, typedefs))
+        try:
+            out.append(_build(src, f, name, typedefs))
+        except FrontendError as err:
+            if not collect:
+                raise
+            out.append(err)
     return out
 
 
@@ -324,8 +346,14 @@ def _build(src: Source, f: _Found, name: str, typedefs) -> Region:
         walked.arrays,
         walked.hoisted,
         privatized,
-        {n: ln for n, ln in outside.iterators.items() if n in walked.iterators},
+        {
+            n: ln
+            for n, ln in outside.iterators.items()
+            if n in walked.iterators and n in f.scope and f.span and ln > f.span.end
+        },
         f.body,
+        set(f.scope) | (src.macro_names.get(f.span.begin, set()) if f.span else set()),
+        set(walked.iterators),
     )
 
 

@@ -76,6 +76,7 @@ class Source:
     output: str  # gcc -E output, ready for pycparser
     regions: list[RegionSpan]
     macro_values: dict[int, dict[str, int]]  # region begin line -> {macro: value}
+    macro_names: dict[int, set[str]]  # region begin line -> macros defined there
     pp_lines: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
@@ -159,10 +160,12 @@ def preprocess(
     flags = _flags(filename, defines, include_dirs, text)
     lines = text.splitlines()
     macro_values: dict[int, dict[str, int]] = {}
+    macro_names: dict[int, set[str]] = {}
     inserts: dict[int, list[str]] = {}  # after line n (1-based)
     for span in regions:
-        values = _integer_macros(lines, span, flags, filename)
+        values, names = _integer_macros(lines, span, flags, filename)
         macro_values[span.begin] = values
+        macro_names[span.begin] = names
         if not values:
             continue
         inserts[span.begin] = [
@@ -179,7 +182,9 @@ def preprocess(
         parts.extend(inserts.get(n, ()))
     output = _run_cpp("\n".join(parts) + "\n", flags, filename)
     output, pp_lines = _clean(output, filename)
-    return Source(filename, text, output, regions, macro_values, pp_lines)
+    return Source(
+        filename, text, output, regions, macro_values, macro_names, pp_lines
+    )
 
 
 # gcc ---------------------------------------------------------------------------------
@@ -249,18 +254,22 @@ def _run_cpp(text: str, flags: list[str], filename: str) -> str:
 
 def _integer_macros(
     lines: list[str], span: RegionSpan, flags: list[str], filename: str
-) -> dict[str, int]:
-    """Object-like macros named in the region whose value is an integer constant."""
+) -> tuple[dict[str, int], set[str]]:
+    """Object-like macros named in the region whose value is an integer constant,
+    and the names of every macro defined where the region starts."""
     body = "\n".join(lines[span.begin : span.end - 1])
     names = sorted(set(_IDENT.findall(_strip_comments(body))))
-    if not names:
-        return {}
     prefix = "\n".join(lines[: span.begin - 1])
     probes = "\n".join(f"{_PROBE}{k} {n}" for k, n in enumerate(names))
-    out = _run_cpp(f"{prefix}\n{probes}\n", flags, filename)
+    out = _run_cpp(f"{prefix}\n{probes}\n", [*flags, "-dD"], filename)
     values: dict[str, int] = {}
+    defined: set[str] = set()
     for line in out.splitlines():
         line = line.strip()
+        m = re.match(r"#\s*(define|undef)\s+([A-Za-z_]\w*)", line)
+        if m:
+            (defined.add if m.group(1) == "define" else defined.discard)(m.group(2))
+            continue
         if not line.startswith(_PROBE):
             continue
         key, _, expansion = line.partition(" ")
@@ -271,7 +280,7 @@ def _integer_macros(
         value = _int_value(expansion)
         if value is not None:
             values[name] = value
-    return values
+    return values, defined
 
 
 _INT_LITERAL = re.compile(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b")

@@ -1,0 +1,272 @@
+"""Source-to-source: a C file with each SCoP region replaced by its scheduled code.
+
+``polyc compile in.c -o out.c [--schedule auto|FILE.yaml]`` (and
+:func:`compile_c`) keep every byte of the file outside the regions, so the result
+drops into the user's build. A region polyc cannot model is left as it is and
+reported. Each replacement is a block that declares what it needs (temporaries,
+helper macros, scoped with ``push_macro``/``pop_macro``) and addresses the user's own
+arrays and scalars. Loop iterators are private to the region (as in Pluto and PPCG):
+a region whose iterator is read after it is left untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from polyc import tree
+from polyc.errors import FrontendError, IllegalTransformError, PolycError, ScheduleError
+from polyc.frontend import c as cfront
+from polyc.frontend.c_emit import (
+    SourceEmitter,
+    contractible,
+    declaration,
+    helper_close,
+    helper_open,
+    helpers_used,
+)
+from polyc.frontend.c_preprocess import preprocess
+from polyc.ir import Kernel, Role
+
+
+@dataclass
+class RegionReport:
+    """What happened to one region."""
+
+    name: str
+    lines: tuple[int, int]
+    replaced: bool
+    schedule: str  # "original", "auto", "file"
+    message: str = ""
+    kernel: Kernel | None = None
+
+
+@dataclass
+class Compiled:
+    text: str
+    regions: list[RegionReport] = field(default_factory=list)
+
+
+def compile_c(
+    path_or_source,
+    *,
+    schedule=None,
+    defines=None,
+    include_dirs=(),
+) -> Compiled:
+    """The source with every region replaced by code for its schedule.
+
+    Args:
+        schedule: None (program order), ``"auto"`` (``schedules.auto``), or isl YAML
+            text of a schedule (several regions: one YAML document per region,
+            separated by ``---`` lines, in source order).
+        defines, include_dirs: as for :func:`polyc.from_c`.
+
+    Raises:
+        FrontendError: when the file cannot be preprocessed or parsed.
+        IllegalTransformError: when a given schedule breaks a dependence.
+        ScheduleError: when a schedule does not fit its region.
+    """
+    src = preprocess(path_or_source, defines, include_dirs)
+    built = cfront.regions_of(src, collect=True)
+    docs = _documents(schedule, len(built))
+    lines = src.text.splitlines(keepends=True)
+    replacements: dict[int, tuple[int, list[str]]] = {}
+    reports: list[RegionReport] = []
+    need_stdlib = False
+    for k, item in enumerate(built):
+        if isinstance(item, FrontendError):
+            line = _line_of(str(item))
+            reports.append(
+                RegionReport("?", (line, line), False, "original", str(item))
+            )
+            continue
+        region = item
+        span = region.span
+        kind = "original" if docs[k] is None else ("auto" if docs[k] == "auto" else "file")
+        if region.iterators_read_after:
+            name, line = next(iter(region.iterators_read_after.items()))
+            msg = (
+                f"{src.filename}:{line}: compile: region {region.kernel.name} left as "
+                f"it is because its loop iterator {name} is read after the region, "
+                "and generated loops keep their iterators private. Declare the "
+                f"iterator in the loop (for (int {name} = ...)) or read another variable."
+            )
+            reports.append(
+                RegionReport(region.kernel.name, (span.begin, span.end), False, kind, msg)
+            )
+            continue
+        kernel = _schedule(region.kernel, docs[k])
+        block, heap = _emit(region, kernel, _indent(lines[span.begin - 1]))
+        need_stdlib |= heap
+        replacements[span.begin] = (span.end, block)
+        reports.append(
+            RegionReport(
+                region.kernel.name, (span.begin, span.end), True, kind, "", kernel
+            )
+        )
+    out: list[str] = []
+    n = 1
+    while n <= len(lines):
+        if n in replacements:
+            end, block = replacements[n]
+            out.extend(line + "\n" for line in block)
+            n = end + 1
+            continue
+        out.append(lines[n - 1])
+        n += 1
+    text = "".join(out)
+    if need_stdlib:
+        text = _add_include(text, "stdlib.h")
+    return Compiled(text, reports)
+
+
+def _documents(schedule, n: int) -> list:
+    if schedule is None or schedule == "auto":
+        return [schedule] * n
+    docs = [d for d in re.split(r"(?m)^---\s*$", schedule) if d.strip()]
+    if len(docs) != n:
+        raise ScheduleError(
+            f"compile: the schedule file has {len(docs)} YAML documents but the file "
+            f"has {n} regions because each region takes one schedule. Give one "
+            "document per region, separated by '---' lines, in source order."
+        )
+    return docs
+
+
+def _schedule(kernel: Kernel, spec) -> Kernel:
+    if spec is None:
+        return kernel
+    if spec == "auto":
+        try:
+            from schedules import auto
+        except ImportError:
+            raise ScheduleError(
+                "compile: --schedule auto is not available because the schedules "
+                "package has no auto scheduler in this installation. Use --schedule "
+                "FILE.yaml or no --schedule."
+            ) from None
+        return auto(kernel)
+    try:
+        from schedules import apply_schedule
+    except ImportError:
+        apply_schedule = None
+    if apply_schedule is not None:
+        return apply_schedule(kernel, spec)
+    return apply_yaml(kernel, spec)
+
+
+def apply_yaml(kernel: Kernel, text: str) -> Kernel:
+    """``kernel`` under the schedule in isl YAML ``text``, checked against every
+    dependence (used until ``schedules.apply_schedule`` is installed).
+
+    Raises:
+        ScheduleError: for text isl cannot read, or a schedule of other statements.
+        IllegalTransformError: for a schedule that reverses a dependence.
+    """
+    try:
+        schedule = isl.Schedule(text.strip())
+    except isl.Error as err:
+        raise ScheduleError(
+            f"compile: the schedule is not isl YAML because isl says {err}. Start "
+            "from the schedule that 'polyc compile --print-schedule' prints."
+        ) from None
+    dom = schedule.get_domain()
+    if not dom.is_equal(kernel.domain):
+        raise ScheduleError(
+            f"compile: the schedule of {kernel.name} covers {dom} but the region's "
+            f"statements are {kernel.domain} because the domains differ. Keep the "
+            "domain line of the printed schedule."
+        )
+    time = tree.flat_map(schedule)
+    ge = time.lex_ge_union_map(time)
+    bad = kernel.deps.validity.intersect(ge).intersect_params(kernel.context)
+    if not bad.is_empty():
+        pairs: list[isl.Map] = []
+        bad.foreach_map(pairs.append)
+        pair = pairs[0].sample()
+        raise IllegalTransformError(
+            f"compile: the schedule of {kernel.name} is illegal because the "
+            f"dependence {pair} would run backwards. Keep the source instance before "
+            "the sink (skew, or reorder fewer loops)."
+        )
+    return kernel.with_schedule(schedule)
+
+
+def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
+    names: dict[str, str] = {}
+    scalars: set[str] = set()
+    contracted: set[str] = set()
+    decls: list[str] = []
+    heap: list[str] = []
+    hoisted = {id(v) for v in region.hoisted}
+    for a, info in region.arrays.items():
+        local = info.var.scope == "region"
+        names[a] = a if local else info.var.name
+        if info.scalar:
+            scalars.add(a)
+        if a in region.privatized:
+            if contractible(kernel, a):
+                contracted.add(a)
+                if local:
+                    decls.append(f"{_c_type(kernel, a)} {a};")
+            else:
+                names[a] = f"{info.var.name}_p"
+                heap.append(names[a])
+                decls += declaration(kernel, a, names[a], heap=True)
+        elif local and id(info.var) not in hoisted:
+            decls += declaration(kernel, a, a, heap=False)
+    taken = set(region.visible) - set(region.iterators)
+    emitter = SourceEmitter(kernel, names, scalars, contracted, taken)
+    body = emitter.block()
+    used = helpers_used(body)
+    pre = [f"{indent}{_hoisted(v)}" for v in region.hoisted]
+    out = [
+        *pre,
+        f"{indent}/* polyc: region {kernel.name} */",
+        *helper_open(used),
+        f"{indent}{{",
+        *(f"{indent}  {d}" for d in decls),
+        *(f"{indent}  {line}" for line in body),
+        *(f"{indent}  free({h});" for h in heap),
+        *(f"{indent}  (void){n};" for n in sorted(region.outer_iterators)),
+        f"{indent}}}",
+        *helper_close(used),
+    ]
+    return out, bool(heap)
+
+
+def _c_type(kernel: Kernel, array: str) -> str:
+    from polyc.frontend.c_emit import C_NAMES
+
+    return C_NAMES[kernel.arrays[array].dtype.name]
+
+
+def _hoisted(v) -> str:
+    from pycparser import c_ast, c_generator
+
+    d = v.node
+    copy = c_ast.Decl(d.name, d.quals, d.align, d.storage, d.funcspec, d.type, None, None)
+    return c_generator.CGenerator().visit(copy) + ";"
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _line_of(message: str) -> int:
+    m = re.match(r"^[^:]*:(\d+):", message)
+    return int(m.group(1)) if m else 0
+
+
+def _add_include(text: str, header: str) -> str:
+    if re.search(rf"^\s*#\s*include\s*<{re.escape(header)}>", text, re.M):
+        return text
+    m = re.search(r"^\s*#\s*include\b", text, re.M)
+    pos = m.start() if m else 0
+    return text[:pos] + f"#include <{header}> /* polyc: temporaries */\n" + text[pos:]
+
+
+_ = (Role, PolycError)
