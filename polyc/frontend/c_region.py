@@ -188,7 +188,7 @@ class RegionWalker:
         while name in taken:
             name, k = f"{v.name}_{k}", k + 1
         shape, inferred = [], []
-        dims = list(v.ctype.dims) + [None] * v.ctype.pointers
+        dims = list(v.ctype.dims)
         ab = AffineBuilder(self.params, [], self.known)
         for d, dim in enumerate(dims):
             if dim is None:

@@ -48,8 +48,9 @@ _RANK = {
 
 @dataclass
 class CType:
-    """A declared C type: base words, array extents (pycparser nodes, ``None`` for
-    ``[]``) and pointer depth (a pointer indexes like an array of unknown extent)."""
+    """A declared C type: base words and its dimensions, outermost first (pycparser
+    nodes; ``None`` for ``[]`` and for each pointer level, which indexes like an
+    array of unknown extent)."""
 
     words: tuple[str, ...]
     dims: list = field(default_factory=list)
@@ -65,15 +66,7 @@ class CType:
 
     @property
     def ndim(self) -> int:
-        return len(self.dims) + self.pointers
-
-    @property
-    def text(self) -> str:
-        return (
-            " ".join(self.words)
-            + "".join("[]" for _ in self.dims)
-            + ("*" * self.pointers)
-        )
+        return len(self.dims)
 
 
 def resolve(node, typedefs: dict[str, CType]) -> CType | None:
@@ -85,6 +78,7 @@ def resolve(node, typedefs: dict[str, CType]) -> CType | None:
             dims.append(node.dim)
             node = node.type
         elif isinstance(node, c_ast.PtrDecl):
+            dims.append(None)  # a pointer indexes like an array of unknown extent
             pointers += 1
             node = node.type
         else:
