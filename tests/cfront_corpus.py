@@ -66,7 +66,9 @@ def parse_dumps(text: str) -> dict[str, dict]:
             arr = np.array([float.fromhex(v) for v in values], dtype=np.float64)
             arr = arr.astype(np.float32 if kind == "f" else np.float64)
         else:
-            arr = np.array([int(v) for v in values], np.int8 if kind == "c" else np.int32)
+            arr = np.array(
+                [int(v) for v in values], np.int8 if kind == "c" else np.int32
+            )
         assert len(arr) == int(n)
         current[(tag, name)] = arr
     return results
@@ -96,17 +98,17 @@ def _fingerprint() -> str:
 
 
 def _compute(work: Path) -> dict:
-    from polyc.frontend.c import parse_c
     from polyc.frontend.c_s2s import compile_c
 
     originals, rewritten, kernels, known = {}, {}, {}, {}
     for path in corpus_files():
         name = run_name(path)
         originals[name] = path.read_text()
-        regions = parse_c(path)
-        kernels[name] = [r.kernel for r in regions]
-        known[name] = {k: v for r in regions for k, v in r.param_values.items()}
-        rewritten[name] = compile_c(path).text
+        result = compile_c(path)
+        assert all(r.replaced for r in result.regions), result.regions
+        kernels[name] = [r.kernel for r in result.regions]
+        known[name] = {k: v for r in result.regions for k, v in r.param_values.items()}
+        rewritten[name] = result.text
     return {
         "kernels": kernels,
         "known": known,

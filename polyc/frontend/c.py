@@ -510,9 +510,7 @@ def _privatization(kernel: Kernel, walked: Walked, dead: set[str]):
     extents)}``. A scalar is privatised over the outer loops that no flow of its
     value crosses, when it is dead after the region and reads no value from before."""
     plan: dict[str, tuple[list[str], list[Aff], list[Aff]]] = {}
-    deps = kernel.deps
-    flows = deps.by_array("flow")
-    live_in = deps.live_in
+    live_in = _live_in(kernel)
     for a, info in walked.arrays.items():
         if not info.scalar or a not in dead:
             continue
@@ -527,8 +525,8 @@ def _privatization(kernel: Kernel, walked: Walked, dead: set[str]):
             continue
         prefix = _common_prefix([walked.stmt_loops[s.name] for s in stmts])
         k = len(prefix)
-        flow = flows.get(a)
-        while k > 0 and flow is not None and not _within(flow, k):
+        flow = _flow(kernel, a)
+        while k > 0 and not _within(flow, k):
             k -= 1
         if k == 0:
             continue
@@ -552,6 +550,41 @@ def _privatization(kernel: Kernel, walked: Walked, dead: set[str]):
         if k:
             plan[a] = (iters[:k], lows, extents)
     return plan
+
+
+def _accesses_of(kernel: Kernel, array: str | None = None):
+    """Union maps of reads and writes (of ``array`` only, when given)."""
+    reads = writes = isl.UnionMap.empty(kernel.context.get_space())
+    for s in kernel.statements:
+        for ld, is_write in [(s.target, True)] + [(ld, False) for ld in s.reads]:
+            if array is not None and ld.array != array:
+                continue
+            m = isl.UnionMap.from_map(access_map(s, ld, kernel.params))
+            if is_write:
+                writes = writes.union(m)
+            else:
+                reads = reads.union(m)
+    return reads, writes
+
+
+def _dataflow(kernel: Kernel, array: str | None = None):
+    reads, writes = _accesses_of(kernel, array)
+    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+    return info.set_schedule(kernel.schedule).compute_flow()
+
+
+def _live_in(kernel: Kernel) -> isl.UnionSet:
+    """Elements some statement reads before the region writes them (the kernel's
+    program-order dataflow; cheaper than the full dependence analysis)."""
+    if "cfront_live_in" not in kernel.__dict__:
+        flow = _dataflow(kernel)
+        kernel.__dict__["cfront_live_in"] = flow.get_may_no_source().range()
+    return kernel.__dict__["cfront_live_in"]
+
+
+def _flow(kernel: Kernel, array: str) -> isl.UnionMap:
+    """Flow dependences through ``array`` (value-based)."""
+    return _dataflow(kernel, array).get_may_dependence()
 
 
 def _common_prefix(seqs) -> tuple:
@@ -579,7 +612,7 @@ def _within(flow: isl.UnionMap, k: int) -> bool:
 
 def _rewrite(kernel: Kernel, plan):
     arrays = dict(kernel.arrays)
-    for a, (iters, lows, extents) in plan.items():
+    for a, (_iters, _lows, extents) in plan.items():
         old = arrays[a]
         arrays[a] = Array(a, tuple(extents), old.dtype, Role.TEMP)
     if not plan:
@@ -608,7 +641,7 @@ def _roles(kernel: Kernel, arrays: dict[str, Array], dead: set[str], plan):
         r = access_map(s, s.target, kernel.params).range()
         a = s.target.array
         written[a] = written[a].union(r) if a in written else r
-    live_in = kernel.deps.live_in
+    live_in = _live_in(kernel)
     out = []
     for a, arr in arrays.items():
         if a in plan or arr.role == Role.TEMP:

@@ -25,8 +25,12 @@ def add_compile_parser(sub) -> None:
         "document per region separated by '---' lines (default: source order)",
     )
     p.add_argument("--config", help="accelerator configuration name (report mode)")
-    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
-    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR")
+    p.add_argument(
+        "-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]"
+    )
+    p.add_argument(
+        "-I", dest="include_dirs", action="append", default=[], metavar="DIR"
+    )
     p.add_argument(
         "--print-schedule",
         action="store_true",
@@ -70,8 +74,10 @@ def _source_to_source(args) -> int:
     for r in result.regions:
         where = f"{args.input}:{r.lines[0]}-{r.lines[1]}"
         if r.replaced:
-            print(f"polyc: {where}: region {r.name} rewritten ({r.schedule} schedule)",
-                  file=sys.stderr)
+            print(
+                f"polyc: {where}: region {r.name} rewritten ({r.schedule} schedule)",
+                file=sys.stderr,
+            )
         else:
             print(f"polyc: {where}: warning: {r.message}", file=sys.stderr)
     return 0
@@ -80,7 +86,9 @@ def _source_to_source(args) -> int:
 def _print_schedules(args) -> int:
     from polyc.frontend.c import parse_c
 
-    regions = parse_c(Path(args.input), defines=args.defines, include_dirs=args.include_dirs)
+    regions = parse_c(
+        Path(args.input), defines=args.defines, include_dirs=args.include_dirs
+    )
     docs = [f"# region {r.kernel.name}\n{r.kernel.schedule}\n" for r in regions]
     text = "---\n".join(docs)
     if args.output:
@@ -102,7 +110,9 @@ def _accelerator(args) -> int:
             "does not have yet (polyc.compile is missing). Run without --config to "
             "rewrite the C source."
         )
-    regions = parse_c(Path(args.input), defines=args.defines, include_dirs=args.include_dirs)
+    regions = parse_c(
+        Path(args.input), defines=args.defines, include_dirs=args.include_dirs
+    )
     for r in regions:
         kernel = r.kernel
         if args.schedule == "auto":

@@ -182,9 +182,7 @@ def preprocess(
         parts.extend(inserts.get(n, ()))
     output = _run_cpp("\n".join(parts) + "\n", flags, filename)
     output, pp_lines = _clean(output, filename)
-    return Source(
-        filename, text, output, regions, macro_values, macro_names, pp_lines
-    )
+    return Source(filename, text, output, regions, macro_values, macro_names, pp_lines)
 
 
 # gcc ---------------------------------------------------------------------------------

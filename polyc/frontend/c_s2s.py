@@ -41,6 +41,7 @@ class RegionReport:
     schedule: str  # "original", "auto", "file"
     message: str = ""
     kernel: Kernel | None = None
+    param_values: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,7 +86,9 @@ def compile_c(
             continue
         region = item
         span = region.span
-        kind = "original" if docs[k] is None else ("auto" if docs[k] == "auto" else "file")
+        kind = (
+            "original" if docs[k] is None else ("auto" if docs[k] == "auto" else "file")
+        )
         if region.iterators_read_after:
             name, line = next(iter(region.iterators_read_after.items()))
             msg = (
@@ -95,7 +98,9 @@ def compile_c(
                 f"iterator in the loop (for (int {name} = ...)) or read another variable."
             )
             reports.append(
-                RegionReport(region.kernel.name, (span.begin, span.end), False, kind, msg)
+                RegionReport(
+                    region.kernel.name, (span.begin, span.end), False, kind, msg
+                )
             )
             continue
         kernel = _schedule(region.kernel, docs[k])
@@ -104,7 +109,13 @@ def compile_c(
         replacements[span.begin] = (span.end, block)
         reports.append(
             RegionReport(
-                region.kernel.name, (span.begin, span.end), True, kind, "", kernel
+                region.kernel.name,
+                (span.begin, span.end),
+                True,
+                kind,
+                "",
+                kernel,
+                dict(region.param_values),
             )
         )
     out: list[str] = []
@@ -248,7 +259,9 @@ def _hoisted(v) -> str:
     from pycparser import c_ast, c_generator
 
     d = v.node
-    copy = c_ast.Decl(d.name, d.quals, d.align, d.storage, d.funcspec, d.type, None, None)
+    copy = c_ast.Decl(
+        d.name, d.quals, d.align, d.storage, d.funcspec, d.type, None, None
+    )
     return c_generator.CGenerator().visit(copy) + ";"
 
 
