@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from accelerator.config import OP_CLASSES
 from accelerator.roofline import Roofline
 from accelerator.runtime import EVENT_KINDS, engine_names
+from accelerator.spec import OP_CLASSES
 
 
 @dataclass(frozen=True)

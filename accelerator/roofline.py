@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from accelerator.config import Spec
+from accelerator.spec import Spec
 from polyc.expr import Binary, Cast, Expr, Load, same
 from polyc.ir import Kernel, Role, Statement
 

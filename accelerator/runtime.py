@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from accelerator.config import MAC_DTYPES, OP_CLASSES, Spec
+from accelerator.spec import MAC_DTYPES, OP_CLASSES, Spec
 from polyc.errors import SimulationError
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -136,7 +136,7 @@ def _mask(spec: Spec, names: Sequence[str]) -> int:
 class Simulator:
     """One simulator context over a built module's runtime (``ffi``, ``lib``).
 
-    The methods mirror the C API (see docs/accelerator-runtime.md) with Python
+    The methods mirror the C API (see docs/accelerator.md) with Python
     arguments: views are ``(buffer, offset, row_stride, col_stride)`` in elements;
     levels are names or indices. Any runtime error raises ``SimulationError``.
     """

@@ -30,8 +30,8 @@ import cgen as c
 import numpy as np
 
 from accelerator import runtime
-from accelerator.config import OP_CLASSES, Spec
 from accelerator.roofline import macs_per_instance, roofline
+from accelerator.spec import OP_CLASSES, Spec
 from codegen import build as cbuild
 from codegen.cexpr import PRELUDE, CExpr
 from codegen.emit import CEmitter, CSource, raw_name

@@ -297,3 +297,38 @@ def test_compile_takes_a_schedule_of_the_same_kernel(mm, rng):
 def test_missing_input_is_an_input_error(mm_compiled):
     with pytest.raises(polyc.InputError, match=r"missing input\(s\) B"):
         mm_compiled.run(A=np.zeros((8, 5), np.float32))
+
+
+def _library_cases():
+    from polyc import ops
+    from tests import kernels
+
+    return [
+        ("conv2d int8 strided padded", ops.conv2d((1, 3, 7, 7), (4, 3, 3, 3), padding=1,
+                                                  stride=2, dtype="int8"), {}),
+        ("softmax", ops.softmax((3, 10)), {}),
+        ("layer_norm", ops.layer_norm((3, 8), (8,)), {}),
+        ("jacobi2d (inout, time loop)", kernels.jacobi2d(), {"T": 3}),
+        ("lu (inout, triangular)", kernels.lu(), {}),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_library_and_program_kernels_equal_the_interpreter(case, rng):
+    name, kern, params = _library_cases()[case]
+    x = inputs(kern, rng) if not kern.params else _program_inputs(kern, rng)
+    want = polyc.interpret(kern, {k: v.copy() for k, v in x.items()}, **params)
+    out, report = polyc.compile(kern, config="tiny").run(**x, **params)
+    for k, v in want.items():
+        np.testing.assert_allclose(out[k], v, rtol=1e-6, atol=1e-6, err_msg=name)
+    assert report.cycles == sum(s.instances * s.cycles_per_instance
+                                for s in report.statements)  # fmt: skip
+    assert report.roofline.min_dram_bytes > 0
+
+
+def _program_inputs(kern, rng):
+    n = 6
+    return {
+        a.name: (rng.random((n, n)) + n * np.eye(n)).astype(a.dtype.numpy)
+        for a in kern.free_inputs
+    }

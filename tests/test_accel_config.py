@@ -62,6 +62,15 @@ def test_load_by_path_and_spec(tmp_path):
     assert spec.mac_array.peak_macs_per_cycle("float64") == 0
 
 
+def test_spec_is_hashable_and_pickles():
+    import pickle
+
+    spec = load_config("edge-npu")
+    again = pickle.loads(pickle.dumps(spec))
+    assert again == spec and hash(again) == hash(spec)
+    assert len({spec, again, load_config("tiny")}) == 2
+
+
 def test_spec_is_frozen():
     spec = load_config("tiny")
     with pytest.raises(AttributeError):

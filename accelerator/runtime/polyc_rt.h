@@ -7,7 +7,7 @@
  *
  * Units: time in cycles (int64), sizes in bytes unless a name says elements, views
  * and strides in elements. Buffers are small integers returned by pc_bind/pc_alloc.
- * See docs/accelerator-runtime.md for the contract and the timing model.
+ * See docs/accelerator.md for the contract and the timing model.
  *
  * Contract for generated code: scalar statements count their instances locally and
  * hand the counts to pc_scalar ("flush") before every call that issues work or

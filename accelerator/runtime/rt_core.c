@@ -1,6 +1,6 @@
 /* rt_core.c: context, errors, buffers, hazards, engines, scalar core, trace.
  *
- * Timing model (see docs/accelerator-runtime.md): every engine has a timeline
+ * Timing model (see docs/accelerator.md): every engine has a timeline
  * (free_at). An asynchronous operation is issued by the scalar core at its current
  * time (costing issue_cycles of it), and starts when its engine is free and the
  * byte ranges it reads are written (read-after-write) and the ranges it writes are
