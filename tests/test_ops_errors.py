@@ -64,6 +64,10 @@ def test_conv2d_channel_and_group_errors():
         nn.conv2d(ph("s", (1, 1, 2, 5)), ph("k", (1, 1, 3, 3)))
     with pytest.raises(ShapeError, match=r"needs a 4-D input"):
         nn.conv2d(ph("v", (4, 8, 8)), ph("k4", (1, 4, 3, 3)))
+    with pytest.raises(
+        ShapeError, match=r"dim 0 of the weight must equal the 4 input channels"
+    ):
+        nn.conv_transpose2d(x, ph("t", (2, 4, 3, 3)))
 
 
 def test_other_shape_errors():
@@ -193,6 +197,21 @@ def test_invalid_arguments_list_the_accepted_values():
         ArgumentError, match=r"padding 2 exceeds half the kernel size 3"
     ):
         nn.max_pool2d(x, 3, padding=2)
+    with pytest.raises(
+        ArgumentError,
+        match=r"output_padding=2 is invalid because it must be smaller than stride "
+        r"\(2, 2\)",
+    ):
+        nn.conv_transpose2d(x, w, stride=2, output_padding=2)
+    with pytest.raises(
+        ArgumentError,
+        match=r"scale_factor=1.5 is not supported because only whole factors",
+    ):
+        nn.upsample_nearest2d(x, scale_factor=1.5)
+    with pytest.raises(
+        ArgumentError, match=r"exactly one of them sets the output size"
+    ):
+        nn.upsample_nearest2d(x)
 
 
 def test_invalid_axes_and_names():

@@ -53,6 +53,14 @@ CASES = {
         lambda: ops.conv2d(X4, (6, 1, 3, 3), groups=3, stride=2, padding=1),
         lambda d: F.conv2d(d["input"], d["weight"], d["bias"], 2, 1, 1, 3),
     ),
+    "conv_transpose2d": (
+        lambda: ops.conv_transpose2d(X4, (3, 2, 2, 3), stride=2, padding=1),
+        lambda d: F.conv_transpose2d(d["input"], d["weight"], d["bias"], 2, 1),
+    ),
+    "upsample_nearest2d": (
+        lambda: ops.upsample_nearest2d(X4, scale_factor=2),
+        lambda d: F.interpolate(d["input"], scale_factor=2, mode="nearest"),
+    ),
     "relu": (lambda: ops.relu(X4), lambda d: torch.relu(d["input"])),
     "gelu": (
         lambda: ops.gelu(X4, approximate="tanh"),

@@ -98,13 +98,35 @@ CONV_CASES = [
 ]
 
 
+TRANSPOSED_CASES = [
+    ((1, 1, 1, 1), (1, 1, 1, 1), {}),
+    ((1, 2, 4, 3), (2, 3, 3, 3), {}),
+    (
+        (2, 4, 3, 5),
+        (4, 2, 3, 2),
+        {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2},
+    ),
+    (
+        (1, 3, 4, 4),
+        (3, 1, 4, 4),
+        {"stride": (2, 3), "padding": (1, 2), "dilation": (2, 1), "groups": 3},
+    ),
+]
+
+
 def test_conv2d_stride_padding_dilation_groups(rng):
+    """conv2d cases, and conv_transpose2d (strides are divisibility conditions)."""
     b = Batch("conv2d", rng)
     for n, (xs, ws, kw) in enumerate(CONV_CASES):
         x, w = b.randn(f"x{n}", xs), b.randn(f"w{n}", ws, scale=0.5)
         bias = b.randn(f"bias{n}", (ws[0],))
         args = f64(b[f"x{n}"]), f64(b[f"w{n}"]), f64(b[f"bias{n}"])
         b.check(nn.conv2d(x, w, bias, **kw), F.conv2d(*args, **kw))
+    for n, (xs, ws, kw) in enumerate(TRANSPOSED_CASES):
+        x, w = b.randn(f"tx{n}", xs), b.randn(f"tw{n}", ws, scale=0.5)
+        bias = b.randn(f"tb{n}", (ws[1] * kw.get("groups", 1),))
+        args = f64(b[f"tx{n}"]), f64(b[f"tw{n}"]), f64(b[f"tb{n}"])
+        b.check(nn.conv_transpose2d(x, w, bias, **kw), F.conv_transpose2d(*args, **kw))
     x, w = b.randn("xm", (1, 2, 5, 4)), b.randn("wm", (3, 2, 3, 3))
     padded = nn.conv2d(x, w, None, 1, (2, 1), materialize_padding=True)
     b.check(padded, F.conv2d(f64(b["xm"]), f64(b["wm"]), padding=(2, 1)))

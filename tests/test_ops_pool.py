@@ -1,5 +1,5 @@
-"""max/avg/adaptive pooling against torch (padding, dilation, ceil_mode,
-count_include_pad), interpreted and compiled."""
+"""max/avg/adaptive pooling and nearest upsampling against torch (padding, dilation,
+ceil_mode, count_include_pad), interpreted and compiled."""
 
 from __future__ import annotations
 
@@ -62,11 +62,20 @@ def test_avg_pool2d(rng):
     b.run()
 
 
-def test_adaptive_pools(rng):
+def test_adaptive_pools_and_nearest_upsampling(rng):
     b = Batch("adaptive_pool", rng)
     for n, (shape, size) in enumerate(ADAPTIVE_CASES):
         x = b.randn(f"x{n}", shape)
         t = f64(b[f"x{n}"])
         b.check(nn.adaptive_avg_pool2d(x, size), F.adaptive_avg_pool2d(t, size))
         b.check(nn.adaptive_max_pool2d(x, size), F.adaptive_max_pool2d(t, size))
+    x = b.randn("up", (1, 2, 3, 5))
+    for kw in (
+        {"size": (7, 4)},
+        {"size": 6},
+        {"scale_factor": (3, 1)},
+        {"size": (2, 3)},
+    ):
+        ref = F.interpolate(f64(b["up"]), mode="nearest", **kw)
+        b.check(nn.upsample_nearest2d(x, **kw), ref)
     b.run()

@@ -28,6 +28,7 @@ from polyc.ops.kernels import (
     clamp,
     concat,
     conv2d,
+    conv_transpose2d,
     cos,
     div,
     embedding,
@@ -72,6 +73,7 @@ from polyc.ops.kernels import (
     tanh,
     transpose,
     unsqueeze,
+    upsample_nearest2d,
 )
 
 __all__ = [
@@ -89,6 +91,7 @@ __all__ = [
     "clamp",
     "concat",
     "conv2d",
+    "conv_transpose2d",
     "cos",
     "div",
     "embedding",
@@ -133,4 +136,5 @@ __all__ = [
     "tanh",
     "transpose",
     "unsqueeze",
+    "upsample_nearest2d",
 ]

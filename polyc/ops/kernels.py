@@ -142,6 +142,45 @@ def conv2d(
     )
 
 
+def conv_transpose2d(
+    input: Sequence,
+    weight: Sequence,
+    bias=True,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups=1,
+    dilation=1,
+    *,
+    dtype="float32",
+) -> Kernel:
+    """Transposed 2-D convolution (``F.conv_transpose2d``).
+
+    Args:
+        input: shape ``[N, C, H, W]``.
+        weight: shape ``[C, O // groups, KH, KW]``.
+        bias: True for a ``bias`` input ``[O]`` (int32 for int8).
+    """
+    dt = _dt(dtype)
+    return _kernel(
+        "conv_transpose2d",
+        lambda input, weight, bias=None: nn.conv_transpose2d(
+            input,
+            weight,
+            bias,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            dilation,
+            name="out",
+        ),
+        input=(input, dt),
+        weight=(weight, dt),
+        bias=_opt(bias, (weight[1] * groups,), accumulator(dt)),
+    )
+
+
 # one-input ops ----------------------------------------------------------------------
 
 _DOCS = {
@@ -208,6 +247,7 @@ max_pool2d = _single("max_pool2d", "pool")
 avg_pool2d = _single("avg_pool2d", "pool")
 adaptive_avg_pool2d = _single("adaptive_avg_pool2d", "pool")
 adaptive_max_pool2d = _single("adaptive_max_pool2d", "pool")
+upsample_nearest2d = _single("upsample_nearest2d", "pool")
 
 transpose = _single("transpose", "movement")
 permute = _single("permute", "movement")

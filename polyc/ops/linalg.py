@@ -1,4 +1,5 @@
-"""Contractions: matmul, batch_matmul, linear and conv2d (PyTorch layouts).
+"""Contractions: matmul, batch_matmul, linear, conv2d and conv_transpose2d (PyTorch
+layouts).
 
 Every contraction is two statements, an initialisation (zero, or the bias) and an
 update ``out += a * b`` over the reduction axes, accumulating in
@@ -342,3 +343,111 @@ def _check_groups(op: str, x: Tensor, wt: Tensor, groups: int) -> None:
             f"so {channels.const // groups} per group. Pass a weight of shape "
             f"({out_ch}, {channels.const // groups}, KH, KW)."
         )
+
+
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+    name: str | None = None,
+) -> Tensor:
+    """Transposed 2-D convolution (``F.conv_transpose2d``): NCHW input, weight
+    ``[C, O / groups, KH, KW]``.
+
+    ``out[n, o, y, x] = bias[o] + sum input[n, c, iy, ix] * weight[c, o % Og, kh, kw]``
+    over the input channels ``c`` of ``o``'s group and the taps with
+    ``iy = (y + pt - kh*dh) / sh`` whole and inside the input (likewise ``ix``): the
+    divisibility and the bounds are affine conditions on the reduction domain.
+
+    Raises:
+        ShapeError: ranks, channel counts or a bias that do not fit.
+        DTypeError: operand dtypes that differ.
+        ArgumentError: invalid stride, padding, output_padding, dilation or groups.
+    """
+    op = "conv_transpose2d"
+    out_name = fresh(op, name)
+    x, wt = tensor(op, input), tensor(op, weight, "weight")
+    _, acc = _operands(op, x, wt, "weight")
+    for t, what in ((x, "input [N, C, H, W]"), (wt, "weight [C, O/groups, KH, KW]")):
+        if t.ndim != 4:
+            raise ShapeError(
+                f"{op}: {t.name} has shape {shape_text(t.shape)} but {op} needs a 4-D "
+                f"{what} because it follows PyTorch's layouts. Reshape it."
+            )
+    stride = ints(op, stride, 2, "stride", 1)
+    dilation = ints(op, dilation, 2, "dilation", 1)
+    pads = ints(op, padding, 2, "padding", 0)
+    extra = ints(op, output_padding, 2, "output_padding", 0)
+    if any(e >= max(s, d) for e, s, d in zip(extra, stride, dilation)):
+        raise ArgumentError(
+            f"{op}: output_padding={output_padding!r} is invalid because it must be "
+            f"smaller than stride {stride} or dilation {dilation}. Pass a smaller "
+            "output_padding."
+        )
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ArgumentError(
+            f"{op}: groups={groups!r} is invalid because groups must be a positive "
+            "int. Pass groups=1."
+        )
+    channels, og = x.shape[1], wt.shape[1]
+    if wt.shape[0] != channels or (
+        groups > 1 and (not channels.is_constant or channels.const % groups)
+    ):
+        raise ShapeError(
+            f"{op}: weight {wt.name} {shape_text(wt.shape)} does not fit input "
+            f"{x.name} {shape_text(x.shape)} because dim 0 of the weight must equal "
+            f"the {channels} input channels, divisible by groups={groups}. Pass a "
+            f"weight of shape ({channels}, out_channels / groups, KH, KW)."
+        )
+    kernel = _concrete_kernel(op, wt)
+    out_ch = og * groups
+    b = _bias(op, bias, out_ch, acc)
+    sizes = tuple(
+        (x.shape[2 + d] - 1) * stride[d]
+        - 2 * pads[d]
+        + dilation[d] * (kernel[d] - 1)
+        + extra[d]
+        + 1
+        for d in range(2)
+    )
+    for d, size in enumerate(sizes):
+        if size.is_constant and size.const < 1:
+            raise ShapeError(
+                f"{op}: the output would be empty because padding {pads[d]} removes "
+                f"more than the {'HW'[d]} the transposed convolution produces. Pad less."
+            )
+    shape = (x.shape[0], out_ch, sizes[0], sizes[1])
+    cg = channels.const // groups if groups > 1 else None
+    rc = pc.reduce_axis(channels if cg is None else cg, "rc")
+    rh = pc.reduce_axis(kernel[0], "rh")
+    rw = pc.reduce_axis(kernel[1], "rw")
+
+    def taps(y, xx):
+        return (
+            y + pads[0] - rh * dilation[0],
+            xx + pads[1] - rw * dilation[1],
+        )
+
+    def term(n, o, y, xx):
+        ic = rc if cg is None else (o // og.const) * cg + rc
+        oc = o if cg is None else o % og.const
+        ty, tx = taps(y, xx)
+        value = x[n, ic, ty // stride[0], tx // stride[1]]
+        return _widen(value, acc) * _widen(wt[ic, oc, rh, rw], acc)
+
+    def where(n, o, y, xx):
+        ty, tx = taps(y, xx)
+        cond = (ty >= 0) & (ty < x.shape[2] * stride[0]) & (tx >= 0)
+        cond = cond & (tx < x.shape[3] * stride[1])
+        for t, s in ((ty, stride[0]), (tx, stride[1])):
+            if s > 1:
+                cond = cond & (t % s).eq(0)
+        return cond
+
+    init = (lambda n, o, y, xx: b[o]) if b is not None else None
+    return contraction(out_name, shape, acc, ("n", "o", "h", "w"), term, init, where)

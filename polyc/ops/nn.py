@@ -55,12 +55,13 @@ from polyc.ops.elementwise import (
     sub,
     tanh,
 )
-from polyc.ops.linalg import batch_matmul, conv2d, linear, matmul
+from polyc.ops.linalg import batch_matmul, conv2d, conv_transpose2d, linear, matmul
 from polyc.ops.pool import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
     avg_pool2d,
     max_pool2d,
+    upsample_nearest2d,
 )
 from polyc.ops.reduce import (
     amax,
@@ -101,6 +102,7 @@ __all__ = [
     "bmm",
     "linear",
     "conv2d",
+    "conv_transpose2d",
     # element-wise
     "relu",
     "relu6",
@@ -147,6 +149,7 @@ __all__ = [
     "avg_pool2d",
     "adaptive_avg_pool2d",
     "adaptive_max_pool2d",
+    "upsample_nearest2d",
     # data movement
     "permute",
     "transpose",

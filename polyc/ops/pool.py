@@ -1,5 +1,6 @@
 """Pooling over the last two dims ([N, C, H, W] or [C, H, W]): max_pool2d,
-avg_pool2d, adaptive_avg_pool2d and adaptive_max_pool2d, as in PyTorch.
+avg_pool2d, adaptive_avg_pool2d and adaptive_max_pool2d, as in PyTorch; and
+nearest-neighbour upsampling, which shares their window arithmetic.
 
 A window is a reduction whose domain is restricted by affine conditions where it
 overlaps the padding (max pooling never sees padded values; average pooling counts
@@ -276,3 +277,51 @@ def adaptive_avg_pool2d(input: Tensor, output_size, name: str | None = None) -> 
 def adaptive_max_pool2d(input: Tensor, output_size, name: str | None = None) -> Tensor:
     """Maximum over PyTorch's adaptive windows (see :func:`adaptive_avg_pool2d`)."""
     return _adaptive("adaptive_max_pool2d", input, output_size, name, False)
+
+
+def upsample_nearest2d(
+    input: Tensor, size=None, scale_factor=None, name: str | None = None
+) -> Tensor:
+    """Nearest-neighbour resize of the last two dims (``F.interpolate(...,
+    mode="nearest")``): output row ``y`` reads input row ``floor(y * H / OH)``.
+
+    Give ``size`` (an int or a pair) or an integer ``scale_factor`` (an int or a
+    pair); the index map is affine either way.
+
+    Raises:
+        ArgumentError: both or neither given, a non-integer scale factor, or a
+            symbolic H/W.
+        ShapeError: an input that is not 3-D/4-D.
+    """
+    op = "upsample_nearest2d"
+    x = tensor(op, input)
+    _spatial(op, x)
+    lead = x.ndim - 2
+    if (size is None) == (scale_factor is None):
+        raise ArgumentError(
+            f"{op}: size={size!r} and scale_factor={scale_factor!r} because exactly "
+            "one of them sets the output size. Pass one of them."
+        )
+    sizes = concrete(op, x, [lead, lead + 1], "the source index needs fixed sizes")
+    if size is not None:
+        outs = ints(op, size, 2, "size", 1)
+    else:
+        factors = (
+            (scale_factor, scale_factor)
+            if isinstance(scale_factor, (int, float))
+            else tuple(scale_factor)
+        )
+        if not all(float(f).is_integer() for f in factors):
+            raise ArgumentError(
+                f"{op}: scale_factor={scale_factor!r} is not supported because only "
+                "whole factors give an exact affine source index. Pass size= instead."
+            )
+        factors = ints(op, tuple(int(f) for f in factors), 2, "scale_factor", 1)
+        outs = tuple(n * f for n, f in zip(sizes, factors))
+    shape = x.shape[:lead] + tuple(Aff(const=o) for o in outs)
+
+    def body(*ix):
+        src = tuple((ix[lead + a] * sizes[a]) // outs[a] for a in range(2))
+        return x[tuple(ix[:lead]) + src]
+
+    return pc.compute(fresh(op, name), shape, body)
