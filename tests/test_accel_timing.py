@@ -227,6 +227,11 @@ def test_compute_bound_loop_hides_its_loads(rt):
     assert report.engine("dma0").busy == T * DMA_TILE
     # the MAC array waits only for the first load and the final store
     assert report.engine("mac_array").idle == ISSUE + DMA_TILE + store
+    # the timeline shows it: loads of tiles 1.. run while the MAC array computes
+    macs = [e for e in report.events if e.kind == "mac"]
+    loads = [e for e in report.events if e.kind == "dma" and e.engine == "dma0"]
+    for load in loads[1:]:
+        assert any(m.start <= load.start and load.end <= m.end for m in macs)
     # one buffer instead of two: each load waits for the previous tile's compute
     single = _tiled_loop(rt, T, n, double_buffer=False)
     assert single.cycles == ISSUE + T * (DMA_TILE + mac) + store
