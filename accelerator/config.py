@@ -33,6 +33,8 @@ from accelerator.spec import (
 from polyc.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "configs"
+#: the runtime keeps at most this many queued commands per engine (PC_MAX_QUEUE)
+MAX_QUEUE = 64
 
 
 def _shipped() -> tuple[str, ...]:
@@ -177,11 +179,18 @@ def _scalar(r: _Reader, t: dict) -> ScalarCore:
     t = r.table(
         t,
         "scalar",
-        required=("statement_cycles", "issue_cycles", "pj_per_op", "cycles"),
+        required=(
+            "statement_cycles",
+            "issue_cycles",
+            "queue_depth",
+            "pj_per_op",
+            "cycles",
+        ),
     )
     return ScalarCore(
         statement_cycles=r.integer(t, "statement_cycles", "scalar", zero_ok=True),
         issue_cycles=r.integer(t, "issue_cycles", "scalar", zero_ok=True),
+        queue_depth=r.integer(t, "queue_depth", "scalar", most=MAX_QUEUE),
         pj_per_op=r.number(t, "pj_per_op", "scalar", zero_ok=True),
         cycles=r.cycles(r.sub(t, "cycles", "scalar"), "scalar.cycles", OP_CLASSES),
     )
@@ -324,11 +333,16 @@ class _Reader:
             )
         return v
 
-    def integer(self, t: dict, key: str, where: str = "", zero_ok=False) -> int:
+    def integer(
+        self, t: dict, key: str, where: str = "", zero_ok=False, most: int = 0
+    ) -> int:
         v = t[key]
         low = 0 if zero_ok else 1
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        bad = isinstance(v, bool) or not isinstance(v, int) or v < low
+        if bad or (most and v > most):
             what = "a non-negative integer" if zero_ok else "a positive integer"
+            if most:
+                what += f" of at most {most}"
             self.fail(self._key(where, key), f"is {v!r}", f"it must be {what}")
         return v
 

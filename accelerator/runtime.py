@@ -109,6 +109,7 @@ def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
         s.scalar_cycles[i] = spec.scalar.cycles.get(c, 0)
     s.stmt_cycles = spec.scalar.statement_cycles
     s.issue_cycles = spec.scalar.issue_cycles
+    s.queue_depth = spec.scalar.queue_depth
     s.scalar_pj = spec.scalar.pj_per_op
     s.nlevels = len(spec.memory)
     for i, m in enumerate(spec.memory):

@@ -89,6 +89,7 @@ class VectorUnit:
 class ScalarCore:
     statement_cycles: int
     issue_cycles: int
+    queue_depth: int
     pj_per_op: float
     cycles: Mapping[str, int]
 

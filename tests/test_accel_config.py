@@ -94,6 +94,7 @@ CASES = [
     (lambda d: d["mac_array"].update(rows=4.0), "mac_array.rows", "positive integer"),
     (lambda d: d["vector"].update(lanes=True), "vector.lanes", "positive integer"),
     (lambda d: d["dma"].update(channels=0), "dma.channels", "positive integer"),
+    (lambda d: d["scalar"].update(queue_depth=65), "scalar.queue_depth", "at most 64"),
     (
         lambda d: d["memory"][1].update(capacity_bytes=-16),
         "memory[1].capacity_bytes",

@@ -249,6 +249,23 @@ def test_bandwidth_bound_loop_hides_its_compute(rt):
     assert report.engine("mac_array").busy == T * mac
 
 
+def test_full_command_queue_stalls_the_scalar_core(rt):
+    """tiny's engines queue 4 commands: issuing a 6th MAC waits until the 2nd starts
+    (a command leaves the queue when its engine starts it)."""
+    sim = Simulator(rt, load_config("tiny"))
+    buf = sim.alloc("l1", 0, 4096, "x")
+    k = 42
+    mac = FILL + k  # a 4x4 tile is one pass
+    for _ in range(6):
+        sim.mac(4, 4, k, (buf, 0, k, 1), (buf, 0, 4, 1), (buf, 512, 4, 1))
+    second_start = ISSUE + mac
+    assert sim.now == second_start + ISSUE
+    report = sim.finish()
+    assert report.cycles == ISSUE + 6 * mac
+    stalls = [e for e in report.events if e.kind == "wait"]
+    assert [(e.label, e.end) for e in stalls] == [("queue full", second_start)]
+
+
 def test_wait_advances_the_scalar_core(rt):
     sim = Simulator(rt, load_config("tiny"))
     src = sim.bind("A", np.zeros(64, dtype=np.uint8))

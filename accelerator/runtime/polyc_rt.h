@@ -34,6 +34,7 @@
 #define PC_NCLASS 6
 #define PC_NMAC 3
 #define PC_NAME 32
+#define PC_MAX_QUEUE 64
 
 /* op classes (polyc.expr.ops_count), plus the vector unit's reduction step */
 #define PC_ADD 0
@@ -122,6 +123,7 @@ typedef struct {
   /* scalar control core */
   int64_t stmt_cycles;
   int64_t issue_cycles;
+  int queue_depth; /* commands an engine holds before the scalar core stalls */
   int64_t scalar_cycles[PC_NCLASS];
   double scalar_pj;
   /* memory: level 0 is DRAM */
@@ -303,6 +305,8 @@ struct pc_ctx {
   pc_stats stats;
   int64_t scalar_time;
   int64_t free_at[PC_MAX_ENGINES];
+  int64_t queued[PC_MAX_ENGINES];                   /* commands issued so far */
+  int64_t qstart[PC_MAX_ENGINES][PC_MAX_QUEUE];     /* their start times (ring) */
   unsigned char *mem[PC_MAX_LEVELS];
   int64_t dram_bound;
   pc_buf *bufs;

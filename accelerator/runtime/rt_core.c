@@ -50,7 +50,8 @@ pc_ctx *pc_create(const pc_spec *spec) {
   ctx->spec = *spec;
   int nl = spec->nlevels;
   if (nl < 2 || nl > PC_MAX_LEVELS || spec->channels < 1 ||
-      spec->channels > PC_MAX_CHANNELS) {
+      spec->channels > PC_MAX_CHANNELS || spec->queue_depth < 1 ||
+      spec->queue_depth > PC_MAX_QUEUE) {
     pc_fail(ctx, "pc_create: the spec has %d levels and %d DMA channels because "
                  "it was not filled from a validated config. Use "
                  "accelerator.load_config.", nl, spec->channels);
@@ -299,9 +300,19 @@ static void pc_record(pc_ctx *ctx, const pc_range *r, int64_t end) {
   b->busy_until = PC_MAX(b->busy_until, end);
 }
 
-/* Issue an asynchronous operation on `engine`: the scalar core spends
+/* Issue an asynchronous operation on `engine`: when the engine's command queue is
+ * full the scalar core waits until the oldest queued command starts; it spends
  * issue_cycles, then the op waits for its engine and its data. Returns its start. */
 static int64_t pc_issue(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
+  int64_t q = ctx->spec.queue_depth, k = ctx->queued[engine];
+  if (k >= q) {
+    int64_t t = ctx->qstart[engine][(k - q) % PC_MAX_QUEUE];
+    if (t > ctx->scalar_time) {
+      pc_trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
+               "queue full");
+      ctx->scalar_time = t;
+    }
+  }
   int64_t issue = ctx->spec.issue_cycles;
   ctx->scalar_time += issue;
   ctx->stats.busy[PC_ENG_SCALAR] += issue;
@@ -314,6 +325,7 @@ static int64_t pc_issue(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) 
 static void pc_complete(pc_ctx *ctx, int engine, int64_t start, int64_t end,
                         const pc_range *acc, int nacc) {
   ctx->free_at[engine] = end;
+  ctx->qstart[engine][ctx->queued[engine]++ % PC_MAX_QUEUE] = start;
   ctx->stats.busy[engine] += end - start;
   ctx->stats.ops[engine]++;
   for (int i = 0; i < nacc; i++) pc_record(ctx, &acc[i], end);
