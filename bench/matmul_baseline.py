@@ -102,10 +102,10 @@ def run(size: int = 512) -> dict:
     return payload
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
-    run(parser.parse_args().size)
+    run(parser.parse_args(argv).size)
 
 
 if __name__ == "__main__":
