@@ -240,6 +240,12 @@ def test_invalid_axes_and_names():
         r"Tensor",
     ):
         nn.relu([1.0, 2.0])
+    with pytest.raises(
+        ArgumentError,
+        match=r"shape entry 0 is invalid because sizes "
+        r"are positive ints",
+    ):
+        nn.reshape(x, (0, 24))
     with pytest.raises(ArgumentError, match=r"has 2 entries -1"):
         nn.reshape(x, (-1, -1))
     with pytest.raises(ArgumentError, match=r"index=3 is out of range"):

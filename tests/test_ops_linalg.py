@@ -114,6 +114,7 @@ TRANSPOSED_CASES = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
 def test_conv2d_stride_padding_dilation_groups(rng):
     """conv2d cases, and conv_transpose2d (strides are divisibility conditions)."""
     b = Batch("conv2d", rng)

@@ -226,7 +226,8 @@ def div(input, other, rounding_mode: str | None = None, name=None) -> Tensor:
     """``input / other`` with broadcasting.
 
     ``rounding_mode`` as in ``torch.div``: None (true division; float tensors only),
-    ``"trunc"`` (round toward zero) or ``"floor"``.
+    ``"trunc"`` (round toward zero) or ``"floor"``. Integer division by zero is
+    undefined, as in C (the compiled kernel may trap).
 
     Raises:
         DTypeError: true division of integer tensors (cast, or pick a rounding mode).

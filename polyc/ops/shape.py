@@ -83,11 +83,11 @@ def _infer(op: str, x: Tensor, shape: Sequence) -> tuple[Aff, ...]:
         )
     for d in dims:
         if not isinstance(d, Aff) and (
-            isinstance(d, bool) or not isinstance(d, int) or (d < 0 and d != -1)
+            isinstance(d, bool) or not isinstance(d, int) or (d < 1 and d != -1)
         ):
             raise ArgumentError(
-                f"{op}: shape entry {d!r} is invalid because sizes are non-negative "
-                "ints, parameters or -1. Fix the shape."
+                f"{op}: shape entry {d!r} is invalid because sizes are positive ints, "
+                "parameters or -1. Fix the shape."
             )
     rest = [Aff.lift(d) for k, d in enumerate(dims) if k not in holes]
     total, known = list(x.shape), list(rest)
