@@ -4,6 +4,8 @@ a message that says what, why, and the fix."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polyc import ArgumentError, DTypeError, ShapeError, ops
 from polyc import compute as pc
@@ -82,8 +84,14 @@ def test_other_shape_errors():
         nn.reshape(x, (5, -1))
     with pytest.raises(ShapeError, match=r"all dims but dim 0 must agree"):
         nn.concat([x, ph("y", (2, 4, 4))], 0)
-    with pytest.raises(ShapeError, match=r"normalized_shape \(3,\) does not match"):
+    with pytest.raises(
+        ShapeError,
+        match=r"normalized_shape \(3,\) does not match .* "
+        r"e\.g\. normalized_shape=\(4,\)\.",
+    ):
         nn.layer_norm(x, 3)
+    with pytest.raises(ShapeError, match=r"e\.g\. normalized_shape=\(2, 3, 4\)\."):
+        nn.layer_norm(x, (5, 2, 3, 4))
     with pytest.raises(
         ShapeError,
         match=r"running_mean m has shape \(2,\) but x has 3 "
@@ -276,3 +284,75 @@ def test_kernel_wrappers_report_the_same_errors():
         ops.conv2d((1, 3, 5, 5), (2, 4, 3, 3))
     with pytest.raises(ArgumentError, match=r"approximate='x'"):
         ops.gelu((3,), approximate="x")
+
+
+def test_argument_types_are_checked():
+    x = ph("x", (2, 3))
+    with pytest.raises(ArgumentError, match=r"sum: keepdim=2 is not a bool"):
+        nn.sum(x, 0, 2)
+    with pytest.raises(
+        ArgumentError,
+        match=r"dim=0 names no axis because the tensor "
+        r"is 0-d",
+    ):
+        nn.softmax(ph("s", ()), 0)
+    with pytest.raises(ArgumentError, match=r"permute: dims=1 is not a sequence"):
+        nn.permute(x, 1)
+    with pytest.raises(ArgumentError, match=r"negative_slope=None is not a number"):
+        nn.leaky_relu(x, None)
+    with pytest.raises(ArgumentError, match=r"batch_norm: running_mean is a NoneType"):
+        nn.batch_norm(x, None, ph("v", (3,)))
+    with pytest.raises(ArgumentError, match=r"slice: start=1.5 is not an index"):
+        nn.slice(x, 0, 1.5)
+
+
+# every op, fed odd arguments, either builds a tensor or raises a PolycError --------
+
+_ODD = [None, 0, -1, 1, 2, 1.5, (1, 2), (0, 0), [1, 2, 3], "same", "x", True, (-1,)]
+_FIRST = {
+    "conv2d": ("a", "w", "b"),
+    "conv_transpose2d": ("a", "w", "b"),
+    "linear": ("t", "t"),
+    "matmul": ("t", "a"),
+    "batch_matmul": ("a", "a"),
+    "embedding": ("i", "t"),
+    "layer_norm": ("a", 5),
+    "batch_norm": ("a", "b", "b"),
+    "bias_add": ("a", "b"),
+}
+
+
+@settings(max_examples=400)
+@given(
+    op=st.sampled_from(
+        [n for n in nn.__all__ if n not in ("reset_names", "concat", "cat")]
+    ),
+    position=st.integers(0, 6),
+    value=st.sampled_from(_ODD),
+)
+def test_odd_arguments_raise_polyc_errors_only(op, position, value):
+    import inspect
+
+    import polyc
+
+    tensors = {
+        "a": ph("a", (2, 3, 6, 5)),
+        "w": ph("w", (3, 3, 3, 3)),
+        "b": ph("b", (3,)),
+        "i": ph("i", (4,), "int64"),
+        "t": ph("t", (6, 5)),
+    }
+    fn = getattr(nn, op)
+    args = [tensors[a] if isinstance(a, str) else a for a in _FIRST.get(op, ("a",))]
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name != "name"]
+    rest = params[len(args) :]
+    if not rest:
+        return
+    target = rest[position % len(rest)]
+    kwargs = {p.name: 2 for p in rest if p.default is inspect.Parameter.empty}
+    kwargs[target.name] = value
+    try:
+        out = fn(*args, **kwargs)
+    except polyc.PolycError:
+        return
+    assert isinstance(out, pc.Tensor)

@@ -124,12 +124,17 @@ def axis(op: str, dim: object, ndim: int, what: str = "dim") -> int:
             f"{op}: {what}={dim!r} is not an axis because axes are ints. Pass an int "
             f"in [{-ndim}, {ndim})."
         )
-    if not -ndim <= dim < builtins.max(ndim, 1):
+    if ndim == 0:
+        raise ArgumentError(
+            f"{op}: {what}={dim} names no axis because the tensor is 0-d (a scalar). "
+            "Reshape it to (1,) first."
+        )
+    if not -ndim <= dim < ndim:
         raise ArgumentError(
             f"{op}: {what}={dim} is out of range because the tensor has {ndim} "
-            f"dimensions. Pass an axis in [{-ndim}, {builtins.max(ndim, 1) - 1}]."
+            f"dimensions. Pass an axis in [{-ndim}, {ndim - 1}]."
         )
-    return dim % ndim if ndim else 0
+    return dim % ndim
 
 
 def axes(op: str, dims: object, ndim: int, what: str = "dim") -> tuple[int, ...]:
@@ -145,6 +150,36 @@ def axes(op: str, dims: object, ndim: int, what: str = "dim") -> tuple[int, ...]
             "Name each axis once."
         )
     return tuple(sorted(out))
+
+
+def flag(op: str, value: object, what: str) -> bool:
+    """``value`` when it is a bool, else an ArgumentError."""
+    if isinstance(value, bool):
+        return value
+    raise ArgumentError(
+        f"{op}: {what}={value!r} is not a bool because {what} is a switch. Pass True "
+        "or False."
+    )
+
+
+def number(op: str, value: object, what: str) -> float:
+    """``value`` when it is a real Python number, else an ArgumentError."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    raise ArgumentError(
+        f"{op}: {what}={value!r} is not a number because {what} is a scalar "
+        "parameter. Pass an int or a float."
+    )
+
+
+def sequence(op: str, value: object, what: str) -> tuple:
+    """``value`` as a tuple when it is a list or tuple, else an ArgumentError."""
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    raise ArgumentError(
+        f"{op}: {what}={value!r} is not a sequence because {what} lists one entry "
+        "per dim. Pass a tuple or a list."
+    )
 
 
 def ints(op: str, value: object, n: int, what: str, minimum: int = 0) -> tuple:

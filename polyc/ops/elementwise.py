@@ -23,6 +23,7 @@ from polyc.ops._common import (
     choice,
     element,
     fresh,
+    number,
     operand,
     same_dtype,
     scalar,
@@ -67,6 +68,7 @@ def relu6(x: Tensor, name: str | None = None) -> Tensor:
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, name=None) -> Tensor:
     """``x`` where ``x > 0``, else ``negative_slope * x``."""
+    negative_slope = number("leaky_relu", negative_slope, "negative_slope")
     return map1(
         "leaky_relu",
         x,

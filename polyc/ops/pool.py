@@ -23,6 +23,8 @@ from polyc.ops._common import (
     concrete,
     fresh,
     ints,
+    number,
+    sequence,
     shape_text,
     tensor,
 )
@@ -309,8 +311,9 @@ def upsample_nearest2d(
         factors = (
             (scale_factor, scale_factor)
             if isinstance(scale_factor, (int, float))
-            else tuple(scale_factor)
+            else sequence(op, scale_factor, "scale_factor")
         )
+        factors = tuple(number(op, f, "scale_factor") for f in factors)
         if not all(float(f).is_integer() for f in factors):
             raise ArgumentError(
                 f"{op}: scale_factor={scale_factor!r} is not supported because only "

@@ -9,6 +9,7 @@ float16.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 
 from polyc import compute as pc
@@ -24,8 +25,11 @@ from polyc.ops._common import (
     axis,
     check_dtype,
     check_float,
+    flag,
     fresh,
+    number,
     same_dtype,
+    sequence,
     shape_text,
     tensor,
 )
@@ -67,6 +71,7 @@ def _split(x: Tensor, ax: Sequence[int], keepdim: bool):
 def _reduction(op, x, dim, keepdim, name, red, dt, fn=lambda v: v) -> Tensor:
     """``out = red(fn(x))`` over ``dim`` into dtype ``dt``."""
     ax = axes(op, dim, x.ndim)
+    keepdim = flag(op, keepdim, "keepdim")
     shape, index = _split(x, ax, keepdim)
     raxes = tuple(pc.reduce_axis(x.shape[d], f"r{d}") for d in ax)
     if not raxes:
@@ -197,14 +202,17 @@ def layer_norm(
     x = tensor(op, input)
     dt = check_float(op, x)
     norm = (
-        (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        (normalized_shape,)
+        if isinstance(normalized_shape, int)
+        else sequence(op, normalized_shape, "normalized_shape")
     )
     k = len(norm)
     if k == 0 or k > x.ndim or any(a != b for a, b in zip(x.shape[-k:], norm)):
         raise ShapeError(
             f"{op}: normalized_shape {tuple(norm)} does not match the trailing dims of "
             f"{x.name} {shape_text(x.shape)} because layer_norm normalises over them. "
-            f"Pass normalized_shape={tuple(str(d) for d in x.shape[-1:])} or similar."
+            "Pass the trailing dims, e.g. normalized_shape="
+            f"{shape_text(x.shape[-builtins.min(builtins.max(k, 1), x.ndim) :])}."
         )
     for t, what in ((weight, "weight"), (bias, "bias")):
         if t is not None:
@@ -216,6 +224,7 @@ def layer_norm(
                     f"normalized_shape is {shape_text(x.shape[-k:])} because the "
                     f"{what} applies element-wise over it. Pass a {what} of that shape."
                 )
+    eps = number(op, eps, "eps")
     out = fresh(op, name)
     ot = _opmath(dt)
     ax = tuple(range(x.ndim - k, x.ndim))
@@ -277,6 +286,9 @@ def batch_norm(
             "[N, C, ...] because it normalises per channel (dim 1). Add a batch dim."
         )
     channels = x.shape[1]
+    running_mean = tensor(op, running_mean, "running_mean")
+    running_var = tensor(op, running_var, "running_var")
+    eps = number(op, eps, "eps")
     params = {"running_mean": running_mean, "running_var": running_var}
     params.update(weight=weight, bias=bias)
     for what, t in params.items():

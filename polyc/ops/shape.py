@@ -25,6 +25,7 @@ from polyc.ops._common import (
     fresh,
     same_dtype,
     scalar,
+    sequence,
     shape_text,
     squeeze_index,
     tensor,
@@ -38,7 +39,9 @@ def _names(n: int) -> str:
 def permute(input: Tensor, dims: Sequence[int], name: str | None = None) -> Tensor:
     """``out[ix] = x[...]`` with dim ``d`` of the output being ``dims[d]`` of x."""
     x = tensor("permute", input)
-    perm = [axis("permute", d, x.ndim, "dims") for d in dims]
+    perm = [
+        axis("permute", d, x.ndim, "dims") for d in sequence("permute", dims, "dims")
+    ]
     if sorted(perm) != list(range(x.ndim)):
         raise ArgumentError(
             f"permute: dims={tuple(dims)} is not a permutation of the {x.ndim} dims of "
@@ -207,7 +210,11 @@ def reshape(input: Tensor, shape: Sequence, name: str | None = None) -> Tensor:
     """
     op = "reshape"
     x = tensor(op, input)
-    dims = (shape,) if isinstance(shape, (int, Aff, pc.Index)) else tuple(shape)
+    dims = (
+        (shape,)
+        if isinstance(shape, (int, Aff, pc.Index))
+        else sequence(op, shape, "shape")
+    )
     out_shape = _infer(op, x, dims)
     plan = []
     for gi, gj in _groups(op, x.shape, out_shape):
@@ -277,6 +284,7 @@ def squeeze(input: Tensor, dim=None, name: str | None = None) -> Tensor:
 def expand(input: Tensor, shape: Sequence, name: str | None = None) -> Tensor:
     """Broadcast ``x`` to ``shape`` (-1 keeps a size), copying elements."""
     x = tensor("expand", input)
+    shape = sequence("expand", shape, "shape")
     lead = len(shape) - x.ndim
     out = []
     for k, s in enumerate(shape):
@@ -310,6 +318,14 @@ def slice(input: Tensor, dim: int = 0, start=None, end=None, step: int = 1, name
             f"{op}: step={step!r} is invalid because steps must be positive ints. "
             "Pass step >= 1."
         )
+    for value, what in ((start, "start"), (end, "end")):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int)
+        ):
+            raise ArgumentError(
+                f"{op}: {what}={value!r} is not an index because slice bounds are ints "
+                "or None. Pass an int."
+            )
     size = x.shape[d]
     if size.is_constant:
         lo, hi, _ = builtins.slice(start, end, step).indices(size.const)
@@ -341,8 +357,10 @@ def select(input: Tensor, dim: int, index: int, name: str | None = None) -> Tens
     x = tensor("select", input)
     d = axis("select", dim, x.ndim)
     size = x.shape[d]
-    if not isinstance(index, int) or (
-        size.is_constant and not -size.const <= index < size.const
+    if (
+        isinstance(index, bool)
+        or not isinstance(index, int)
+        or (size.is_constant and not -size.const <= index < size.const)
     ):
         raise ArgumentError(
             f"select: index={index!r} is out of range because dim {d} of {x.name} has "
@@ -373,7 +391,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value=0, name
     op = "pad"
     x = tensor(op, input)
     choice(op, mode, ("constant",), "mode")
-    amounts = tuple(pad)
+    amounts = sequence(op, pad, "pad")
     if (
         len(amounts) % 2
         or len(amounts) // 2 > x.ndim
