@@ -254,6 +254,8 @@ class Program:
         sets += [c for c in self._conds if isinstance(c, isl.Set)]
         for cond in sets:
             dom = dom.intersect(_extend(cond, dom))
+        if sets:
+            dom = dom.coalesce()
         stmt = Statement(name, tuple(iters), dom, target, rhs, self._origin)
         self._stmts.append(stmt)
         self._stack[-1].children.append(_Stmt(stmt))

@@ -145,11 +145,14 @@ def regions_of(src: Source, *, function=None, collect: bool = False) -> list:
 
 
 def _parse(src: Source) -> c_ast.FileAST:
+    parser = c_parser.CParser()
     try:
-        return c_parser.CParser().parse(src.output, src.filename)
+        return parser.parse(src.output, src.filename)
     except c_parser.ParseError as err:
         text = str(err)
         loc, _, what = text.partition(": ")
+        if loc == src.filename:  # no coordinate: take the token where it stopped
+            loc = _stop_coord(parser) or loc
         parts = loc.rsplit(":", 2)
         if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
             line, col = int(parts[1]), int(parts[2])
@@ -159,6 +162,14 @@ def _parse(src: Source) -> c_ast.FileAST:
             f"'{what}'. Fix the syntax, or pass the defines the code needs "
             "(compiler extensions other than __attribute__ are not supported)."
         ) from None
+
+
+def _stop_coord(parser) -> str | None:
+    try:
+        coord = parser._tok_coord(parser._peek())
+        return f"{coord.file}:{coord.line}:{coord.column}"
+    except Exception:  # pycparser internals differ between versions
+        return None
 
 
 def _globals(unit: c_ast.FileAST, typedefs) -> dict[str, Var]:
@@ -291,7 +302,9 @@ def _loc(src: Source, node) -> str:
     if coord is None:
         return src.filename
     col = coord.column or 1
-    if coord.file == src.filename:
+    if isinstance(node, c_ast.Pragma):
+        col = 1
+    elif coord.file == src.filename:
         col = src.column(coord.line, col)
     return f"{coord.file}:{coord.line}:{col}"
 
@@ -328,6 +341,13 @@ def _build(src: Source, f: _Found, name: str, typedefs) -> Region:
     walker = RegionWalker(name, f.items, f.scope, typedefs, known, origin)
     try:
         walked = walker.run()
+        if walker.pinned:
+            # a product or division by a macro needs its value: the macro is then a
+            # constant of the region rather than a parameter
+            walker = RegionWalker(
+                name, f.items, f.scope, typedefs, known, origin, walker.pinned
+            )
+            walked = walker.run()
         if not walked.program.statements:
             raise NotAffine(
                 f.funcdef if f.span is None else f.items[0] if f.items else f.funcdef,

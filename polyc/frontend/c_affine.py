@@ -49,10 +49,18 @@ class AffineBuilder:
     first) and ``params``. ``known`` holds the values of macro parameters: a product
     of two variable expressions is affine once a macro in it takes its value."""
 
-    def __init__(self, params: list[str], iters: list[str], known: dict[str, int]):
+    def __init__(
+        self,
+        params: list[str],
+        iters: list[str],
+        known: dict[str, int],
+        pinned: set[str] | None = None,
+    ):
         self.params = list(params)
         self.iters = list(iters)
         self.known = known
+        #: macros whose value was substituted: the region holds for that value only
+        self.pinned = pinned if pinned is not None else set()
         self._head = f"[{', '.join(params)}] -> " if params else ""
         self._dims = ", ".join(iters)
         self._substitute = False
@@ -63,6 +71,7 @@ class AffineBuilder:
 
     def name(self, name: str) -> isl.PwAff:
         if self._substitute and name in self.known:
+            self.pinned.add(name)
             return self.const(self.known[name])
         return isl.PwAff(f"{self._head}{{ [{self._dims}] -> [({name})] }}")
 
@@ -94,6 +103,8 @@ class AffineBuilder:
         if isinstance(node, c_ast.ID):
             if node.name in self.iters or node.name in self.params:
                 return self.name(node.name)
+            if node.name in self.known:  # a macro taken as its value
+                return self.const(self.known[node.name])
             raise NotAffine(node, f"the variable {node.name}, which is not a parameter")
         if isinstance(node, c_ast.UnaryOp):
             return self._unary(node)
@@ -143,7 +154,7 @@ class AffineBuilder:
         if op == "*":
             return self._mul(node)
         if op in ("/", "%"):
-            a, b = self._expr(node.left), self._expr(node.right)
+            a, b = self._expr(node.left), self._divisor(node.right)
             if isinstance(a, _Float) or isinstance(b, _Float):
                 if op == "%":
                     raise NotAffine(node, "'%' on a floating-point value")
@@ -164,6 +175,14 @@ class AffineBuilder:
         if op in ("<", "<=", ">", ">=", "==", "!=", "&&", "||"):
             raise NotAffine(node, f"a condition ('{op}') used as a number")
         raise NotAffine(node, f"the operator '{op}'")
+
+    def _divisor(self, node):
+        """A divisor: macros take their values (a division by a macro is affine)."""
+        old, self._substitute = self._substitute, bool(self.known)
+        try:
+            return self._expr(node)
+        finally:
+            self._substitute = old
 
     def _mul(self, node: c_ast.BinaryOp):
         a, b = self._expr(node.left), self._expr(node.right)
@@ -202,7 +221,7 @@ class AffineBuilder:
             a, b = self.expr(args[0]), self.expr(args[1])
             return a.min(b) if name in _MIN_NAMES else a.max(b)
         if name in _FLOORD | _CEILD and len(args) == 2:
-            a, b = self.expr(args[0]), self.expr(args[1])
+            a, b = self.expr(args[0]), self._divisor(args[1])
             d = _constant(b)
             if d is None or d <= 0:
                 raise NotAffine(

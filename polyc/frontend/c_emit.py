@@ -155,6 +155,8 @@ def declaration(kernel: Kernel, array: str, name: str, heap: bool) -> list[str]:
     dims = [f"[{d.to_c()}]" for d in a.shape]
     if not dims:
         return [f"{t} {name};"]
+    if heap and len(dims) == 1:
+        return [f"{t} *{name} = ({t} *)malloc(sizeof({t}{dims[0]}));"]
     if heap:
         inner = "".join(dims[1:])
         return [

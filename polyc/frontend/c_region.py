@@ -20,7 +20,7 @@ from pycparser import c_ast
 from polyc import dtypes
 from polyc.affine import var
 from polyc.errors import DefinitionError, DTypeError
-from polyc.expr import Index, Load, cast
+from polyc.expr import Const, Index, Load, cast
 from polyc.frontend.c_affine import AffineBuilder, NotAffine, to_aff
 from polyc.frontend.c_body import BodyBuilder
 from polyc.frontend.c_types import CType, Var, resolve
@@ -73,12 +73,14 @@ class RegionWalker:
         typedefs: dict[str, CType],
         known: dict[str, int],
         origin,
+        constants: set[str] = frozenset(),
     ):
         self.name = name
         self.items = items
         self.outer = outer
         self.typedefs = typedefs
         self.known = dict(known)
+        self.constants = set(constants)  # macros taken as their value, not parameters
         self.origin = origin  # node -> "file:line:col: text"
         self.body = BodyBuilder(self._resolve, typedefs)
         self.arrays: dict[str, ArrayInfo] = {}
@@ -86,6 +88,7 @@ class RegionWalker:
         self.stmt_loops: dict[str, tuple[int, ...]] = {}
         self.hoisted: list[Var] = []
         self._ids = itertools.count()
+        self.pinned: set[str] = set()
 
     # entry ---------------------------------------------------------------------------
     def run(self) -> Walked:
@@ -151,7 +154,7 @@ class RegionWalker:
                 if name not in written:
                     params.append(name)
                     types[name] = v.ctype.dtype or dtypes.int64
-            elif v is None and name in self.known:
+            elif v is None and name in self.known and name not in self.constants:
                 params.append(name)
                 wide = abs(self.known[name]) > 2**31 - 1
                 types[name] = dtypes.int64 if wide else dtypes.int32
@@ -189,7 +192,7 @@ class RegionWalker:
             name, k = f"{v.name}_{k}", k + 1
         shape, inferred = [], []
         dims = list(v.ctype.dims)
-        ab = AffineBuilder(self.params, [], self.known)
+        ab = AffineBuilder(self.params, [], self.known, self.pinned)
         for d, dim in enumerate(dims):
             if dim is None:
                 shape.append(1)
@@ -221,6 +224,10 @@ class RegionWalker:
         if name in self.params:
             return cast(Index(var(name)), self.param_types[name])
         v = self._lookup(name)
+        if v is None and name in self.constants:
+            value = self.known[name]
+            wide = abs(value) > 2**31 - 1
+            return Const(value, dtypes.int64 if wide else dtypes.int32)
         if v is None:
             raise NotAffine(node, f"the name {name}, which is not a variable in scope")
         if v.is_array:
@@ -275,7 +282,9 @@ class RegionWalker:
             raise
 
     def _builder(self, extra: list[str] = ()) -> AffineBuilder:
-        return AffineBuilder(self.params, self.iters + list(extra), self.known)
+        return AffineBuilder(
+            self.params, self.iters + list(extra), self.known, self.pinned
+        )
 
     def _universe(self, iters) -> isl.Set:
         return AffineBuilder(self.params, list(iters), self.known).universe()
@@ -484,7 +493,7 @@ class RegionWalker:
         )
 
     def _constant(self, node) -> int:
-        ab = AffineBuilder(self.params, [], self.known)
+        ab = AffineBuilder(self.params, [], self.known, self.pinned)
         ab._substitute = True
         pw = ab.expr(node)
         if not pw.is_cst() or len(pw.get_pieces()) != 1:

@@ -212,11 +212,12 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
     contracted: set[str] = set()
     decls: list[str] = []
     heap: list[str] = []
+    unused: list[str] = sorted(region.outer_iterators)  # (void) them: no warnings
     hoisted = {id(v) for v in region.hoisted}
     for a, info in region.arrays.items():
         local = info.var.scope == "region"
         names[a] = a if local else info.var.name
-        if info.scalar:
+        if info.scalar and a not in region.privatized:
             scalars.add(a)
         if a in region.privatized:
             if contractible(kernel, a):
@@ -227,6 +228,8 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
                 names[a] = f"{info.var.name}_p"
                 heap.append(names[a])
                 decls += declaration(kernel, a, names[a], heap=True)
+                if not local:
+                    unused.append(info.var.name)
         elif local and id(info.var) not in hoisted:
             decls += declaration(kernel, a, a, heap=False)
     taken = set(region.visible) - set(region.iterators)
@@ -242,7 +245,7 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
         *(f"{indent}  {d}" for d in decls),
         *(f"{indent}  {line}" for line in body),
         *(f"{indent}  free({h});" for h in heap),
-        *(f"{indent}  (void){n};" for n in sorted(region.outer_iterators)),
+        *(f"{indent}  (void){n};" for n in unused),
         f"{indent}}}",
         *helper_close(used),
     ]

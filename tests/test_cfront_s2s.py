@@ -1,0 +1,223 @@
+"""Source-to-source: rewritten files compile with gcc in place of the original and
+compute the same bits; schedules from isl YAML are checked; regions polyc cannot model
+are left as they are; the CLI writes the file and prints schedules."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from polyc import cli
+from polyc.errors import IllegalTransformError, ScheduleError
+from polyc.frontend.c_s2s import compile_c
+
+CFLAGS = [
+    "-O1",
+    "-std=gnu11",
+    "-ffp-contract=off",
+    "-Wall",
+    "-Werror",
+    "-Wno-unknown-pragmas",
+]
+
+TRANSPOSE_ADD = """#include <stdio.h>
+void f(int n, double A[n][n], double B[n][n]) {
+#pragma scop
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      A[i][j] = A[i][j] * 0.5 + B[j][i];
+#pragma endscop
+}
+int main(void) {
+  double A[7][7], B[7][7];
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 7; j++) { A[i][j] = i * 0.25 + j; B[i][j] = j * 0.125 - i; }
+  f(7, A, B);
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 7; j++) printf("%a\\n", A[i][j]);
+  return 0;
+}
+"""
+
+INTERCHANGED = (
+    '{ domain: "[n] -> { S0[i, j] : 0 <= i < n and 0 <= j < n }", child: { mark: '
+    '"L0(j, i)", child: { schedule: "[n] -> [{ S0[i, j] -> [(j)] }, '
+    '{ S0[i, j] -> [(i)] }]" } } }'
+)
+
+
+def run_c(tmp_path, name: str, text: str) -> str:
+    src = tmp_path / f"{name}.c"
+    src.write_text(text)
+    exe = tmp_path / name
+    subprocess.run(
+        ["gcc", *CFLAGS, str(src), "-lm", "-o", str(exe)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+
+
+def test_rewritten_file_keeps_everything_outside_the_region():
+    out = compile_c(TRANSPOSE_ADD).text
+    before, _, _ = TRANSPOSE_ADD.partition("#pragma scop")
+    _, _, after = TRANSPOSE_ADD.partition("#pragma endscop\n")
+    assert out.startswith(before)
+    assert out.endswith(after)
+    assert "#pragma scop" not in out
+
+
+def test_interchanged_schedule_from_yaml_runs_bit_for_bit(tmp_path):
+    result = compile_c(TRANSPOSE_ADD, schedule=INTERCHANGED)
+    assert result.regions[0].schedule == "file"
+    body = result.text.split("/* polyc: region f */")[1]
+    assert body.index("long j") < body.index("long i")  # j is now the outer loop
+    want = run_c(tmp_path, "orig", TRANSPOSE_ADD)
+    assert run_c(tmp_path, "new", result.text) == want
+
+
+def test_illegal_yaml_schedule_is_refused():
+    source = TRANSPOSE_ADD.replace("+ B[j][i]", "+ A[i - 1][j + 1]").replace(
+        "int i = 0;", "int i = 1;"
+    )
+    source = source.replace("j < n; j++)\n      A", "j < n - 1; j++)\n      A")
+    from polyc.frontend.c import from_c
+
+    (kernel,) = from_c(source)
+    yaml = str(kernel.schedule).replace("L0(i, j)", "L0(j, i)")
+    yaml = yaml.replace("-> [(i)]", "-> [(TMP)]").replace("-> [(j)]", "-> [(i)]")
+    yaml = yaml.replace("-> [(TMP)]", "-> [(j)]")
+    with pytest.raises(IllegalTransformError, match=r"would run backwards"):
+        compile_c(source, schedule=yaml)
+
+
+def test_schedule_file_must_have_one_document_per_region():
+    with pytest.raises(ScheduleError, match=r"has 2 YAML documents but the file has 1"):
+        compile_c(TRANSPOSE_ADD, schedule=INTERCHANGED + "\n---\n" + INTERCHANGED)
+
+
+def test_unmodellable_region_is_left_as_it_is_and_reported(tmp_path):
+    bad = TRANSPOSE_ADD.replace("A[i][j] * 0.5", "A[i][(int)B[i][j] % 7] * 0.5")
+    result = compile_c(bad)
+    (report,) = result.regions
+    assert not report.replaced
+    assert "cannot model" in report.message and ":6:" in report.message
+    assert result.text == bad
+
+
+def test_iterator_read_after_the_region_keeps_the_region(tmp_path):
+    source = """#include <stdio.h>
+void f(int n, double A[n]) {
+  int i;
+#pragma scop
+  for (i = 0; i < n; i++)
+    A[i] = 2.0 * A[i];
+#pragma endscop
+  printf("%d\\n", i);
+}
+"""
+    result = compile_c(source)
+    assert not result.regions[0].replaced
+    assert "loop iterator i is read after the region" in result.regions[0].message
+    assert result.text == source
+
+
+def test_user_macros_named_like_the_helpers_survive(tmp_path):
+    source = """#include <stdio.h>
+#define min(a, b) 42
+void f(int n, double A[n][n]) {
+#pragma scop
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i && j < n - 3; j++)
+      A[i][j] += 1.0;
+#pragma endscop
+}
+int main(void) {
+  double A[9][9] = {{0}};
+  f(9, A);
+  double s = 0;
+  for (int i = 0; i < 9; i++) for (int j = 0; j < 9; j++) s += A[i][j] * (i + 1);
+  printf("%a %d\\n", s, min(1, 2));
+  return 0;
+}
+"""
+    out = compile_c(source).text
+    assert '#pragma push_macro("min")' in out and '#pragma pop_macro("min")' in out
+    assert run_c(tmp_path, "new", out) == run_c(tmp_path, "orig", source)
+
+
+PRIVATE = """#include <stdio.h>
+void f(int n, double A[n], double B[n]) {
+  double t;
+#pragma scop
+  for (int i = 0; i < n; i++) {
+    t = A[i] * A[i];
+    B[i] = t + 1.0;
+  }
+#pragma endscop
+}
+int main(void) {
+  double A[6], B[6];
+  for (int i = 0; i < 6; i++) { A[i] = i * 0.5; B[i] = 0; }
+  f(6, A, B);
+  for (int i = 0; i < 6; i++) printf("%a\\n", B[i]);
+  return 0;
+}
+"""
+
+DISTRIBUTED = """domain: "[n] -> { S0[i] : 0 <= i < n; S1[i] : 0 <= i < n }"
+child:
+  sequence:
+  - filter: "[n] -> { S0[i] }"
+    child:
+      schedule: "[n] -> [{ S0[i] -> [(i)] }]"
+  - filter: "[n] -> { S1[i] }"
+    child:
+      schedule: "[n] -> [{ S1[i] -> [(i)] }]"
+"""
+
+
+def test_private_scalar_stays_a_scalar_in_program_order(tmp_path):
+    result = compile_c(PRIVATE)
+    assert "malloc" not in result.text
+    assert run_c(tmp_path, "new", result.text) == run_c(tmp_path, "orig", PRIVATE)
+
+
+def test_private_scalar_is_expanded_when_the_schedule_needs_it(tmp_path):
+    result = compile_c(PRIVATE, schedule=DISTRIBUTED)
+    assert "double *t_p = (double *)malloc(sizeof(double[n]));" in result.text
+    assert "free(t_p);" in result.text
+    assert "#include <stdlib.h>" in result.text
+    assert run_c(tmp_path, "new", result.text) == run_c(tmp_path, "orig", PRIVATE)
+
+
+def test_cli_writes_the_file_and_prints_schedules(tmp_path, capsys):
+    src = tmp_path / "k.c"
+    src.write_text(TRANSPOSE_ADD)
+    out = tmp_path / "k_polyc.c"
+    assert cli.main(["compile", str(src), "-o", str(out)]) == 0
+    assert "/* polyc: region f */" in out.read_text()
+    assert "region f rewritten (original schedule)" in capsys.readouterr().err
+    assert cli.main(["compile", str(src), "--print-schedule"]) == 0
+    printed = capsys.readouterr().out
+    assert 'mark: "L0(i, j)"' in printed
+    yaml = tmp_path / "s.yaml"
+    yaml.write_text(INTERCHANGED)
+    assert cli.main(["compile", str(src), "--schedule", str(yaml), "-o", str(out)]) == 0
+    assert run_c(tmp_path, "cli", out.read_text()) == run_c(
+        tmp_path, "o", TRANSPOSE_ADD
+    )
+
+
+def test_cli_reports_errors_without_a_traceback(tmp_path, capsys):
+    src = tmp_path / "k.c"
+    src.write_text(TRANSPOSE_ADD)
+    yaml = tmp_path / "s.yaml"
+    yaml.write_text("{ domain: oops")
+    assert cli.main(["compile", str(src), "--schedule", str(yaml)]) == 1
+    assert (
+        "polyc compile: compile: the schedule is not isl YAML"
+        in capsys.readouterr().err
+    )
