@@ -50,50 +50,50 @@ def _c(x: Expr, value: float) -> Expr:
 # unary ------------------------------------------------------------------------------
 
 
-def relu(x: Tensor, name: str | None = None) -> Tensor:
-    """``max(x, 0)``."""
-    return map1("relu", x, lambda v: binary("max", v, _c(v, 0)), name, SIGNED)
+def relu(input: Tensor, name: str | None = None) -> Tensor:
+    """``max(input, 0)``."""
+    return map1("relu", input, lambda v: binary("max", v, _c(v, 0)), name, SIGNED)
 
 
-def relu6(x: Tensor, name: str | None = None) -> Tensor:
-    """``min(max(x, 0), 6)``."""
+def relu6(input: Tensor, name: str | None = None) -> Tensor:
+    """``min(max(input, 0), 6)``."""
     return map1(
         "relu6",
-        x,
+        input,
         lambda v: binary("min", binary("max", v, _c(v, 0)), _c(v, 6)),
         name,
         SIGNED,
     )
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01, name=None) -> Tensor:
-    """``x`` where ``x > 0``, else ``negative_slope * x``."""
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, name=None) -> Tensor:
+    """``input`` where ``input > 0``, else ``negative_slope * input``."""
     negative_slope = number("leaky_relu", negative_slope, "negative_slope")
     return map1(
         "leaky_relu",
-        x,
+        input,
         lambda v: select(v > _c(v, 0), v, v * _c(v, negative_slope)),
         name,
         FLOATS,
     )
 
 
-def clamp(x: Tensor, min: float | None = None, max: float | None = None, name=None):
-    """``min(max(x, min), max)``; either bound may be None (PyTorch's clamp)."""
-    x = tensor("clamp", x)
+def clamp(input: Tensor, min: float | None = None, max: float | None = None, name=None):
+    """``min(max(input, min), max)``; either bound may be None (PyTorch's clamp)."""
+    input = tensor("clamp", input)
 
     def fn(v):
         if min is not None:
-            v = binary("max", v, scalar("clamp", min, x))
+            v = binary("max", v, scalar("clamp", min, input))
         if max is not None:
-            v = binary("min", v, scalar("clamp", max, x))
+            v = binary("min", v, scalar("clamp", max, input))
         return v
 
-    return map1("clamp", x, fn, name, SIGNED)
+    return map1("clamp", input, fn, name, SIGNED)
 
 
-def gelu(x: Tensor, approximate: str = "none", name: str | None = None) -> Tensor:
-    """GELU: ``x * Phi(x)`` with the exact erf form (``approximate="none"``) or the
+def gelu(input: Tensor, approximate: str = "none", name: str | None = None) -> Tensor:
+    """GELU: ``input * Phi(input)`` with the exact erf form (``approximate="none"``) or the
     tanh approximation (``approximate="tanh"``), as PyTorch's ``F.gelu``."""
     choice("gelu", approximate, ("none", "tanh"), "approximate")
     if approximate == "none":
@@ -107,41 +107,41 @@ def gelu(x: Tensor, approximate: str = "none", name: str | None = None) -> Tenso
             inner = _c(v, math.sqrt(2 / math.pi)) * (v + _c(v, 0.044715) * v * v * v)
             return _c(v, 0.5) * v * (_c(v, 1) + unary("tanh", inner))
 
-    return map1("gelu", x, fn, name, FLOATS)
+    return map1("gelu", input, fn, name, FLOATS)
 
 
-def sigmoid(x: Tensor, name: str | None = None) -> Tensor:
-    """``1 / (1 + exp(-x))``."""
-    return map1("sigmoid", x, lambda v: unary("sigmoid", v), name, FLOATS)
+def sigmoid(input: Tensor, name: str | None = None) -> Tensor:
+    """``1 / (1 + exp(-input))``."""
+    return map1("sigmoid", input, lambda v: unary("sigmoid", v), name, FLOATS)
 
 
-def silu(x: Tensor, name: str | None = None) -> Tensor:
-    """``x * sigmoid(x)`` (swish)."""
-    return map1("silu", x, lambda v: v * unary("sigmoid", v), name, FLOATS)
+def silu(input: Tensor, name: str | None = None) -> Tensor:
+    """``input * sigmoid(input)`` (swish)."""
+    return map1("silu", input, lambda v: v * unary("sigmoid", v), name, FLOATS)
 
 
-def hardswish(x: Tensor, name: str | None = None) -> Tensor:
-    """``x * relu6(x + 3) / 6``."""
+def hardswish(input: Tensor, name: str | None = None) -> Tensor:
+    """``input * relu6(input + 3) / 6``."""
 
     def fn(v):
         r6 = binary("min", binary("max", v + _c(v, 3), _c(v, 0)), _c(v, 6))
         return v * r6 / _c(v, 6)
 
-    return map1("hardswish", x, fn, name, FLOATS)
+    return map1("hardswish", input, fn, name, FLOATS)
 
 
-def hardsigmoid(x: Tensor, name: str | None = None) -> Tensor:
-    """``relu6(x + 3) / 6``."""
+def hardsigmoid(input: Tensor, name: str | None = None) -> Tensor:
+    """``relu6(input + 3) / 6``."""
 
     def fn(v):
         return binary("min", binary("max", v + _c(v, 3), _c(v, 0)), _c(v, 6)) / _c(v, 6)
 
-    return map1("hardsigmoid", x, fn, name, FLOATS)
+    return map1("hardsigmoid", input, fn, name, FLOATS)
 
 
 def _math(op: str, doc: str):
-    def f(x: Tensor, name: str | None = None) -> Tensor:
-        return map1(op, x, lambda v: unary(op, v), name, FLOATS)
+    def f(input: Tensor, name: str | None = None) -> Tensor:
+        return map1(op, input, lambda v: unary(op, v), name, FLOATS)
 
     f.__name__ = f.__qualname__ = op
     f.__doc__ = f"{doc} (float tensors)."
@@ -158,26 +158,26 @@ sin = _math("sin", "Sine")
 cos = _math("cos", "Cosine")
 
 
-def neg(x: Tensor, name: str | None = None) -> Tensor:
-    """``-x``."""
-    return map1("neg", x, lambda v: -v, name, SIGNED)
+def neg(input: Tensor, name: str | None = None) -> Tensor:
+    """``-input``."""
+    return map1("neg", input, lambda v: -v, name, SIGNED)
 
 
-def abs(x: Tensor, name: str | None = None) -> Tensor:
-    """``|x|``."""
-    return map1("abs", x, lambda v: unary("abs", v), name, SIGNED)
+def abs(input: Tensor, name: str | None = None) -> Tensor:
+    """``|input|``."""
+    return map1("abs", input, lambda v: unary("abs", v), name, SIGNED)
 
 
-def reciprocal(x: Tensor, name: str | None = None) -> Tensor:
-    """``1 / x``."""
-    return map1("reciprocal", x, lambda v: unary("recip", v), name, FLOATS)
+def reciprocal(input: Tensor, name: str | None = None) -> Tensor:
+    """``1 / input``."""
+    return map1("reciprocal", input, lambda v: unary("recip", v), name, FLOATS)
 
 
-def cast(x: Tensor, dtype, name: str | None = None) -> Tensor:
-    """``x`` converted to ``dtype`` (C conversion: floats truncate toward zero)."""
+def cast(input: Tensor, dtype, name: str | None = None) -> Tensor:
+    """``input`` converted to ``dtype`` (C conversion: floats truncate toward zero)."""
     dt = dtypes.as_dtype(dtype)
     choice("cast", dt.name, DTYPES, "dtype")
-    return map1("cast", x, lambda v: cast_expr(v, dt), name)
+    return map1("cast", input, lambda v: cast_expr(v, dt), name)
 
 
 # binary -----------------------------------------------------------------------------
