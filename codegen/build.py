@@ -30,14 +30,18 @@ from pathlib import Path
 from polyc.errors import CodegenError
 
 CC = os.environ.get("CC", "gcc")
-#: host flags: no FMA contraction keeps float results equal to the interpreter's
-BASE_FLAGS = (
-    "-O3",
-    "-march=native",
-    "-ffp-contract=off",
-    "-fwrapv",
-    "-fno-strict-aliasing",
-)
+#: semantic flags, always on: no FMA contraction keeps float results equal to the
+#: interpreter's; signed overflow wraps like numpy's integers
+BASE_FLAGS = ("-ffp-contract=off", "-fwrapv", "-fno-strict-aliasing")
+#: optimisation flags; ``$POLYC_OPT`` replaces them (the test suite uses -O2, which
+#: compiles several times faster and changes no result)
+DEFAULT_OPT = "-O3 -march=native"
+
+
+def opt_flags() -> tuple[str, ...]:
+    return tuple(os.environ.get("POLYC_OPT", DEFAULT_OPT).split())
+
+
 _LINE_FILE = "polyc_kernel.c"
 _loaded: dict[str, object] = {}
 
@@ -90,7 +94,7 @@ def build(
     """
     import cffi
 
-    all_flags = tuple(BASE_FLAGS) + tuple(flags)
+    all_flags = opt_flags() + BASE_FLAGS + tuple(flags)
     key_text = json.dumps(
         [
             source,

@@ -11,6 +11,10 @@ from hypothesis import HealthCheck, settings
 
 GOLDEN = Path(__file__).parent / "golden"
 
+# correctness tests do not need -O3's compile time; results are the same (no FMA
+# contraction, wrapping integers). Benchmarks use the default -O3 -march=native.
+os.environ.setdefault("POLYC_OPT", "-O2")
+
 settings.register_profile(
     "ci",
     max_examples=50,
