@@ -1,0 +1,56 @@
+"""Checking imported PyTorch models against torch eager.
+
+``check(module, inputs, targets)`` imports ``module`` with ``polyc.from_torch``, runs
+the Kernel on each target (``"interpret"``: the reference interpreter, ``"host"``: the
+compiled C) and compares every output with eager PyTorch in float32 at the issue's
+tolerance: ``|got - ref| <= atol + rtol * |ref|`` with rtol 1e-4, atol 1e-5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import polyc
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def eager(module, inputs) -> list[np.ndarray]:
+    with torch.no_grad():
+        out = module(*inputs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o.numpy() for o in outs]
+
+
+def assert_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
+    assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
+    assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype} != {ref.dtype}"
+    if not np.issubdtype(ref.dtype, np.floating):
+        np.testing.assert_array_equal(got, ref, err_msg=what)
+        return
+    np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+def run(kernel, inputs, target: str) -> list[np.ndarray]:
+    arrays = {f"arg{n}": t.numpy() for n, t in enumerate(inputs)}
+    if target == "interpret":
+        result = polyc.interpret(kernel, arrays)
+    elif target == "host":
+        result = polyc.build(kernel)(arrays)
+    else:
+        raise ValueError(target)
+    return [result[a.name] for a in kernel.outputs]
+
+
+def check(module, inputs, targets=("interpret", "host"), **options):
+    """Import, run on ``targets`` and compare with eager; returns the Kernel."""
+    module = module.eval()
+    kernel = polyc.from_torch(module, tuple(inputs), **options)
+    refs = eager(module, inputs)
+    names = ["out"] if len(refs) == 1 else [f"out{n}" for n in range(len(refs))]
+    assert [a.name for a in kernel.outputs] == names
+    for target in targets:
+        for name, got, ref in zip(names, run(kernel, inputs, target), refs):
+            assert_close(got, ref, f"{kernel.name}.{name} via {target}")
+    return kernel
