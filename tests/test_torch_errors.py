@@ -95,14 +95,15 @@ def test_training_mode_dropout_is_random():
         polyc.from_torch(model, torch.randn(2, 4))
 
 
-def test_transposed_convolution():
-    model = nn.ConvTranspose2d(2, 3, 3, stride=2).eval()
+def test_transposed_three_d_convolution():
+    model = nn.ConvTranspose3d(2, 3, 3).eval()
     with pytest.raises(
         FrontendError,
-        match=r"aten.convolution.default \(node .*\): transposed convolution is not "
-        r"supported because the op library has no conv_transpose2d\. Replace it",
+        match=r"aten.convolution.default \(node .*\): a 3-D transposed convolution is "
+        r"not supported because polyc lowers 2-D transposed convolutions\. Use "
+        r"ConvTranspose2d\.",
     ):
-        polyc.from_torch(model, torch.randn(1, 2, 5, 5))
+        polyc.from_torch(model, torch.randn(1, 2, 4, 4, 4))
 
 
 def test_three_d_convolution():

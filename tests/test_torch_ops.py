@@ -100,6 +100,20 @@ CASES = {
         Fn(lambda x, w: F.conv2d(x, w, padding="same"), r(4, 2, 3, 5)),
         (r(1, 2, 6, 7),),
     ),
+    "conv_transpose2d": (
+        Fn(
+            lambda x, w, b: F.conv_transpose2d(
+                x, w, b, stride=2, padding=1, output_padding=1
+            ),
+            r(2, 3, 3, 3),
+            r(3),
+        ),
+        (r(1, 2, 5, 4),),
+    ),
+    "conv_transpose2d_groups_dilation": (
+        Fn(lambda x, w: F.conv_transpose2d(x, w, groups=2, dilation=2), r(4, 1, 2, 2)),
+        (r(1, 4, 3, 3),),
+    ),
     "conv1d": (
         Fn(lambda x, w, b: F.conv1d(x, w, b, padding=1, stride=2), r(4, 2, 3), r(4)),
         (r(1, 2, 9),),

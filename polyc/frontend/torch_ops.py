@@ -24,6 +24,7 @@ LOWERINGS: dict = {}
 KEEP = (
     "aten.conv1d",
     "aten.conv2d",
+    "aten.conv_transpose2d",
     "aten.linear",
     "aten.matmul",
     "aten.layer_norm",
@@ -181,23 +182,14 @@ def convolution(
     ctx, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups
 ):
     if transposed:
-        fn = getattr(nn, "conv_transpose2d", None)
-        if fn is None or x.ndim != 4:
+        if x.ndim != 4:
             raise ctx.error(
-                "transposed convolution is not supported because the op library "
-                "has no conv_transpose2d",
-                "Replace it with upsampling followed by a convolution",
+                f"a {x.ndim - 2}-D transposed convolution is not supported because "
+                "polyc lowers 2-D transposed convolutions",
+                "Use ConvTranspose2d",
             )
-        return fn(
-            x,
-            weight,
-            bias,
-            stride=_pair(stride),
-            padding=_pair(padding),
-            output_padding=_pair(output_padding),
-            groups=groups,
-            dilation=_pair(dilation),
-            name=ctx.name,
+        return conv_transpose2d(
+            ctx, x, weight, bias, stride, padding, output_padding, groups, dilation
         )
     if x.ndim == 3:
         return conv1d(ctx, x, weight, bias, stride[0], padding[0], dilation[0], groups)
@@ -208,6 +200,31 @@ def convolution(
             "Use Conv1d or Conv2d",
         )
     return conv2d(ctx, x, weight, bias, stride, padding, dilation, groups)
+
+
+@lowering("aten.conv_transpose2d")
+def conv_transpose2d(
+    ctx,
+    x,
+    weight,
+    bias=None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups=1,
+    dilation=1,
+):
+    return nn.conv_transpose2d(
+        x,
+        weight,
+        bias,
+        stride=_pair(stride),
+        padding=_pair(padding),
+        output_padding=_pair(output_padding),
+        groups=groups,
+        dilation=_pair(dilation),
+        name=ctx.name,
+    )
 
 
 @lowering("aten.linear")
