@@ -1,0 +1,70 @@
+"""Transformations on isl schedule trees, their legality check, and the automatic
+scheduler.
+
+Every transformation is a function ``Kernel -> Kernel`` that names bands by their name
+marks (``print(kernel)`` shows them), checks the result against the kernel's exact
+dependences (:mod:`schedules.legality`) and records itself in ``kernel.history``;
+:func:`replay` applies a history again. ::
+
+    import schedules as S
+    k = S.tile(kernel, "S1", {"i": 32, "j": 32, "k": 32})
+    k = S.parallel(k, "S1_t")
+    k = S.auto(kernel)                  # or let polyc choose
+"""
+
+from __future__ import annotations
+
+from schedules.auto import auto
+from schedules.bands import interchange, merge_bands, permute, shift, skew, split_band
+from schedules.fusion import distribute, fuse, reorder
+from schedules.io import TRANSFORMATIONS, apply_schedule, replay, to_yaml
+from schedules.legality import first_violation
+from schedules.marks import parallel, unmark, unroll, vectorize
+from schedules.tiling import strip_mine, tile
+
+TRANSFORMATIONS.update(
+    {
+        f.__name__: f
+        for f in (
+            apply_schedule,
+            distribute,
+            fuse,
+            interchange,
+            merge_bands,
+            parallel,
+            permute,
+            reorder,
+            shift,
+            skew,
+            split_band,
+            strip_mine,
+            tile,
+            unmark,
+            unroll,
+            vectorize,
+        )
+    }
+)
+
+__all__ = [
+    "apply_schedule",
+    "auto",
+    "distribute",
+    "first_violation",
+    "fuse",
+    "interchange",
+    "merge_bands",
+    "parallel",
+    "permute",
+    "reorder",
+    "replay",
+    "shift",
+    "skew",
+    "split_band",
+    "strip_mine",
+    "tile",
+    "to_yaml",
+    "unmark",
+    "unroll",
+    "vectorize",
+]

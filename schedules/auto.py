@@ -1,0 +1,209 @@
+"""The automatic scheduler: isl's scheduler, then tiling and parallel marks.
+
+1. isl computes a schedule from the exact dependences (Pluto-style: validity keeps
+   every dependence forward, proximity pulls dependent instances together for
+   locality, coincidence asks for dependence-free loops to run in parallel). The
+   fusion strategy picks isl's clustering: ``"max"`` schedules each connected
+   component as a whole (maximal fusion), ``"smart"`` lets isl merge clusters when
+   that keeps parallel loops (isl's default), ``"none"`` schedules strongly
+   connected components one after the other (no fusion).
+2. Every outermost permutable band is tiled with sizes from :mod:`schedules.cost`
+   (cache footprint of a tile), after ordering its members so that the innermost
+   point loop is the one with contiguous accesses.
+3. The outermost loop that carries no dependence is marked ``@parallel``: a
+   coincident tile loop moved to the front, or, for a band with none (a time-tiled
+   stencil), the inner tile loop of a wavefront (the outer tile loop skewed by the
+   next one).
+
+Each decision is made through the public transformations, so ``kernel.history``
+shows them and :func:`schedules.replay` repeats them. isl runs under an operation
+budget so that a hard input raises :class:`~polyc.errors.BudgetError` instead of
+hanging the compiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import islpy as isl
+
+from polyc.errors import (
+    ArgumentError,
+    BudgetError,
+    IllegalTransformError,
+    ScheduleError,
+)
+from polyc.ir import Kernel
+from schedules import stree
+from schedules.bands import permute, skew, split_band
+from schedules.cost import Cache, Model
+from schedules.io import apply_schedule
+from schedules.marks import parallel as mark_parallel
+from schedules.tiling import tile as tile_band
+
+FUSION = ("max", "smart", "none")
+#: isl operations allowed to the scheduler (about 1 s of isl work on this machine)
+DEFAULT_BUDGET = 3_000_000
+
+
+def auto(
+    kernel: Kernel,
+    *,
+    fusion: str = "smart",
+    tile: bool = True,
+    parallel: bool = True,
+    params: Mapping[str, int] | None = None,
+    cache: Cache | None = None,
+    max_operations: int = DEFAULT_BUDGET,
+) -> Kernel:
+    """A schedule for ``kernel`` computed from its dependences (see module docstring).
+
+    Args:
+        kernel: the kernel; its current schedule is replaced.
+        fusion: ``"max"``, ``"smart"`` or ``"none"``.
+        tile: tile the outermost permutable bands.
+        parallel: mark the outermost dependence-free loop ``@parallel``.
+        params: problem sizes the cost model assumes for symbolic parameters
+            (default 1024 each).
+        cache: cache capacities for the cost model (default: this host's).
+        max_operations: isl's operation budget for the scheduler.
+
+    Raises:
+        ArgumentError: an unknown fusion strategy.
+        BudgetError: when isl's scheduler runs past ``max_operations``.
+    """
+    if fusion not in FUSION:
+        raise ArgumentError(
+            f"auto: fusion={fusion!r} is not a strategy because the strategies are "
+            f"{', '.join(FUSION)}. Pass one of those."
+        )
+    sched = isl_schedule(kernel, fusion, max_operations)
+    root = stree.name_bands(stree.from_isl(sched))
+    out = apply_schedule(kernel, stree.to_isl(root))
+    if not (tile or parallel):
+        return out
+    model = Model(kernel, params, cache)
+    for name in _outermost_bands(out):
+        out = _optimise_band(out, name, model, tile, parallel)
+    return out
+
+
+def isl_schedule(kernel: Kernel, fusion: str, max_operations: int) -> isl.Schedule:
+    """isl's schedule for the kernel's dependences under an operation budget.
+
+    Raises:
+        BudgetError: when isl runs past ``max_operations``.
+    """
+    deps = kernel.deps.validity.intersect_params(kernel.context)
+    ctx = isl.DEFAULT_CONTEXT
+    saved = (
+        ctx.get_schedule_whole_component(),
+        ctx.get_schedule_serialize_sccs(),
+        ctx.get_max_operations(),
+    )
+    ctx.set_schedule_whole_component(1 if fusion == "max" else 0)
+    ctx.set_schedule_serialize_sccs(1 if fusion == "none" else 0)
+    ctx.reset_operations()
+    ctx.set_max_operations(max_operations)
+    try:
+        sc = isl.ScheduleConstraints.on_domain(kernel.domain)
+        sc = sc.set_context(kernel.context)
+        sc = sc.set_validity(deps).set_proximity(deps).set_coincidence(deps)
+        return sc.compute_schedule()
+    except isl.Error as err:
+        if "operations" in str(err):
+            raise BudgetError(
+                f"auto: isl's scheduler ran past its budget of {max_operations} "
+                f"operations because {kernel.name} ({len(kernel.statements)} "
+                "statements) is a hard scheduling problem for it. Pass a larger "
+                "max_operations=, or fusion='none'."
+            ) from None
+        raise ScheduleError(
+            f"auto: isl's scheduler failed because isl says: {err}. Schedule the "
+            "kernel by hand."
+        ) from None
+    finally:
+        ctx.set_max_operations(saved[2])
+        ctx.reset_operations()
+        ctx.set_schedule_whole_component(saved[0])
+        ctx.set_schedule_serialize_sccs(saved[1])
+
+
+def _outermost_bands(kernel: Kernel) -> list[str]:
+    """Named bands with no band above them, in tree order."""
+    root = stree.from_isl(kernel.schedule)
+    out = []
+    for path, node in stree.walk(root):
+        nb = stree.named_at(node)
+        if nb is not None and not stree.bands_above(root, path):
+            out.append(nb.name)
+    return out
+
+
+def _band(kernel: Kernel, name: str):
+    root = stree.from_isl(kernel.schedule)
+    path, nb = stree.find(root, name, "auto")
+    band_path = path + (0,) * (1 + len(nb.attrs))
+    return stree.bands_above(root, band_path), nb
+
+
+def _optimise_band(
+    kernel: Kernel, name: str, model: Model, tile: bool, parallel: bool
+) -> Kernel:
+    outer, nb = _band(kernel, name)
+    band = nb.band
+    sizes = None
+    if tile and band.permutable and band.n_member >= 2:
+        sizes = model.tile_sizes(outer, band)
+    if sizes is None:
+        if parallel and _coincident(band, 0):
+            kernel = _try(lambda: mark_parallel(kernel, name), kernel)
+        return kernel
+    inner = model.innermost(outer, band)
+    order = [p for p in range(band.n_member) if p != inner] + [inner]
+    if order != list(range(band.n_member)):
+        kernel = permute(kernel, name, [nb.members[p] for p in order])
+        outer, nb = _band(kernel, name)
+        sizes = {order.index(p): s for p, s in sizes.items()}
+    kernel = tile_band(
+        kernel, name, {nb.members[p]: s for p, s in sorted(sizes.items())}
+    )
+    if parallel:
+        kernel = _parallel_tiles(kernel, f"{name}_t")
+    return kernel
+
+
+def _parallel_tiles(kernel: Kernel, name: str) -> Kernel:
+    _, nb = _band(kernel, name)
+    band = nb.band
+    coincident = [p for p in range(band.n_member) if _coincident(band, p)]
+    if coincident:
+        first = coincident[0]
+        if first:
+            order = [nb.members[first]] + [
+                m for p, m in enumerate(nb.members) if p != first
+            ]
+            kernel = _try(lambda: permute(kernel, name, order), kernel)
+        return _try(lambda: mark_parallel(kernel, name), kernel)
+    if band.n_member < 2:
+        return kernel
+
+    def wavefront() -> Kernel:
+        k = skew(kernel, name, nb.members[0], {nb.members[1]: 1})
+        k = split_band(k, name, 1)
+        return mark_parallel(k, f"{name}_{nb.members[1]}")
+
+    return _try(wavefront, kernel)
+
+
+def _coincident(band: stree.Band, p: int) -> bool:
+    return p < len(band.coincident) and band.coincident[p]
+
+
+def _try(fn, fallback: Kernel) -> Kernel:
+    """``fn()``, or ``fallback`` when the check refuses it (the model's guess of a
+    parallel loop can be wrong; the exact check decides)."""
+    try:
+        return fn()
+    except IllegalTransformError:
+        return fallback

@@ -1,0 +1,289 @@
+"""The host cache cost model the automatic scheduler uses to size tiles and order
+the loops inside a tile.
+
+Model (stated, not measured):
+
+- *Footprint of a tile.* Inside one tile the loops of enclosing bands are fixed, each
+  tiled member ``m`` spans ``T_m`` consecutive values, untiled members of the band
+  and loops below it span their whole extent. Each statement iterator then spans
+  ``sum |c| * span(member)`` over the band rows that determine it (solved exactly
+  with least squares on the member coefficients; skewed bands included), or its whole
+  extent when the band does not determine it. An access ``A[f(x)]`` touches a box of
+  ``sum |a_d| * span(x) + 1`` elements along each dimension ``d`` (clipped to the
+  array); accesses that differ only by constants (a stencil) share one box widened by
+  the spread of their constants; distinct boxes add up. Bytes = elements x itemsize.
+- *Capacity.* A tile's footprint must fit in half of the per-core L2 cache (read
+  from ``/sys/devices/system/cpu/cpu0/cache``, 512 KiB when unknown), leaving the
+  other half to the rest of the working set and to conflict misses.
+- *Sizes.* The same power of two ``s`` (8 to 256) for every member whose extent is
+  at least ``2 s``; the largest ``s`` that fits wins.
+- *Innermost point loop.* The member whose unit step makes the most accesses
+  contiguous (last index moves by one, others fixed: +2) or invariant (+1) and the
+  fewest strided (-2), preferring members that carry no dependence (+3, so that the
+  C compiler can vectorise it).
+
+Problem sizes that are symbolic take the values in ``params`` (default 1024 each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import islpy as isl
+import numpy as np
+
+from polyc.ir import Kernel
+from schedules import stree
+
+SIZES = (256, 128, 64, 32, 16, 8)
+DEFAULT_PARAM = 1024
+
+
+@dataclass(frozen=True)
+class Cache:
+    """Per-core data cache capacities in bytes."""
+
+    l1: int = 32 * 1024
+    l2: int = 512 * 1024
+
+    @property
+    def tile_budget(self) -> int:
+        return self.l2 // 2
+
+
+@lru_cache(maxsize=1)
+def host_cache() -> Cache:
+    """The host's L1d and L2 sizes from sysfs (defaults when unreadable)."""
+    found: dict[int, int] = {}
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for d in sorted(base.glob("index*")):
+        try:
+            level = int((d / "level").read_text())
+            kind = (d / "type").read_text().strip()
+            size = _bytes((d / "size").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified") and level in (1, 2):
+            found[level] = size
+    return Cache(found.get(1, Cache.l1), found.get(2, Cache.l2))
+
+
+def _bytes(text: str) -> int:
+    units = {"K": 1024, "M": 1024 * 1024, "G": 1024**3}
+    if text[-1] in units:
+        return int(text[:-1]) * units[text[-1]]
+    return int(text)
+
+
+class Model:
+    """The cost model for one kernel at concrete problem sizes."""
+
+    def __init__(
+        self, kernel: Kernel, params: Mapping[str, int] | None, cache: Cache | None
+    ):
+        self.kernel = kernel
+        self.cache = cache or host_cache()
+        values = {p: DEFAULT_PARAM for p in kernel.params}
+        values.update(params or {})
+        self.values = values
+        head = f"[{', '.join(kernel.params)}] -> " if kernel.params else ""
+        fix = " and ".join(f"{p} = {values[p]}" for p in kernel.params) or "1 = 1"
+        self.fixed = isl.Set(f"{head}{{ : {fix} }}")
+
+    # extents -------------------------------------------------------------------
+    def extent(self, upa: isl.UnionPwAff, dom: isl.UnionSet) -> int:
+        """Number of values a schedule member takes over ``dom``."""
+        upa = upa.intersect_domain(dom).intersect_params(self.fixed)
+        if upa.domain().is_empty():
+            return 0
+        hi, lo = upa.max_val(), upa.min_val()
+        if not (hi.is_int() and lo.is_int()):
+            return DEFAULT_PARAM
+        return int(hi.to_python()) - int(lo.to_python()) + 1
+
+    def iterator_extents(self, stmt) -> list[int]:
+        dom = stmt.domain.intersect_params(self.fixed)
+        out = []
+        for d in range(stmt.depth):
+            if dom.is_empty():
+                out.append(1)
+                continue
+            hi = dom.dim_max_val(d) if hasattr(dom, "dim_max_val") else None
+            lo = dom.dim_min_val(d) if hasattr(dom, "dim_min_val") else None
+            if hi is None or lo is None or not (hi.is_int() and lo.is_int()):
+                out.append(DEFAULT_PARAM)
+            else:
+                out.append(int(hi.to_python()) - int(lo.to_python()) + 1)
+        return out
+
+    # footprint -----------------------------------------------------------------
+    def footprint(
+        self,
+        outer: list[stree.Band],
+        band: stree.Band,
+        spans: Mapping[int, int],
+    ) -> int:
+        """Bytes touched by one tile: ``spans`` maps member positions to the number
+        of values they take in a tile (members left out run their whole extent)."""
+        dom = stree.domain(band)
+        member_span = [
+            spans.get(p, self.extent(band.member(p), dom)) for p in range(band.n_member)
+        ]
+        boxes: dict[tuple, list] = {}
+        for name in stree.statements(band):
+            stmt = self.kernel.statement(name)
+            rows, row_spans = self._rows(stmt, outer, band, member_span)
+            it_span = self._iterator_spans(stmt, rows, row_spans)
+            for ld in (stmt.target, *stmt.reads):
+                coefs, const = _index_matrix(ld.index, stmt.iterators)
+                key = (ld.array, coefs.tobytes(), coefs.shape)
+                ext = np.abs(coefs) @ it_span if coefs.size else np.zeros(0)
+                boxes.setdefault(key, []).append((ext, const))
+        total = 0
+        for (array, _, _), items in boxes.items():
+            arr = self.kernel.arrays[array]
+            shape = arr.concrete_shape(self.values)
+            consts = np.array([c for _, c in items])
+            spread = consts.max(axis=0) - consts.min(axis=0) if consts.size else 0
+            ext = items[0][0] + spread + 1
+            elems = float(np.prod(np.minimum(ext, shape))) if len(shape) else 1.0
+            total += int(elems) * arr.dtype.itemsize
+        return total
+
+    def _rows(self, stmt, outer, band, member_span):
+        rows, spans = [], []
+        for b in outer:
+            for p in range(b.n_member):
+                r = _member_row(b.member(p), stmt)
+                if r is not None:
+                    rows.append(r)
+                    spans.append(0.0)
+        for p in range(band.n_member):
+            r = _member_row(band.member(p), stmt)
+            if r is not None:
+                rows.append(r)
+                spans.append(max(member_span[p] - 1, 0))
+        return rows, spans
+
+    def _iterator_spans(self, stmt, rows, row_spans) -> np.ndarray:
+        full = np.array([e - 1 for e in self.iterator_extents(stmt)], dtype=float)
+        if not rows or stmt.depth == 0:
+            return full
+        R = np.array(rows, dtype=float)
+        out = full.copy()
+        for i in range(stmt.depth):
+            e = np.zeros(stmt.depth)
+            e[i] = 1.0
+            c, *_ = np.linalg.lstsq(R.T, e, rcond=None)
+            if np.allclose(R.T @ c, e, atol=1e-9):
+                out[i] = min(full[i], float(np.abs(c) @ np.array(row_spans)))
+        return out
+
+    # choices ---------------------------------------------------------------------
+    def tile_sizes(
+        self, outer: list[stree.Band], band: stree.Band
+    ) -> dict[int, int] | None:
+        """``{member position: size}`` by the model, or None when tiling does not pay
+        (fewer than two members long enough)."""
+        dom = stree.domain(band)
+        extents = [self.extent(band.member(p), dom) for p in range(band.n_member)]
+        budget = self.cache.tile_budget
+        for s in SIZES:
+            tiled = {p: s for p, e in enumerate(extents) if e >= 2 * s}
+            if len(tiled) < min(2, band.n_member):
+                continue
+            if self.footprint(outer, band, tiled) <= budget:
+                return tiled
+        return None
+
+    def innermost(self, outer: list[stree.Band], band: stree.Band) -> int:
+        """The member position to run innermost inside a tile."""
+        best, best_score = band.n_member - 1, None
+        for p in range(band.n_member):
+            score = 3 if (p < len(band.coincident) and band.coincident[p]) else 0
+            for name in stree.statements(band):
+                stmt = self.kernel.statement(name)
+                step = self._direction(stmt, outer, band, p)
+                if step is None:
+                    continue
+                for ld in (stmt.target, *stmt.reads):
+                    score += _access_score(ld.index, stmt.iterators, step)
+            if best_score is None or score > best_score:
+                best, best_score = p, score
+        return best
+
+    def _direction(self, stmt, outer, band, p) -> np.ndarray | None:
+        """Change of the statement's iterators when member ``p`` steps by one."""
+        rows, target = [], None
+        for b in outer:
+            for q in range(b.n_member):
+                r = _member_row(b.member(q), stmt)
+                if r is not None:
+                    rows.append(r)
+        for q in range(band.n_member):
+            r = _member_row(band.member(q), stmt)
+            if r is not None:
+                if q == p:
+                    target = len(rows)
+                rows.append(r)
+        if target is None or not rows:
+            return None
+        R = np.array(rows, dtype=float)
+        rhs = np.zeros(len(rows))
+        rhs[target] = 1.0
+        x, *_ = np.linalg.lstsq(R, rhs, rcond=None)
+        if not np.allclose(R @ x, rhs, atol=1e-9):
+            return None
+        return x
+
+
+def _member_row(upa: isl.UnionPwAff, stmt) -> list[float] | None:
+    """Iterator coefficients of a schedule member for one statement (first piece)."""
+    pieces: list[isl.PwAff] = []
+    upa.foreach_pw_aff(pieces.append)
+    for pa in pieces:
+        if pa.get_domain_space().get_tuple_name(isl.dim_type.set) != stmt.name:
+            continue
+        affs = [aff for _, aff in pa.get_pieces()]
+        if not affs:
+            return None
+        aff = affs[0]
+        den = float(aff.get_denominator_val().to_python())
+        return [
+            float(aff.get_coefficient_val(isl.dim_type.in_, d).to_python()) / den
+            for d in range(aff.dim(isl.dim_type.in_))
+        ]
+    return None
+
+
+def _index_matrix(index, iterators) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficient matrix (dims x iterators) and constants of an access."""
+    pos = {n: i for i, n in enumerate(iterators)}
+    coefs = np.zeros((len(index), len(iterators)))
+    consts = np.zeros(len(index))
+    for d, aff in enumerate(index):
+        consts[d] = aff.const
+        for atom, c in aff.terms:
+            if isinstance(atom, str):
+                if atom in pos:
+                    coefs[d, pos[atom]] += c
+            else:  # floor(num / den): its iterators move 1/den as fast
+                for inner, ic in atom.num.terms:
+                    if isinstance(inner, str) and inner in pos:
+                        coefs[d, pos[inner]] += c * ic / atom.den
+    return coefs, consts
+
+
+def _access_score(index, iterators, step: np.ndarray) -> int:
+    coefs, _ = _index_matrix(index, iterators)
+    if coefs.size == 0:
+        return 1
+    delta = coefs @ step
+    if np.allclose(delta, 0):
+        return 1
+    if np.allclose(delta[:-1], 0) and np.isclose(abs(delta[-1]), 1):
+        return 2
+    return -2

@@ -1,0 +1,262 @@
+"""The one legality check every transformation and every loaded schedule goes through.
+
+A schedule is legal when every dependence of the program still goes forward: for each
+flow, anti and output dependence ``src -> sink`` (exact, value-based, computed once on
+the program order by :mod:`polyc.deps`), the time of ``src`` is lexicographically
+before the time of ``sink`` in the new schedule (``tree.flat_map``). A loop marked
+``@parallel`` or ``@vectorize`` must in addition carry no dependence: two dependent
+instances that the enclosing loops do not already order must run in the same
+iteration of the marked loop. Parameter assumptions in ``kernel.context`` restrict
+both checks; nothing else turns them off.
+
+A violation raises :class:`~polyc.errors.IllegalTransformError` that names the
+transformation, the dependence kind, the array, one concrete source and sink instance
+(the lexicographically smallest, parameters first) and the fix when one is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc import tree
+from polyc.errors import IllegalTransformError
+from polyc.ir import Kernel, Step
+from schedules import stree
+
+KINDS = ("flow", "anti", "output")
+#: attribute marks whose loop must carry no dependence
+CONCURRENT = ("@parallel", "@vectorize")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One dependence a schedule breaks, with a concrete instance pair."""
+
+    kind: str
+    array: str
+    source: str
+    sink: str
+    params: str
+    same_time: bool = False
+    loop: str = ""  # for a concurrent-loop violation: 'the @parallel loop i of "S1"'
+
+    def __str__(self) -> str:
+        pair = f"{self.kind} dependence {self.source} -> {self.sink} on {self.array}"
+        if self.loop:
+            how = f"crosses iterations of {self.loop}"
+        elif self.same_time:
+            how = "would run both at the same time"
+        else:
+            how = "would run backwards"
+        return f"the {pair} {how}{self.params}"
+
+
+def dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
+    """``(kind, array, map)`` for every dependence map, flow first (cached)."""
+
+    def compute(k: Kernel):
+        out = []
+        for kind in KINDS:
+            for array, umap in sorted(k.deps.by_array(kind).items()):
+                maps: list[isl.Map] = []
+                umap.intersect_params(k.context).foreach_map(maps.append)
+                out.extend((kind, array, m) for m in maps if not m.is_empty())
+        return out
+
+    return kernel.analysis("schedules.dependences", compute)
+
+
+def statement_times(schedule: isl.Schedule | isl.UnionMap) -> dict[str, isl.Map]:
+    """``{statement: S[x] -> [time]}`` from the flat schedule."""
+    out: dict[str, isl.Map] = {}
+    tree.flat_map(schedule).foreach_map(
+        lambda m: out.__setitem__(m.get_tuple_name(isl.dim_type.in_), m)
+    )
+    return out
+
+
+def first_violation(kernel: Kernel, schedule: isl.Schedule) -> Violation | None:
+    """The first dependence (flow, then anti, then output) that ``schedule`` does not
+    run forward, or None when the schedule is legal."""
+    times = statement_times(schedule)
+    for kind, array, m in dependences(kernel):
+        src = m.get_tuple_name(isl.dim_type.in_)
+        dst = m.get_tuple_name(isl.dim_type.out)
+        later = times[src].lex_lt_map(times[dst])
+        bad = m.subtract(later)
+        if not bad.is_empty():
+            return _violation(kernel, kind, array, bad, times)
+    return None
+
+
+def carried(
+    kernel: Kernel, root: stree.Node, path: stree.Path, label: str
+) -> Violation | None:
+    """The first dependence carried by the outer loop of the band at ``path``.
+
+    ``label`` describes the loop in the message (``the @parallel loop i of "S1"``).
+    """
+    band = stree.at(root, path)
+    assert isinstance(band, stree.Band)
+    dom = stree.domain(band)
+    outer = stree.bands_above(root, path)
+    prefix = _per_statement(outer)
+    with_member = _per_statement(outer, band.schedule.get_at(0))
+    for kind, array, m in dependences(kernel):
+        src = m.get_tuple_name(isl.dim_type.in_)
+        dst = m.get_tuple_name(isl.dim_type.out)
+        if src not in with_member or dst not in with_member:
+            continue
+        m = m.intersect_domain(_set_of(dom, src)).intersect_range(_set_of(dom, dst))
+        if m.is_empty():
+            continue
+        if prefix:
+            m = m.intersect(prefix[src].apply_range(prefix[dst].reverse()))
+        same = with_member[src].apply_range(with_member[dst].reverse())
+        bad = m.subtract(same)
+        if not bad.is_empty():
+            v = _violation(kernel, kind, array, bad, None)
+            return Violation(v.kind, v.array, v.source, v.sink, v.params, loop=label)
+    return None
+
+
+def _per_statement(
+    bands: list[stree.Band], extra: isl.UnionPwAff | None = None
+) -> dict[str, isl.Map]:
+    mupas = [b.schedule for b in bands]
+    if extra is not None:
+        mupas.append(isl.MultiUnionPwAff.from_union_pw_aff(extra))
+    if not mupas:
+        return {}
+    total = mupas[0]
+    for m in mupas[1:]:
+        total = total.flat_range_product(m)
+    out: dict[str, isl.Map] = {}
+    isl.UnionMap.from_multi_union_pw_aff(total).foreach_map(
+        lambda m: out.__setitem__(m.get_tuple_name(isl.dim_type.in_), m)
+    )
+    return out
+
+
+def _set_of(dom: isl.UnionSet, name: str) -> isl.Set:
+    sets: list[isl.Set] = []
+    dom.foreach_set(sets.append)
+    for s in sets:
+        if s.get_tuple_name() == name:
+            return s
+    raise KeyError(name)  # pragma: no cover - callers filter by statement
+
+
+def _violation(kernel, kind, array, bad: isl.Map, times) -> Violation:
+    src_name = bad.get_tuple_name(isl.dim_type.in_)
+    dst_name = bad.get_tuple_name(isl.dim_type.out)
+    n_src = bad.dim(isl.dim_type.in_)
+    n_par = bad.dim(isl.dim_type.param)
+    flat = bad.wrap().flatten()
+    flat = flat.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, n_par)
+    best = flat.lexmin()
+    point = (best if not best.is_empty() else flat).sample_point()
+    vals = [
+        int(point.get_coordinate_val(isl.dim_type.set, d).to_python())
+        for d in range(flat.dim(isl.dim_type.set))
+    ]
+    pvals, src_vals, dst_vals = (
+        vals[:n_par],
+        vals[n_par : n_par + n_src],
+        vals[n_par + n_src :],
+    )
+    source = kernel.statement(src_name).instance(src_vals)
+    sink = kernel.statement(dst_name).instance(dst_vals)
+    names = [bad.get_dim_name(isl.dim_type.param, d) for d in range(n_par)]
+    params = ""
+    if names:
+        params = " (with " + ", ".join(f"{n}={v}" for n, v in zip(names, pvals)) + ")"
+    same = False
+    if times is not None:
+        same = _time_at(times[src_name], src_vals, pvals) == _time_at(
+            times[dst_name], dst_vals, pvals
+        )
+    return Violation(kind, array, source, sink, params, same)
+
+
+def _time_at(m: isl.Map, values: list[int], params: list[int]):
+    for d, v in enumerate(values):
+        m = m.fix_val(isl.dim_type.in_, d, v)
+    for d, v in enumerate(params):
+        m = m.fix_val(isl.dim_type.param, d, v)
+    rng = m.range()
+    if rng.is_empty():
+        return None
+    pt = rng.sample_point()
+    return tuple(
+        int(pt.get_coordinate_val(isl.dim_type.set, d).to_python())
+        for d in range(rng.dim(isl.dim_type.set))
+    )
+
+
+def concurrent_violation(kernel: Kernel, root: stree.Node) -> Violation | None:
+    """The first dependence carried by a loop marked ``@parallel``/``@vectorize``."""
+    for path, node in stree.walk(root):
+        if not (isinstance(node, stree.Mark) and node.name in CONCURRENT):
+            continue
+        inner, sub = node.child, path + (0,)
+        while isinstance(inner, stree.Mark):
+            inner, sub = inner.child, sub + (0,)
+        if not isinstance(inner, stree.Band):
+            continue
+        label = f"the {node.name} loop {_owner(root, path)}"
+        v = carried(kernel, root, sub, label)
+        if v is not None:
+            return v
+    return None
+
+
+def _owner(root: stree.Node, attr_path: stree.Path) -> str:
+    """``i of band "S1"`` for the attribute mark at ``attr_path``."""
+    for k in range(len(attr_path) - 1, -1, -1):
+        nb = stree.named_at(stree.at(root, attr_path[:k]))
+        if nb is not None:
+            return f'{nb.members[0]} of band "{nb.name}"'
+    return "(unnamed band)"
+
+
+Fix = str | Callable[[Violation], str]
+
+
+def check(
+    kernel: Kernel,
+    schedule: isl.Schedule,
+    root: stree.Node,
+    op: str,
+    what: str,
+    fix: Fix,
+) -> None:
+    """Raise when ``schedule`` (whose tree is ``root``) breaks a dependence.
+
+    Raises:
+        IllegalTransformError: ``<op>: <what> because <violation>. <fix>``.
+    """
+    v = first_violation(kernel, schedule) or concurrent_violation(kernel, root)
+    if v is None:
+        return
+    hint = fix(v) if callable(fix) else fix
+    raise IllegalTransformError(f"{op}: {what} because {v}. {hint}")
+
+
+def is_legal(kernel: Kernel, root: stree.Node) -> bool:
+    """Whether the tree ``root`` is a legal schedule of ``kernel`` (no message)."""
+    schedule = stree.to_isl(root)
+    return (
+        first_violation(kernel, schedule) is None
+        and concurrent_violation(kernel, root) is None
+    )
+
+
+def finish(kernel: Kernel, root: stree.Node, step: Step, what: str, fix: Fix) -> Kernel:
+    """The kernel under the tree ``root``, recorded as ``step``, after the check."""
+    schedule = stree.to_isl(root)
+    check(kernel, schedule, root, step.name, what, fix)
+    return kernel.with_schedule(schedule, step)
