@@ -59,7 +59,7 @@ child:
     sequence:
     - filter: "[N] -> {{ S0[i, j] }}"
     - filter: "[N] -> {{ S1[i, j] }}"
-"""  # noqa: E501
+"""
     t = S.apply_schedule(k, text)
     assert 'mark: "S0_S1(i, j)"' in S.to_yaml(t)
     assert_same(k, t, N=4)
