@@ -3,8 +3,8 @@
 1. isl computes a schedule from the exact dependences (Pluto-style: validity keeps
    every dependence forward, proximity pulls dependent instances together for
    locality, coincidence asks for dependence-free loops to run in parallel). The
-   fusion strategy picks isl's clustering: ``"max"`` schedules each connected
-   component as a whole (maximal fusion), ``"smart"`` lets isl merge clusters when
+   fusion strategy picks isl's clustering: ``"max"`` schedules all statements as a
+   whole, independent ones included (maximal fusion), ``"smart"`` lets isl merge clusters when
    that keeps parallel loops (isl's default), ``"none"`` schedules strongly
    connected components one after the other (no fusion).
 2. Every outermost permutable band is tiled with sizes from :mod:`schedules.cost`
@@ -33,7 +33,7 @@ from polyc.errors import (
     IllegalTransformError,
     ScheduleError,
 )
-from polyc.ir import Kernel
+from polyc.ir import Kernel, access_map
 from schedules import stree
 from schedules.bands import permute, skew, split_band
 from schedules.cost import Cache, Model
@@ -100,15 +100,18 @@ def isl_schedule(kernel: Kernel, fusion: str, max_operations: int) -> isl.Schedu
         ctx.get_schedule_whole_component(),
         ctx.get_schedule_serialize_sccs(),
         ctx.get_max_operations(),
+        ctx.get_schedule_separate_components(),
     )
     ctx.set_schedule_whole_component(1 if fusion == "max" else 0)
+    ctx.set_schedule_separate_components(0 if fusion == "max" else 1)
     ctx.set_schedule_serialize_sccs(1 if fusion == "none" else 0)
     ctx.reset_operations()
     ctx.set_max_operations(max_operations)
     try:
         sc = isl.ScheduleConstraints.on_domain(kernel.domain)
         sc = sc.set_context(kernel.context)
-        sc = sc.set_validity(deps).set_proximity(deps).set_coincidence(deps)
+        proximity = deps.union(_input_reuse(kernel)) if fusion == "max" else deps
+        sc = sc.set_validity(deps).set_proximity(proximity).set_coincidence(deps)
         return sc.compute_schedule()
     except isl.Error as err:
         if "operations" in str(err):
@@ -127,6 +130,30 @@ def isl_schedule(kernel: Kernel, fusion: str, max_operations: int) -> isl.Schedu
         ctx.reset_operations()
         ctx.set_schedule_whole_component(saved[0])
         ctx.set_schedule_serialize_sccs(saved[1])
+        ctx.set_schedule_separate_components(saved[3])
+
+
+def _input_reuse(kernel: Kernel) -> isl.UnionMap:
+    """Pairs of instances of different statements that read the same element, the
+    earlier statement first (read-after-read: locality that maximal fusion wants)."""
+    reads = None
+    for s in kernel.statements:
+        for ld in s.reads:
+            m = isl.UnionMap.from_map(access_map(s, ld, kernel.params))
+            reads = m if reads is None else reads.union(m)
+    if reads is None:
+        return isl.UnionMap.empty(kernel.context.get_space())
+    rank = {s.name: n for n, s in enumerate(kernel.statements)}
+    pairs = reads.apply_range(reads.reverse())
+    out = isl.UnionMap.empty(pairs.get_space())
+    maps: list[isl.Map] = []
+    pairs.foreach_map(maps.append)
+    for m in maps:
+        src = m.get_tuple_name(isl.dim_type.in_)
+        dst = m.get_tuple_name(isl.dim_type.out)
+        if rank[src] < rank[dst]:
+            out = out.union(isl.UnionMap.from_map(m))
+    return out.intersect_params(kernel.context)
 
 
 def _outermost_bands(kernel: Kernel) -> list[str]:

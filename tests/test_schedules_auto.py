@@ -1,0 +1,110 @@
+"""The automatic scheduler: legal, same results, tiles and parallel loops where the
+model says so, fusion options, the operation budget."""
+
+from __future__ import annotations
+
+import pytest
+from sched_support import assert_same, compile_c
+
+import schedules as S
+from polyc import compute as pc
+from schedules import examples as ex
+from schedules import stree
+from schedules.cost import Cache, Model
+
+TINY = Cache(l1=1024, l2=4096)  # 2 KiB per tile: tiles of 8 on small test sizes
+
+KERNELS = {
+    "matmul": lambda: ex.matmul(None, "int32"),
+    "two_mm": lambda: ex.two_mm(None, "int32"),
+    "syrk": lambda: ex.syrk(None, "int32"),
+    "lu": lambda: ex.lu(None, "float64"),  # integer LU divides by zero
+    "jacobi2d": lambda: ex.jacobi2d(None, None, "int32"),
+    "seidel2d": lambda: ex.seidel2d(None, None, "int32"),
+    "producer_consumer": lambda: ex.producer_consumer(None, "int32"),
+}
+SIZES = {"N": 19, "T": 5}
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_auto_is_legal_and_gives_the_same_results(name):
+    k = KERNELS[name]()
+    sizes = {p: SIZES[p] for p in k.params}
+    a = S.auto(k, cache=TINY, params=sizes)
+    assert S.first_violation(a, a.schedule) is None
+    assert S.replay(a.original, a.history).schedule.plain_is_equal(a.schedule)
+    assert_same(k, a, **sizes)
+
+
+def test_auto_tiles_matmul_and_marks_the_outer_tile_loop_parallel():
+    a = S.auto(ex.matmul(None, "int32"), cache=TINY, params={"N": 64})
+    steps = [s.name for s in a.history]
+    assert steps == ["apply_schedule", "permute", "tile", "parallel"]
+    # the innermost point loop is j: B[k, j] and C[i, j] are contiguous along it
+    assert a.history[1].args[1][-1] == "j"
+    assert "#pragma omp parallel for" in compile_c(a)[2].text
+
+
+def test_auto_parallelises_a_time_tiled_stencil_along_a_wavefront():
+    a = S.auto(ex.seidel2d(None, None, "int32"), cache=TINY, params=SIZES)
+    assert [s.name for s in a.history][-3:] == ["skew", "split_band", "parallel"]
+
+
+def test_fusion_strategies():
+    def chain():
+        A = pc.placeholder("A", (32,), "int32")
+        B = pc.compute("B", (32,), lambda i: A[i] + 1)
+        C = pc.compute("C", (32,), lambda i: A[i] * 2)
+        return pc.kernel("chain", outputs=[B, C])
+
+    fused = S.auto(chain(), fusion="max", tile=False, parallel=False)
+    apart = S.auto(chain(), fusion="none", tile=False, parallel=False)
+    assert S.to_yaml(fused).count("schedule:") == 1
+    assert S.to_yaml(apart).count("schedule:") == 2
+    for k in (fused, apart):
+        assert_same(chain(), k)
+
+
+def twenty_statements():
+    """A 20-statement kernel: element-wise ops, row reductions and a contraction."""
+    n = 16
+    X = pc.placeholder("X", (n, n), "int32")
+    W = pc.placeholder("W", (n, n), "int32")
+    t = X
+    outs = []
+    for s in range(19):
+        kind = s % 4
+        prev = t
+        if kind == 0:
+            t = pc.compute(f"T{s}", (n, n), lambda i, j, p=prev: p[i, j] + 1)
+        elif kind == 1:
+            t = pc.compute(f"T{s}", (n, n), lambda i, j, p=prev: p[i, j] * 3 - p[j, i])
+        elif kind == 2:
+            r = pc.reduce_axis(n, f"r{s}")
+            t = pc.compute(
+                f"T{s}", (n, n), lambda i, j, p=prev, r=r: pc.sum(p[i, r] * W[r, j], r)
+            )
+        else:
+            t = pc.compute(f"T{s}", (n, n), lambda i, j, p=prev: pc.maximum(p[i, j], 0))
+    outs.append(t)
+    return pc.kernel("twenty", outputs=outs)
+
+
+def test_auto_on_a_twenty_statement_kernel():
+    k = twenty_statements()
+    assert len(k.statements) >= 20
+    a = S.auto(k, cache=TINY)
+    assert_same(k, a)
+
+
+def test_cost_model_footprint_of_a_matmul_tile():
+    k = ex.matmul(None)
+    model = Model(k, {"N": 1024}, Cache(l1=32768, l2=512 * 1024))
+    root = stree.from_isl(k.schedule)
+    _, nb = stree.find(root, "S1", "test")
+    # A[i, k], B[k, j], C[i, j]: three 32 x 32 float tiles
+    assert model.footprint([], nb.band, {0: 32, 1: 32, 2: 32}) == 3 * 32 * 32 * 4
+    # untiled k spans all 1024 values: A and B tiles are 32 x 1024
+    assert model.footprint([], nb.band, {0: 32, 1: 32}) == (2 * 32 * 1024 + 32 * 32) * 4
+    # half of 512 KiB holds three 128 x 128 float tiles (192 KiB) but not 256 x 256
+    assert model.tile_sizes([], nb.band) == {0: 128, 1: 128, 2: 128}
