@@ -73,7 +73,12 @@ def _reorder_members(kernel, root, nb, order, record, what) -> Kernel:
     new_nb = stree.Named(nb.name, tuple(order), nb.attrs, band)
     new = stree.replace_at(root, path, lambda _n: new_nb.node())
     return finish(
-        kernel, new, record, what, lambda v: _skew_fix(kernel, root, path, nb, order)
+        kernel,
+        new,
+        path,
+        record,
+        what,
+        lambda v: _skew_fix(kernel, root, path, nb, order),
     )
 
 
@@ -90,7 +95,7 @@ def _skew_fix(kernel, root, path, nb, order) -> str:
                 band = stree.sub_band(skewed, positions, nb.band.child)
                 cand = stree.Named(nb.name, tuple(order), nb.attrs, band)
                 new = stree.replace_at(root, path, lambda _n, c=cand: c.node())
-                if is_legal(kernel, new):
+                if is_legal(kernel, new, path):
                     return (
                         f"Skew first: skew(kernel, {nb.name!r}, {nb.members[target]!r}, "
                         f"{{{nb.members[source]!r}: {factor}}})."
@@ -150,6 +155,7 @@ def skew(kernel: Kernel, band: str, member: str, factors: Mapping[str, int]) -> 
     return finish(
         kernel,
         new,
+        path,
         step(op, band, member, factors),
         f'member {member} of band "{band}" cannot be skewed to {member} + {terms}',
         "Use non-negative factors, or skew by another member.",
@@ -205,6 +211,7 @@ def shift(
     return finish(
         kernel,
         new,
+        path,
         step(op, band, offsets, statement=statement),
         f'band "{band}" cannot be shifted by {offsets}{who}',
         "Shift by the opposite amount, or shift the other statement.",
@@ -264,6 +271,7 @@ def split_band(
     return finish(
         kernel,
         new,
+        path,
         step(op, band, at, name=name),
         f'band "{band}" cannot be split',
         "Keep the band whole.",
@@ -320,6 +328,7 @@ def merge_bands(kernel: Kernel, outer: str, inner: str) -> Kernel:
     return finish(
         kernel,
         new,
+        path,
         step(op, outer, inner),
         f'bands "{outer}" and "{inner}" cannot be merged',
         "Keep them nested.",

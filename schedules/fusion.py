@@ -69,6 +69,7 @@ def fuse(
     return finish(
         kernel,
         new,
+        seq_path,
         step(op, tuple(bands), name=name, depth=depth if depth != shortest else None),
         what,
         lambda v: _shift_fix(kernel, root, seq_path, positions, nbs, depth, fused_name),
@@ -134,7 +135,7 @@ def _shift_fix(kernel, root, seq_path, positions, nbs, depth, fused_name) -> str
             for nb in nbs[1:]:
                 shifted.append(_shifted(nb, members, amount))
             new = _fused_tree(root, seq_path, positions, shifted, depth, fused_name)
-            if is_legal(kernel, new):
+            if is_legal(kernel, new, seq_path):
                 offs = {nbs[1].members[m]: amount for m in members}
                 later = ", ".join(repr(nb.name) for nb in nbs[1:])
                 return (
@@ -216,6 +217,7 @@ def distribute(
     return finish(
         kernel,
         new,
+        path,
         step(op, band, names=tuple(names) if names != _default(band, kids) else None),
         f'band "{band}" cannot be distributed',
         "Keep the statements fused, or reorder the children first (schedules.reorder).",
@@ -266,6 +268,7 @@ def reorder(kernel: Kernel, order: Sequence[str]) -> Kernel:
     return finish(
         kernel,
         new,
+        seq_path,
         step(op, tuple(order)),
         f"the children {', '.join(order)} cannot run in this order",
         "Keep producers before their consumers.",

@@ -60,8 +60,8 @@ def apply_schedule(
     new = stree.to_isl(root)
     check(
         kernel,
-        new,
         root,
+        (),
         op,
         "the schedule is illegal",
         "Load a schedule that keeps every dependence forward (schedules.auto "

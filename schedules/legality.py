@@ -78,18 +78,69 @@ def statement_times(schedule: isl.Schedule | isl.UnionMap) -> dict[str, isl.Map]
     return out
 
 
-def first_violation(kernel: Kernel, schedule: isl.Schedule) -> Violation | None:
-    """The first dependence (flow, then anti, then output) that ``schedule`` does not
-    run forward, or None when the schedule is legal."""
-    times = statement_times(schedule)
+def first_violation(
+    kernel: Kernel,
+    schedule: isl.Schedule | None = None,
+    *,
+    root: stree.Node | None = None,
+    path: stree.Path = (),
+) -> Violation | None:
+    """The first dependence (flow, then anti, then output) that the schedule does not
+    run forward, or None when it is legal.
+
+    With ``root`` and ``path``, only the subtree at ``path`` of the tree ``root`` is
+    checked: a transformation that rewrites one subtree of a legal schedule can only
+    break dependences between two instances of that subtree that the enclosing bands
+    do not already order (any other pair is ordered by an ancestor, which it leaves
+    alone). ``schedule`` (default: the kernel's) is used when ``root`` is None.
+    """
+    if root is None:
+        root = stree.from_isl(schedule if schedule is not None else kernel.schedule)
+        path = ()
+    sub = stree.at(root, path)
+    dom = stree.domain(sub)
+    inside = set(stree.statements(sub))
+    prefix = _per_statement(stree.bands_above(root, path))
+    times = statement_times(stree.to_isl(sub))
     for kind, array, m in dependences(kernel):
         src = m.get_tuple_name(isl.dim_type.in_)
         dst = m.get_tuple_name(isl.dim_type.out)
-        later = times[src].lex_lt_map(times[dst])
-        bad = m.subtract(later)
+        if src not in inside or dst not in inside:
+            continue
+        if path:
+            m = m.intersect_domain(_set_of(dom, src)).intersect_range(_set_of(dom, dst))
+        if prefix:
+            m = m.intersect(prefix[src].apply_range(prefix[dst].reverse()))
+        if m.is_empty() or _forward(m, times[src], times[dst]):
+            continue
+        bad = m.subtract(times[src].lex_lt_map(times[dst]))
         if not bad.is_empty():
             return _violation(kernel, kind, array, bad, times)
     return None
+
+
+def _forward(dep: isl.Map, t_src: isl.Map, t_dst: isl.Map) -> bool:
+    """Whether every pair of ``dep`` runs forward: the time differences are all
+    lexicographically positive (cheaper than comparing instance by instance)."""
+    deltas = dep.apply_domain(t_src).apply_range(t_dst).deltas()
+    return deltas.is_subset(_lex_positive(deltas.get_space()))
+
+
+def _lex_positive(space: isl.Space) -> isl.Set:
+    key = str(space)
+    if key not in _LEX_POSITIVE:
+        n = space.dim(isl.dim_type.set)
+        out = isl.Set.empty(space)
+        for d in range(n):
+            piece = isl.Set.universe(space)
+            for e in range(d):
+                piece = piece.fix_val(isl.dim_type.set, e, 0)
+            out = out.union(piece.lower_bound_val(isl.dim_type.set, d, 1))
+        _LEX_POSITIVE[key] = out
+    return _LEX_POSITIVE[key]
+
+
+_LEX_POSITIVE: dict[str, isl.Set] = {}
 
 
 def carried(
@@ -197,18 +248,21 @@ def _time_at(m: isl.Map, values: list[int], params: list[int]):
     )
 
 
-def concurrent_violation(kernel: Kernel, root: stree.Node) -> Violation | None:
-    """The first dependence carried by a loop marked ``@parallel``/``@vectorize``."""
-    for path, node in stree.walk(root):
+def concurrent_violation(
+    kernel: Kernel, root: stree.Node, path: stree.Path = ()
+) -> Violation | None:
+    """The first dependence carried by a loop marked ``@parallel``/``@vectorize`` in
+    the subtree at ``path`` (marks outside it do not depend on it)."""
+    for sub, node in stree.walk(stree.at(root, path), path):
         if not (isinstance(node, stree.Mark) and node.name in CONCURRENT):
             continue
-        inner, sub = node.child, path + (0,)
+        inner, band_path = node.child, sub + (0,)
         while isinstance(inner, stree.Mark):
-            inner, sub = inner.child, sub + (0,)
+            inner, band_path = inner.child, band_path + (0,)
         if not isinstance(inner, stree.Band):
             continue
-        label = f"the {node.name} loop {_owner(root, path)}"
-        v = carried(kernel, root, sub, label)
+        label = f"the {node.name} loop {_owner(root, sub)}"
+        v = carried(kernel, root, band_path, label)
         if v is not None:
             return v
     return None
@@ -228,35 +282,44 @@ Fix = str | Callable[[Violation], str]
 
 def check(
     kernel: Kernel,
-    schedule: isl.Schedule,
     root: stree.Node,
+    path: stree.Path,
     op: str,
     what: str,
     fix: Fix,
 ) -> None:
-    """Raise when ``schedule`` (whose tree is ``root``) breaks a dependence.
+    """Raise when the tree ``root``, rewritten at ``path`` from a legal schedule,
+    breaks a dependence (``path=()`` checks the whole tree).
 
     Raises:
         IllegalTransformError: ``<op>: <what> because <violation>. <fix>``.
     """
-    v = first_violation(kernel, schedule) or concurrent_violation(kernel, root)
+    v = first_violation(kernel, root=root, path=path) or concurrent_violation(
+        kernel, root, path
+    )
     if v is None:
         return
     hint = fix(v) if callable(fix) else fix
     raise IllegalTransformError(f"{op}: {what} because {v}. {hint}")
 
 
-def is_legal(kernel: Kernel, root: stree.Node) -> bool:
-    """Whether the tree ``root`` is a legal schedule of ``kernel`` (no message)."""
-    schedule = stree.to_isl(root)
+def is_legal(kernel: Kernel, root: stree.Node, path: stree.Path = ()) -> bool:
+    """Whether the tree ``root`` (rewritten at ``path``) is legal (no message)."""
     return (
-        first_violation(kernel, schedule) is None
-        and concurrent_violation(kernel, root) is None
+        first_violation(kernel, root=root, path=path) is None
+        and concurrent_violation(kernel, root, path) is None
     )
 
 
-def finish(kernel: Kernel, root: stree.Node, step: Step, what: str, fix: Fix) -> Kernel:
-    """The kernel under the tree ``root``, recorded as ``step``, after the check."""
-    schedule = stree.to_isl(root)
-    check(kernel, schedule, root, step.name, what, fix)
-    return kernel.with_schedule(schedule, step)
+def finish(
+    kernel: Kernel,
+    root: stree.Node,
+    path: stree.Path,
+    step: Step,
+    what: str,
+    fix: Fix,
+) -> Kernel:
+    """The kernel under the tree ``root`` (the kernel's tree rewritten at ``path``),
+    recorded as ``step``, after the check."""
+    check(kernel, root, path, step.name, what, fix)
+    return kernel.with_schedule(stree.to_isl(root), step)

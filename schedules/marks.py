@@ -94,6 +94,7 @@ def unmark(kernel: Kernel, band: str, attribute: str | None = None) -> Kernel:
     return finish(
         kernel,
         new,
+        path,
         step(op, band, attribute=attribute),
         f'the marks of band "{band}" cannot be removed',
         "Keep them.",
@@ -114,6 +115,7 @@ def _mark(kernel: Kernel, band: str, attr: str, op: str, verb: str, *args) -> Ke
     return finish(
         kernel,
         new,
+        path,
         step(op, band, *args),
         what,
         lambda v: _concurrent_fix(kernel, root, path, nb, attr),
@@ -128,7 +130,9 @@ def _concurrent_fix(kernel, root, path, nb: stree.Named, attr: str) -> str:
         band = stree.sub_band(nb.band, order, nb.band.child)
         members = tuple(nb.members[q] for q in order)
         cand = stree.Named(nb.name, members, nb.attrs + (attr,), band)
-        if is_legal(kernel, stree.replace_at(root, path, lambda _n, c=cand: c.node())):
+        if is_legal(
+            kernel, stree.replace_at(root, path, lambda _n, c=cand: c.node()), path
+        ):
             return (
                 f"Loop {nb.members[p]} carries no dependence: permute(kernel, "
                 f"{nb.name!r}, {list(members)}) first."
@@ -146,7 +150,9 @@ def _concurrent_fix(kernel, root, path, nb: stree.Named, attr: str) -> str:
             nb.attrs,
             stree.sub_band(nb.band, range(p), inner.node()),
         )
-        if is_legal(kernel, stree.replace_at(root, path, lambda _n, o=outer: o.node())):
+        if is_legal(
+            kernel, stree.replace_at(root, path, lambda _n, o=outer: o.node()), path
+        ):
             return (
                 f"Loop {nb.members[p]} carries no dependence once the outer loops are "
                 f"fixed: split_band(kernel, {nb.name!r}, {nb.members[p]!r}) and mark "

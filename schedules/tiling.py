@@ -70,6 +70,7 @@ def tile(
     return finish(
         kernel,
         new,
+        path,
         step(op, band, recorded, name=name),
         what,
         lambda v: _tile_fix(kernel, root, path, nb, levels, names, suffixes, v),
@@ -149,7 +150,7 @@ def _tile_fix(kernel, root, path, nb, levels, names, suffixes, v: Violation) -> 
                 new = stree.replace_at(
                     root, path, lambda _n, c=cand: _tiled(c, levels, names, suffixes)
                 )
-                if is_legal(kernel, new):
+                if is_legal(kernel, new, path):
                     return (
                         f"Skew the band first: skew(kernel, {nb.name!r}, "
                         f"{tiled[b]!r}, {{{tiled[a]!r}: {factor}}}), then tile."
@@ -205,6 +206,7 @@ def strip_mine(kernel: Kernel, band: str, member: str, size: int) -> Kernel:
     return finish(
         kernel,
         new,
+        path,
         step(op, band, member, size),
         f'member {member} of band "{band}" cannot be strip-mined',
         "Keep the loop as it is.",

@@ -4,13 +4,13 @@ model says so, fusion options, the operation budget."""
 from __future__ import annotations
 
 import pytest
-from sched_support import assert_same, compile_c
 
 import schedules as S
 from polyc import compute as pc
 from schedules import examples as ex
 from schedules import stree
 from schedules.cost import Cache, Model
+from tests.sched_support import assert_same, compile_c
 
 TINY = Cache(l1=1024, l2=4096)  # 2 KiB per tile: tiles of 8 on small test sizes
 

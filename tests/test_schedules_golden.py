@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from test_schedules_transform import jacobi_time_tiled
-
 import schedules as S
 from codegen.host import generate
 from schedules import examples as ex
+from tests.sched_support import jacobi_time_tiled
 
 
 def test_golden_tiled_matmul(golden):

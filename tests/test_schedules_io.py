@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import islpy as isl
-from sched_support import assert_same
-from test_schedules_transform import jacobi_time_tiled
 
 import schedules as S
 from schedules import examples as ex
+from tests.sched_support import assert_same, jacobi_time_tiled
 
 
 def test_yaml_round_trip_keeps_names_and_marks():

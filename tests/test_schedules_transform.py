@@ -4,11 +4,11 @@ C against the interpreter on the original), and replay of the recorded history."
 from __future__ import annotations
 
 import pytest
-from sched_support import assert_same, compile_c
 
 import schedules as S
 from polyc import IllegalTransformError
 from schedules import examples as ex
+from tests.sched_support import assert_same, compile_c, jacobi_time_tiled
 
 
 def replayed(kernel):
@@ -89,17 +89,6 @@ def test_reorder_independent_statements():
     r = replayed(S.reorder(k, ["S1", "S0"]))
     assert r.loop_nest().index("S1") < r.loop_nest().index("S0")
     assert_same(k, r)
-
-
-def jacobi_time_tiled(n=12, steps=5, dtype="int32", size=4):
-    """Time tiling of Jacobi-2D by hand: shift, fuse, merge, skew, tile."""
-    k = ex.jacobi2d(n, steps, dtype)
-    t = S.shift(k, "L2", {"i": 1, "j": 1})
-    t = S.fuse(t, ["L1", "L2"], name="F")
-    t = S.merge_bands(t, "L0", "F")
-    t = S.skew(t, "L0", "i", {"t": 2})
-    t = S.skew(t, "L0", "j", {"t": 2})
-    return k, S.tile(t, "L0", {"t": size, "i": size, "j": size})
 
 
 def test_time_tiling_jacobi2d():
