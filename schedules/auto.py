@@ -7,7 +7,10 @@
    whole, independent ones included (maximal fusion), ``"smart"`` lets isl merge clusters when
    that keeps parallel loops (isl's default), ``"none"`` schedules strongly
    connected components one after the other (no fusion).
-2. Every outermost permutable band is tiled with sizes from :mod:`schedules.cost`
+2. When a band would need skewed (time) tiles but one iteration of it fits in the
+   last-level cache, isl is asked again with outer coincidence, for a schedule whose
+   space loops stay parallel and vectorisable (see :mod:`schedules.cost`).
+   Every outermost permutable band is tiled with sizes from :mod:`schedules.cost`
    (cache footprint of a tile), after ordering its members so that the innermost
    point loop is the one with contiguous accesses.
 3. The outermost loop that carries no dependence is marked ``@parallel``: a
@@ -26,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import islpy as isl
+import numpy as np
 
 from polyc.errors import (
     ArgumentError,
@@ -91,18 +95,30 @@ def auto(
             sched = isl_schedule(kernel, "none", max_operations)
         except ScheduleError:
             sched = kernel.original.schedule
+    model = Model(kernel, params, cache)
+    if tile and _time_tiling_does_not_pay(sched, model):
+        try:
+            alt = isl_schedule(kernel, fusion, max_operations, outer_coincidence=True)
+        except ScheduleError:
+            alt = None
+        if alt is not None and _has_coincident(stree.from_isl(alt)):
+            sched = alt
     root = stree.name_bands(stree.from_isl(sched))
     out = apply_schedule(kernel, stree.to_isl(root))
     if not (tile or parallel):
         return out
-    model = Model(kernel, params, cache)
     for name in _outermost_bands(out):
         out = _optimise_band(out, name, model, tile, parallel)
+    if parallel:
+        out = _mark_parallel_below(out, model)
     return out
 
 
-def isl_schedule(kernel: Kernel, fusion: str, max_operations: int) -> isl.Schedule:
-    """isl's schedule for the kernel's dependences under an operation budget.
+def isl_schedule(
+    kernel: Kernel, fusion: str, max_operations: int, outer_coincidence: bool = False
+) -> isl.Schedule:
+    """isl's schedule for the kernel's dependences under an operation budget;
+    ``outer_coincidence`` asks isl to put dependence-free loops outermost.
 
     Raises:
         BudgetError: when isl runs past ``max_operations``.
@@ -114,7 +130,9 @@ def isl_schedule(kernel: Kernel, fusion: str, max_operations: int) -> isl.Schedu
         ctx.get_schedule_serialize_sccs(),
         ctx.get_max_operations(),
         ctx.get_schedule_separate_components(),
+        ctx.get_schedule_outer_coincidence(),
     )
+    ctx.set_schedule_outer_coincidence(int(outer_coincidence))
     ctx.set_schedule_whole_component(1 if fusion == "max" else 0)
     ctx.set_schedule_separate_components(0 if fusion == "max" else 1)
     ctx.set_schedule_serialize_sccs(1 if fusion == "none" else 0)
@@ -136,6 +154,7 @@ def isl_schedule(kernel: Kernel, fusion: str, max_operations: int) -> isl.Schedu
         ctx.set_schedule_whole_component(saved[0])
         ctx.set_schedule_serialize_sccs(saved[1])
         ctx.set_schedule_separate_components(saved[3])
+        ctx.set_schedule_outer_coincidence(saved[4])
     if "operations" in failure:
         raise BudgetError(
             f"auto: isl's scheduler ran past its budget of {max_operations} "
@@ -172,6 +191,25 @@ def _input_reuse(kernel: Kernel) -> isl.UnionMap:
     return out.intersect_params(kernel.context)
 
 
+def _time_tiling_does_not_pay(sched: isl.Schedule, model: Model) -> bool:
+    """Whether an outermost band has no dependence-free member (tiling it needs
+    skewed tiles) while one iteration of it fits in the last-level cache."""
+    root = stree.from_isl(sched)
+    for path, node in stree.walk(root):
+        if not isinstance(node, stree.Band) or stree.bands_above(root, path):
+            continue
+        skewed = node.n_member >= 2 and node.permutable and not any(node.coincident)
+        if skewed and not model.streams_past_llc([], node):
+            return True
+    return False
+
+
+def _has_coincident(root: stree.Node) -> bool:
+    return any(
+        isinstance(n, stree.Band) and any(n.coincident) for _, n in stree.walk(root)
+    )
+
+
 def _outermost_bands(kernel: Kernel) -> list[str]:
     """Named bands with no band above them, in tree order."""
     root = stree.from_isl(kernel.schedule)
@@ -199,8 +237,6 @@ def _optimise_band(
     if tile and band.permutable and band.n_member >= 2:
         sizes = model.tile_sizes(outer, band)
     if sizes is None:
-        if parallel and _coincident(band, 0):
-            kernel = _try(lambda: mark_parallel(kernel, name), kernel)
         return kernel
     inner = model.innermost(outer, band)
     order = [p for p in range(band.n_member) if p != inner] + [inner]
@@ -214,6 +250,68 @@ def _optimise_band(
     if parallel:
         kernel = _parallel_tiles(kernel, f"{name}_t")
     return kernel
+
+
+#: statement instances a parallel loop must run per entry to pay for the fork/join
+MIN_PARALLEL_WORK = 20_000
+
+
+def _mark_parallel_below(kernel: Kernel, model: Model) -> Kernel:
+    """Mark the outermost dependence-free loop on every path that has none yet
+    (bands that were not tiled, e.g. the space loops of a stencil's time step),
+    when one entry of it runs at least ``MIN_PARALLEL_WORK`` instances."""
+    tried: set = set()
+    while True:
+        root = stree.from_isl(kernel.schedule)
+        todo = None
+        for path, node in stree.walk(root):
+            nb = stree.named_at(node)
+            if nb is None or "@parallel" in nb.attrs or not any(nb.band.coincident):
+                continue
+            if _marked_above(root, path) or (path, nb.name) in tried:
+                continue
+            if _work_per_entry(root, path, nb, model) < MIN_PARALLEL_WORK:
+                continue
+            todo = (path, nb)
+            break
+        if todo is None:
+            return kernel
+        tried.add((todo[0], todo[1].name))
+        kernel = _parallel_band(kernel, todo[1])
+
+
+def _work_per_entry(root, path, nb: stree.Named, model: Model) -> float:
+    """Statement instances below the band divided by the times it is entered (the
+    product of the extents of the enclosing band members)."""
+    dom = stree.domain(nb.band)
+    total = 0.0
+    for name in stree.statements(nb.band):
+        total += float(np.prod(model.iterator_extents(model.kernel.statement(name))))
+    entries = 1.0
+    for band in stree.bands_above(root, path):
+        for p in range(band.n_member):
+            entries *= max(model.extent(band.member(p), dom), 1)
+    return total / entries
+
+
+def _marked_above(root: stree.Node, path: stree.Path) -> bool:
+    return any(
+        isinstance(n := stree.at(root, path[:k]), stree.Mark) and n.name == "@parallel"
+        for k in range(len(path))
+    )
+
+
+def _parallel_band(kernel: Kernel, nb: stree.Named) -> Kernel:
+    """Mark ``nb`` parallel, moving its first coincident member to the front when the
+    band is permutable."""
+    name, band = nb.name, nb.band
+    first = next(p for p in range(band.n_member) if _coincident(band, p))
+    if first and band.permutable:
+        order = [nb.members[first]] + [
+            m for p, m in enumerate(nb.members) if p != first
+        ]
+        kernel = _try(lambda: permute(kernel, name, order), kernel)
+    return _try(lambda: mark_parallel(kernel, name), kernel)
 
 
 def _parallel_tiles(kernel: Kernel, name: str) -> Kernel:

@@ -112,7 +112,9 @@ def skewed_band(
     for pos, f in factors.items():
         new = new.add(members[pos].scale_val(isl.Val(f)))
     members[target] = new
-    return stree.Band(stree.mupa_from(members), band.child, False, band.coincident)
+    # a skewed member is no longer known to be dependence-free
+    flags = tuple(f and p != target for p, f in enumerate(band.coincident))
+    return stree.Band(stree.mupa_from(members), band.child, False, flags)
 
 
 def skew(kernel: Kernel, band: str, member: str, factors: Mapping[str, int]) -> Kernel:

@@ -17,6 +17,11 @@ Model (stated, not measured):
   other half to the rest of the working set and to conflict misses.
 - *Sizes.* The same power of two ``s`` (8 to 256) for every member whose extent is
   at least ``2 s``; the largest ``s`` that fits wins.
+- *Time tiling.* A band none of whose members is dependence-free (a skewed stencil)
+  is tiled only when one iteration of its outer loop touches more than half of the
+  last-level cache, or when no schedule with parallel loops exists: otherwise the
+  data already stays in cache between iterations, and a schedule that keeps the
+  space loops parallel and vectorisable (isl's outer-coincidence option) is faster.
 - *Innermost point loop.* The member whose unit step makes the most accesses
   contiguous (last index moves by one, others fixed: +2) or invariant (+1) and the
   fewest strided (-2), preferring members that carry no dependence (+3, so that the
@@ -48,6 +53,7 @@ class Cache:
 
     l1: int = 32 * 1024
     l2: int = 512 * 1024
+    l3: int = 8 * 1024 * 1024
 
     @property
     def tile_budget(self) -> int:
@@ -66,9 +72,9 @@ def host_cache() -> Cache:
             size = _bytes((d / "size").read_text().strip())
         except (OSError, ValueError):
             continue
-        if kind in ("Data", "Unified") and level in (1, 2):
+        if kind in ("Data", "Unified") and level in (1, 2, 3):
             found[level] = size
-    return Cache(found.get(1, Cache.l1), found.get(2, Cache.l2))
+    return Cache(found.get(1, Cache.l1), found.get(2, Cache.l2), found.get(3, Cache.l3))
 
 
 def _bytes(text: str) -> int:
@@ -198,6 +204,11 @@ class Model:
             if self.footprint(outer, band, tiled) <= budget:
                 return tiled
         return None
+
+    def streams_past_llc(self, outer: list[stree.Band], band: stree.Band) -> bool:
+        """Whether one iteration of the band's outer loop touches more than half of
+        the last-level cache."""
+        return self.footprint(outer, band, {0: 1}) > self.cache.l3 // 2
 
     def innermost(self, outer: list[stree.Band], band: stree.Band) -> int:
         """The member position to run innermost inside a tile."""

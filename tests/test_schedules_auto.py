@@ -12,7 +12,8 @@ from schedules import stree
 from schedules.cost import Cache, Model
 from tests.sched_support import assert_same, compile_c
 
-TINY = Cache(l1=1024, l2=4096)  # 2 KiB per tile: tiles of 8 on small test sizes
+TINY = Cache(l1=1024, l2=4096, l3=8192)  # 2 KiB per tile: tiles of 8 on test sizes
+HOST = Cache(l1=32 * 1024, l2=512 * 1024, l3=32 * 1024 * 1024)
 
 KERNELS = {
     "matmul": lambda: ex.matmul(None, "int32"),
@@ -46,8 +47,20 @@ def test_auto_tiles_matmul_and_marks_the_outer_tile_loop_parallel():
 
 
 def test_auto_parallelises_a_time_tiled_stencil_along_a_wavefront():
-    a = S.auto(ex.seidel2d(None, None, "int32"), cache=TINY, params=SIZES)
+    a = S.auto(ex.seidel2d(None, None, "int32"), cache=TINY, params={"N": 64, "T": 16})
     assert [s.name for s in a.history][-3:] == ["skew", "split_band", "parallel"]
+
+
+def test_stencil_that_fits_in_the_last_level_cache_keeps_parallel_space_loops():
+    # one time step of Jacobi-2D on 1000 x 1000 floats touches 8 MB < 16 MB: isl is
+    # asked for outer coincidence instead of skewed tiles; both space nests run in
+    # parallel inside the time loop
+    k = ex.jacobi2d(None, None)
+    a = S.auto(k, cache=HOST, params={"N": 1000, "T": 100})
+    assert [s.name for s in a.history] == ["apply_schedule", "parallel", "parallel"]
+    assert_same(k, a, N=12, T=3)
+    big = S.auto(k, cache=HOST, params={"N": 4000, "T": 100})  # 128 MB per step
+    assert "tile" in [s.name for s in big.history]
 
 
 def test_fusion_strategies():

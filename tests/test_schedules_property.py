@@ -32,7 +32,9 @@ OPS = ("add", "sub", "mul", "max")
 # random programs ------------------------------------------------------------------
 @st.composite
 def programs(draw):
-    symbolic = draw(st.booleans())
+    # symbolic sizes in one program of four: isl's dataflow analysis on parametric
+    # programs with stride-2 accesses can take seconds (concrete ones take ms)
+    symbolic = draw(st.integers(0, 3)) == 0
     n = draw(st.integers(2, 5))
     p = Program("rand")
     N = p.param("N") if symbolic else n
