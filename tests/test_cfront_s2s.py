@@ -222,3 +222,16 @@ def test_cli_reports_errors_without_a_traceback(tmp_path, capsys):
         "polyc compile: apply_schedule: the text is not an isl schedule"
         in capsys.readouterr().err
     )
+
+
+def test_cli_config_runs_each_region_on_the_simulator(tmp_path, capsys):
+    src = tmp_path / "k.c"
+    src.write_text(TRANSPOSE_ADD)
+    assert cli.main(["compile", str(src), "--config", "tiny", "--param", "n=4"]) == 0
+    out = capsys.readouterr().out
+    assert "== region f on tiny" in out and "cycles" in out
+    assert "outputs match the interpreter: yes" in out
+    assert cli.main(["compile", str(src), "--config", "tiny"]) == 1
+    assert "needs values for n because --config runs the kernel" in (
+        capsys.readouterr().err
+    )

@@ -32,6 +32,14 @@ def add_compile_parser(sub) -> None:
         "-I", dest="include_dirs", action="append", default=[], metavar="DIR"
     )
     p.add_argument(
+        "--param",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter's value for --config runs (macros have theirs already)",
+    )
+    p.add_argument(
         "--print-schedule",
         action="store_true",
         help="print each region's schedule as isl YAML (a starting point for --schedule)",
@@ -99,29 +107,52 @@ def _print_schedules(args) -> int:
 
 
 def _accelerator(args) -> int:
-    import polyc
-    from polyc.errors import ConfigError
-    from polyc.frontend.c import parse_c
+    """Compile each region for the simulated accelerator, run it on deterministic
+    random inputs, check it against the interpreter and print the report."""
+    import numpy as np
 
-    compile_fn = getattr(__import__("polyc.api", fromlist=["x"]), "compile", None)
-    if compile_fn is None:
-        raise ConfigError(
-            "compile: --config needs the accelerator target, which this installation "
-            "does not have yet (polyc.compile is missing). Run without --config to "
-            "rewrite the C source."
-        )
+    import polyc
+    from polyc.errors import ArgumentError
+    from polyc.frontend.c import parse_c
+    from polyc.frontend.c_s2s import _schedule
+
+    given = {}
+    for item in args.params:
+        name, _, value = item.partition("=")
+        if not value.lstrip("-").isdigit():
+            raise ArgumentError(
+                f"compile: --param {item!r} is not NAME=INTEGER because its value is "
+                f"{value!r}. Write e.g. --param n=64."
+            )
+        given[name] = int(value)
     regions = parse_c(
         Path(args.input), defines=args.defines, include_dirs=args.include_dirs
     )
+    rng = np.random.default_rng(0)
     for r in regions:
-        kernel = r.kernel
-        if args.schedule == "auto":
-            from schedules import auto
-
-            kernel = auto(kernel)
-        result = compile_fn(kernel, config=args.config)
-        report = getattr(result, "report", result)
+        kernel = _schedule(r.kernel, args.schedule, r.param_values)
+        values = {**r.param_values, **given}
+        missing = [p for p in kernel.params if p not in values]
+        if missing:
+            raise ArgumentError(
+                f"compile: region {kernel.name} needs values for {', '.join(missing)} "
+                "because --config runs the kernel. Pass --param "
+                f"{missing[0]}=VALUE for each."
+            )
+        values = {p: values[p] for p in kernel.params}
+        inputs = {}
+        for a in kernel.free_inputs:
+            shape = a.concrete_shape(values)
+            data = rng.random(shape) if a.dtype.is_float else rng.integers(0, 8, shape)
+            inputs[a.name] = np.asarray(data).astype(a.dtype.numpy)
+        compiled = polyc.compile(kernel, config=args.config)
+        outputs, report = compiled.run(inputs, **values)
+        want = polyc.interpret(r.kernel, inputs, **values)
+        same = all(
+            np.allclose(outputs[k], want[k], rtol=1e-5, atol=1e-6) for k in want
+        )
         print(f"== region {kernel.name} on {args.config}")
+        print(compiled)
         print(report)
-    _ = polyc
+        print(f"outputs match the interpreter: {'yes' if same else 'NO'}")
     return 0

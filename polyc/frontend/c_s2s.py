@@ -103,7 +103,7 @@ def compile_c(
                 )
             )
             continue
-        kernel = _schedule(region.kernel, docs[k])
+        kernel = _schedule(region.kernel, docs[k], region.param_values)
         block, heap = _emit(region, kernel, _indent(lines[span.begin - 1]))
         need_stdlib |= heap
         replacements[span.begin] = (span.end, block)
@@ -147,7 +147,7 @@ def _documents(schedule, n: int) -> list:
     return docs
 
 
-def _schedule(kernel: Kernel, spec) -> Kernel:
+def _schedule(kernel: Kernel, spec, known: dict[str, int] | None = None) -> Kernel:
     if spec is None:
         return kernel
     if spec == "auto":
@@ -159,6 +159,9 @@ def _schedule(kernel: Kernel, spec) -> Kernel:
                 "package has no auto scheduler in this installation. Use --schedule "
                 "FILE.yaml or no --schedule."
             ) from None
+        values = {p: v for p, v in (known or {}).items() if p in kernel.params}
+        if len(values) == len(kernel.params) and values:
+            return auto(kernel, params=values)  # sizes for the cost model
         return auto(kernel)
     try:
         from schedules import apply_schedule
@@ -213,6 +216,7 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
     decls: list[str] = []
     heap: list[str] = []
     unused: list[str] = sorted(region.outer_iterators)  # (void) them: no warnings
+    parallel = "@parallel" in str(kernel.schedule)
     hoisted = {id(v) for v in region.hoisted}
     for a, info in region.arrays.items():
         local = info.var.scope == "region"
@@ -220,7 +224,8 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
         if info.scalar and a not in region.privatized:
             scalars.add(a)
         if a in region.privatized:
-            if contractible(kernel, a):
+            # one variable for all instances is safe only in sequential code
+            if not parallel and contractible(kernel, a):
                 contracted.add(a)
                 if local:
                     decls.append(f"{_c_type(kernel, a)} {a};")

@@ -1,0 +1,167 @@
+"""The scheduling benchmark from C sources: source-to-source against the compilers.
+
+    python -m bench.c_frontend [--only NAME ...] [--repeat 3] [--schedule auto]
+
+For each kernel of ``bench/c_sources`` (matmul 1024^3, 2mm, syrk, Jacobi-2D 100 steps
+on 1000^2, Seidel-2D, conv2d 3x3 64->64 on 56^2, softmax 1024^2) it builds, in one run,
+side by side:
+
+- the original file with ``gcc -O3 -march=native`` (the baseline);
+- ``polyc compile --schedule auto`` of it, with the same gcc flags (sequential:
+  OMP_NUM_THREADS=1, so the column measures the schedule, not threads);
+- the original with ``clang-19 -O3 -march=native -mllvm -polly`` where installed.
+
+It reports the best time of each, the speedups over the baseline and whether every
+build's checksum equals the baseline's, writes ``bench/results/c_frontend.json`` and
+prints a markdown table. When the installed ``schedules`` has no ``auto``, the polyc
+column uses the program-order schedule (and says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import RESULTS, machine
+
+SOURCES = Path(__file__).parent / "c_sources"
+KERNELS = ["matmul", "2mm", "syrk", "jacobi_2d", "seidel_2d", "conv2d", "softmax"]
+FLAGS = ["-O3", "-march=native"]
+
+
+def _compile(cc: list[str], src: Path, exe: Path, repeat: int) -> float:
+    start = time.perf_counter()
+    cmd = [*cc, *FLAGS, f"-DREPEAT={repeat}", f"-I{SOURCES}", str(src), "-o", str(exe)]
+    subprocess.run([*cmd, "-lm"], check=True, capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def _run(exe: Path) -> tuple[float, float]:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run(
+        [str(exe)], check=True, capture_output=True, text=True, env=env
+    ).stdout
+    values = dict(line.split() for line in out.splitlines() if line.strip())
+    return float(values["time"]), float(values["checksum"])
+
+
+def _polly() -> list[str] | None:
+    clang = shutil.which("clang-19")
+    if clang is None:
+        return None
+    probe = subprocess.run(
+        [clang, "-O3", "-mllvm", "-polly", "-x", "c", "-", "-fsyntax-only"],
+        input="int main(void) { return 0; }\n",
+        capture_output=True,
+        text=True,
+    )
+    return [clang, "-mllvm", "-polly"] if probe.returncode == 0 else None
+
+
+def _schedule_kind() -> str:
+    try:
+        from schedules import auto  # noqa: F401
+    except ImportError:
+        return "original"
+    return "auto"
+
+
+def run_kernel(name: str, work: Path, repeat: int, schedule: str, polly) -> dict:
+    from polyc.frontend.c_s2s import compile_c
+
+    src = SOURCES / f"{name}.c"
+    row: dict = {"kernel": name, "schedule": schedule}
+    _compile(["gcc"], src, work / f"{name}.gcc", repeat)
+    row["gcc_s"], base_sum = _run(work / f"{name}.gcc")
+    start = time.perf_counter()
+    result = compile_c(src, schedule=None if schedule == "original" else schedule)
+    row["polyc_compile_s"] = time.perf_counter() - start
+    rewritten = work / f"{name}.polyc.c"
+    rewritten.write_text(result.text)
+    _compile(["gcc", "-fopenmp"], rewritten, work / f"{name}.polyc", repeat)
+    row["polyc_s"], polyc_sum = _run(work / f"{name}.polyc")
+    row["polyc_checksum_equal"] = polyc_sum == base_sum
+    row["polyc_speedup"] = row["gcc_s"] / row["polyc_s"]
+    if polly is not None:
+        try:
+            _compile(polly, src, work / f"{name}.polly", repeat)
+            row["polly_s"], polly_sum = _run(work / f"{name}.polly")
+        except subprocess.CalledProcessError as err:
+            row["polly_error"] = f"exit status {err.returncode}"
+            return row
+        row["polly_checksum_equal"] = polly_sum == base_sum
+        row["polly_speedup"] = row["gcc_s"] / row["polly_s"]
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    polly = any("polly_s" in r for r in rows)
+    head = "| kernel | gcc -O3 (s) | polyc + gcc -O3 (s) | speedup | same result |"
+    sep = "|---|---:|---:|---:|:---:|"
+    if polly:
+        head += " clang-19 Polly (s) | speedup | same result |"
+        sep += "---:|---:|:---:|"
+    lines = [head, sep]
+    for r in rows:
+        line = (
+            f"| {r['kernel']} | {r['gcc_s']:.3f} | {r['polyc_s']:.3f} | "
+            f"{r['polyc_speedup']:.2f}x | {'yes' if r['polyc_checksum_equal'] else 'no'} |"
+        )
+        if polly:
+            line += (
+                f" {r['polly_s']:.3f} | {r['polly_speedup']:.2f}x | "
+                f"{'yes' if r['polly_checksum_equal'] else 'no'} |"
+                if "polly_s" in r
+                else f" {r.get('polly_error', '-')} | - | - |"
+            )
+        lines.append(line)
+    gm = math.exp(sum(math.log(r["polyc_speedup"]) for r in rows) / len(rows))
+    lines.append(f"\ngeometric-mean speedup of polyc over gcc -O3: {gm:.2f}x")
+    if polly:
+        pr = [r for r in rows if "polly_s" in r]
+        gp = math.exp(sum(math.log(r["polly_speedup"]) for r in pr) / len(pr))
+        lines.append(f"geometric-mean speedup of Polly over gcc -O3: {gp:.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=None, choices=KERNELS)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--schedule",
+        default=None,
+        choices=["auto", "original"],
+        help="default: auto when the installed schedules has it",
+    )
+    args = parser.parse_args(argv)
+    schedule = args.schedule or _schedule_kind()
+    polly = _polly()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="polyc-cbench-") as tmp:
+        for name in args.only or KERNELS:
+            row = run_kernel(name, Path(tmp), args.repeat, schedule, polly)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {
+        "benchmark": "c_frontend",
+        "machine": machine(),
+        "flags": FLAGS,
+        "polly": polly is not None,
+        "rows": rows,
+    }
+    (RESULTS / "c_frontend.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
