@@ -33,7 +33,9 @@ from bench.common import RESULTS, machine
 
 SOURCES = Path(__file__).parent / "c_sources"
 KERNELS = ["matmul", "2mm", "syrk", "jacobi_2d", "seidel_2d", "conv2d", "softmax"]
-FLAGS = ["-O3", "-march=native"]
+#: no FMA contraction, so that results compare bit for bit (gcc and clang contract
+#: multiply-adds in different places otherwise, which moves roundings)
+FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 
 
 def _compile(cc: list[str], src: Path, exe: Path, repeat: int) -> float:

@@ -30,7 +30,9 @@ def run_name(path: Path) -> str:
     return path.stem.replace("-", "_")
 
 
-def build_and_run(sources: dict[str, str], workdir: Path) -> dict[str, dict]:
+def build_and_run(
+    sources: dict[str, str], workdir: Path, extra: list[str] = ()
+) -> dict[str, dict]:
     """Compile ``{name: C text}`` with a driver that calls every ``run_<name>`` and
     return ``{name: {(tag, array): np.ndarray}}``."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -48,7 +50,8 @@ def build_and_run(sources: dict[str, str], workdir: Path) -> dict[str, dict]:
     driver.append("  return 0;\n}")
     (workdir / "driver.c").write_text("\n".join(driver) + "\n")
     exe = workdir / "corpus"
-    cmd = ["gcc", *CFLAGS, f"-I{CORPUS}", *files, str(workdir / "driver.c"), "-lm"]
+    cmd = ["gcc", *CFLAGS, *extra, f"-I{CORPUS}", *files, str(workdir / "driver.c")]
+    cmd.append("-lm")
     subprocess.run([*cmd, "-o", str(exe)], check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True)
     return parse_dumps(out.stdout)
@@ -92,6 +95,7 @@ def _fingerprint() -> str:
     h = hashlib.sha256()
     paths = sorted(CORPUS.glob("*")) + sorted((root / "polyc").rglob("*.py"))
     paths += sorted((root / "codegen").rglob("*.py")) + [Path(__file__)]
+    paths += sorted((root / "schedules").rglob("*.py"))
     for p in paths:
         h.update(p.read_bytes())
     return h.hexdigest()[:16]
@@ -109,13 +113,30 @@ def _compute(work: Path) -> dict:
         kernels[name] = [r.kernel for r in result.regions]
         known[name] = {k: v for r in result.regions for k, v in r.param_values.items()}
         rewritten[name] = result.text
-    return {
+    out = {
         "kernels": kernels,
         "known": known,
         "rewritten": rewritten,
         "original_runs": build_and_run(originals, work / "original"),
         "rewritten_runs": build_and_run(rewritten, work / "rewritten"),
+        "auto_runs": None,
     }
+    if has_auto():
+        auto = {n: compile_c(p, schedule="auto").text for n, p in _named()}
+        out["auto_runs"] = build_and_run(auto, work / "auto", ["-fopenmp"])
+    return out
+
+
+def has_auto() -> bool:
+    try:
+        from schedules import auto  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _named():
+    return [(run_name(p), p) for p in corpus_files()]
 
 
 def interpret_inputs(kernel, dumps: dict, known: dict[str, int]):

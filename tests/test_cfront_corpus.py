@@ -2,6 +2,9 @@
 interpreted, rewritten source-to-source, and the original and rewritten C are run
 side by side.
 
+With ``schedules.auto`` installed, each file is also rewritten with the automatic
+schedule (tiled, fused, parallel loops under OpenMP) and must match bit for bit too.
+
 Tolerances: the rewritten C computes the same operations in the same order as the
 original (program-order schedule), so it must match bit for bit. The interpreter
 (numpy) matches bit for bit too, except where a kernel calls exp/log/pow/tanh/erf/
@@ -61,3 +64,16 @@ def test_interpreter_matches_original_c(corpus, name):
             np.testing.assert_allclose(have, want, rtol=rtol, err_msg=array)
         else:
             assert have.tobytes() == want.astype(have.dtype).tobytes(), array
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_auto_scheduled_c_matches_original_bit_for_bit(corpus, name):
+    """The automatic schedule keeps every dependence, reductions included, so the
+    rewritten C computes each value in the original order: equal bits."""
+    if corpus["auto_runs"] is None:
+        pytest.skip("schedules.auto is not installed")
+    original = _outputs(corpus["original_runs"], name)
+    scheduled = _outputs(corpus["auto_runs"], name)
+    assert original.keys() == scheduled.keys()
+    for array, values in original.items():
+        assert values.tobytes() == scheduled[array].tobytes(), array

@@ -148,9 +148,7 @@ def _accelerator(args) -> int:
         compiled = polyc.compile(kernel, config=args.config)
         outputs, report = compiled.run(inputs, **values)
         want = polyc.interpret(r.kernel, inputs, **values)
-        same = all(
-            np.allclose(outputs[k], want[k], rtol=1e-5, atol=1e-6) for k in want
-        )
+        same = all(np.allclose(outputs[k], want[k], rtol=1e-5, atol=1e-6) for k in want)
         print(f"== region {kernel.name} on {args.config}")
         print(compiled)
         print(report)

@@ -104,7 +104,7 @@ def compile_c(
             )
             continue
         kernel = _schedule(region.kernel, docs[k], region.param_values)
-        block, heap = _emit(region, kernel, _indent(lines[span.begin - 1]))
+        block, heap = _emit(region, kernel, _region_indent(lines, span))
         need_stdlib |= heap
         replacements[span.begin] = (span.end, block)
         reports.append(
@@ -271,6 +271,14 @@ def _hoisted(v) -> str:
         d.name, d.quals, d.align, d.storage, d.funcspec, d.type, None, None
     )
     return c_generator.CGenerator().visit(copy) + ";"
+
+
+def _region_indent(lines: list[str], span) -> str:
+    """The indentation of the region's first statement."""
+    for line in lines[span.begin : span.end - 1]:
+        if line.strip() and not line.lstrip().startswith("#"):
+            return _indent(line)
+    return _indent(lines[span.begin - 1])
 
 
 def _indent(line: str) -> str:
