@@ -4,7 +4,7 @@
 
 static double A[N][N], B[N][N], C[N][N], D[N][N], tmp[N][N];
 
-static void kernel(double alpha, double beta)
+static NOINLINE void kernel(double alpha, double beta)
 {
 #pragma scop
   for (int i = 0; i < N; i++)

@@ -8,7 +8,7 @@
 static float in[CI][H + 2][W + 2], wt[CO][CI][3][3], out[CO][H][W];
 static double out_d[CO * H * W];
 
-static void kernel(void)
+static NOINLINE void kernel(void)
 {
 #pragma scop
   for (int o = 0; o < CO; o++)

@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <time.h>
 
+/* the kernel is compiled on its own, not inlined into the timing loop (clang-19's
+   Polly miscompiles the inlined matmul, and every build is then measured alike) */
+#define NOINLINE __attribute__((noinline))
+
 #ifndef REPEAT
 #define REPEAT 3
 #endif

@@ -5,7 +5,7 @@
 
 static double A[N][N], B[N][N], C[N][N];
 
-static void kernel(void)
+static NOINLINE void kernel(void)
 {
 #pragma scop
   for (int i = 0; i < N; i++)

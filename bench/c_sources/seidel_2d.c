@@ -5,7 +5,7 @@
 
 static double A[N][N];
 
-static void kernel(void)
+static NOINLINE void kernel(void)
 {
 #pragma scop
   for (int t = 0; t <= T - 1; t++)

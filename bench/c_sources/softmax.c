@@ -5,7 +5,7 @@
 
 static double X[N][N], Y[N][N], mx[N], sm[N];
 
-static void kernel(void)
+static NOINLINE void kernel(void)
 {
 #pragma scop
   for (int i = 0; i < N; i++) {

@@ -5,7 +5,7 @@
 
 static double A[N][M], C[N][N];
 
-static void kernel(double alpha, double beta)
+static NOINLINE void kernel(double alpha, double beta)
 {
 #pragma scop
   for (int i = 0; i < N; i++) {
