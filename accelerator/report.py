@@ -45,9 +45,20 @@ class LevelUse:
 
 @dataclass(frozen=True)
 class StatementUse:
+    """What the scalar core spent on one statement; ``bytes_read``/``bytes_written``
+    (per memory level, like ``Report.levels``) and ``energy_pj`` are totals over its
+    instances."""
+
     name: str
     instances: int
     cycles_per_instance: int
+    bytes_read: tuple[int, ...] = ()
+    bytes_written: tuple[int, ...] = ()
+    energy_pj: float = 0.0
+
+    @property
+    def cycles(self) -> int:
+        return self.instances * self.cycles_per_instance
 
 
 class TraceEvent(NamedTuple):
@@ -182,6 +193,9 @@ class Report:
                 s.name: {
                     "instances": s.instances,
                     "cycles_per_instance": s.cycles_per_instance,
+                    "bytes_read": list(s.bytes_read),
+                    "bytes_written": list(s.bytes_written),
+                    "energy_pj": s.energy_pj,
                 }
                 for s in self.statements
             },
@@ -240,11 +254,16 @@ def collect(sim, stats, *, kernel: str, roofline: Roofline | None, mode: str, ch
     statements = []
     for i in range(n):
         lib.pc_stmt_stats(sim.ctx, i, out)
+        k = int(out.instances)
+        nlev = len(spec.memory)
         statements.append(
             StatementUse(
                 ffi.string(out.name).decode(),
-                int(out.instances),
+                k,
                 int(out.cycles_per_instance),
+                tuple(k * int(out.bytes_read[lv]) for lv in range(nlev)),
+                tuple(k * int(out.bytes_written[lv]) for lv in range(nlev)),
+                k * float(out.energy_pj),
             )
         )
     return Report(

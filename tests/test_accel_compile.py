@@ -81,6 +81,25 @@ def test_matmul_equals_interpreter_and_costs_what_the_model_says(mm, mm_compiled
     assert report.engine("mac_array").idle == report.cycles
 
 
+def test_statement_breakdown_adds_up_to_the_totals(mm, mm_compiled, rng):
+    """Per statement: cycles, bytes per level and energy, summing to the report's."""
+    _, report = mm_compiled.run(**inputs(mm, rng))
+    m, n, k = 8, 6, 5
+    s0, s1 = report.statements
+    assert (s0.bytes_read[0], s0.bytes_written[0]) == (0, m * n * 4)
+    assert (s1.bytes_read[0], s1.bytes_written[0]) == (m * n * k * 12, m * n * k * 4)
+    assert s1.energy_pj == pytest.approx(2 * m * n * k * 4.6 + m * n * k * 16 * 160.0)
+    assert sum(s.cycles for s in report.statements) == report.cycles
+    for lv, level in enumerate(report.levels):
+        assert sum(s.bytes_read[lv] for s in report.statements) == level.bytes_read
+        assert sum(s.bytes_written[lv] for s in report.statements) == (
+            level.bytes_written
+        )
+    assert sum(s.energy_pj for s in report.statements) == pytest.approx(
+        report.energy_pj
+    )
+
+
 @pytest.mark.parametrize("config", ["edge-npu", "datacenter"])
 def test_same_module_runs_on_every_config(mm, mm_compiled, rng, config):
     x = inputs(mm, rng)

@@ -255,8 +255,8 @@ def test_op_interpreted(case):
     check(module, inputs, targets=("interpret",))
 
 
-def test_every_op_as_compiled_c():
-    """All cases in one module: one C build checks every lowering's C."""
+def all_cases():
+    """One module running every case, and its inputs (one C build for them all)."""
     names = sorted(CASES)
 
     class All(nn.Module):
@@ -273,8 +273,11 @@ def test_every_op_as_compiled_c():
                 pos += k
             return tuple(outs)
 
-    inputs = [t for n in names for t in CASES[n][1]]
-    module = All().eval()
+    return All().eval(), [t for n in names for t in CASES[n][1]]
+
+
+def test_every_op_as_compiled_c():
+    module, inputs = all_cases()
     kernel = check(module, inputs, targets=("host",))
     assert len(kernel.outputs) == len(eager(module, inputs))
 

@@ -209,11 +209,15 @@ typedef struct {
   char label[PC_NAME];
 } pc_event;
 
-/* per statement, after a run: what the scalar core spent on it */
+/* per statement, after a run: what the scalar core spent on it (bytes and energy
+ * are per instance, as charged by pc_scalar) */
 typedef struct {
   const char *name;
   int64_t instances;
   int64_t cycles_per_instance;
+  int64_t bytes_read[PC_MAX_LEVELS];
+  int64_t bytes_written[PC_MAX_LEVELS];
+  double energy_pj;
 } pc_stmt_stat;
 
 typedef struct pc_ctx pc_ctx;

@@ -468,9 +468,17 @@ void pc_wait(pc_ctx *ctx, int buf) {
 
 int pc_stmt_stats(pc_ctx *ctx, int stmt, pc_stmt_stat *out) {
   if (stmt >= 0 && stmt < ctx->nstmts) {
-    out->name = ctx->stmts[stmt].name;
-    out->instances = ctx->stmts[stmt].instances;
-    out->cycles_per_instance = ctx->stmts[stmt].cycles;
+    const pc_stmt_info *s = &ctx->stmts[stmt];
+    out->name = s->name;
+    out->instances = s->instances;
+    out->cycles_per_instance = s->cycles;
+    out->energy_pj = s->energy_ops;
+    for (int l = 0; l < PC_MAX_LEVELS; l++) {
+      int in = l < ctx->spec.nlevels;
+      out->bytes_read[l] = in ? s->bytes_read[l] : 0;
+      out->bytes_written[l] = in ? s->bytes_written[l] : 0;
+      if (in) out->energy_pj += s->energy_level[l];
+    }
   }
   return ctx->nstmts;
 }

@@ -302,6 +302,8 @@ class _Lowering:
                 )
             if t.name != want or t.is_placeholder or t in outs:
                 t = pc.compute(want, t.shape, lambda *ix, t=t: t[ix])
+                for d in t.definitions:
+                    d.name = f"output{src.LAYER_SEP}copy of {v}: {want}"
             outs.append(t)
         kernel = pc.kernel(self.kernel_name, outs, inputs=self.inputs)
         used = {k: v for k, v in self.data.items() if k in kernel.arrays}

@@ -1,0 +1,190 @@
+"""Compile time of PyTorch models: from an ``nn.Module`` to a simulated run.
+
+    python -m bench.torch_compile_time [--quick]
+
+For the ResNet-18-style network at 64x64 (the issue's goal: under 30 s from module to
+simulated run) and the transformer encoder block, side by side in one process, each
+phase as a user meets it: ``torch.export`` (after torch's one-time warm-up, measured
+on its own), lowering to one polyc Kernel, ``polyc.compile`` with an empty build cache
+(the C compiler runs, for the kernel; the simulator's runtime library is built once
+before, and timed on its own; checks on, the default, and compiled out), the first simulated
+run (with its report and roofline), and for comparison ``polyc.build`` (host C, empty
+cache). Wall seconds and CPU seconds (this process plus the C compiler it runs).
+Writes ``bench/results/torch_compile_time.json``; the table goes in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+
+from bench.common import table, write_json
+
+
+@contextmanager
+def fresh_cache():
+    """An empty build cache, so the C compiler really runs."""
+    old = os.environ.get("POLYC_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="polyc-bench-cache-") as tmp:
+        os.environ["POLYC_CACHE_DIR"] = tmp
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("POLYC_CACHE_DIR", None)
+            else:
+                os.environ["POLYC_CACHE_DIR"] = old
+
+
+class Clock:
+    """Wall and CPU seconds (self + waited-for children such as gcc) per phase."""
+
+    def __init__(self):
+        self.phases: dict[str, dict[str, float]] = {}
+
+    @contextmanager
+    def phase(self, name: str):
+        t0, c0 = time.perf_counter(), _cpu()
+        yield
+        self.phases[name] = {
+            "wall_s": time.perf_counter() - t0,
+            "cpu_s": _cpu() - c0,
+        }
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def models(quick: bool):
+    import torch
+
+    from polyc.frontend.torch_models import (
+        ResNet18,
+        TransformerBlock,
+        randomize_batch_norms,
+    )
+
+    torch.manual_seed(0)
+    size, width = (32, 16) if quick else (64, 64)
+    resnet = randomize_batch_norms(ResNet18(num_classes=10, width=width)).eval()
+    tokens, d = (16, 64) if quick else (64, 256)
+    block = TransformerBlock(d, 8, 4 * d).eval()
+    return [
+        (
+            f"ResNet-18 {size}x{size} width {width}",
+            resnet,
+            torch.randn(1, 3, size, size),
+        ),
+        (
+            f"transformer block {tokens} tokens width {d}",
+            block,
+            torch.randn(1, tokens, d),
+        ),
+    ]
+
+
+def measure(name: str, model, x, config: str) -> dict:
+    import polyc
+    from polyc.frontend.torch_export import export, from_exported
+
+    clock = Clock()
+    with clock.phase("export"):
+        ep = export(model, (x,))
+    with clock.phase("lower"):
+        kernel = from_exported(ep, name="model")
+    with clock.phase("compile"):
+        compiled = polyc.compile(kernel, config=config)
+    with clock.phase("simulate"):
+        _, report = compiled.run(arg0=x.numpy())
+    with clock.phase("compile_nochecks"):
+        polyc.compile(kernel, config=config, checks=False)
+    with clock.phase("host_build"):
+        polyc.build(kernel)
+    p = clock.phases
+    total = sum(p[k]["wall_s"] for k in ("export", "lower", "compile", "simulate"))
+    total_cpu = sum(p[k]["cpu_s"] for k in ("export", "lower", "compile", "simulate"))
+    return {
+        "model": name,
+        "statements": len(kernel.statements),
+        "simulated_cycles": report.cycles,
+        "phases": p,
+        "module_to_simulated_run_wall_s": total,
+        "module_to_simulated_run_cpu_s": total_cpu,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small models")
+    parser.add_argument("--config", default="edge-npu")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    import torch  # noqa: F401
+
+    import polyc.frontend.torch_export  # noqa: F401
+
+    imported = time.perf_counter() - start
+    with fresh_cache():
+        return _run(args, imported)
+
+
+def _run(args, imported: float) -> int:
+    import torch
+
+    from codegen.sim import build_runtime
+    from polyc.frontend.torch_export import export
+
+    warm = Clock()
+    with warm.phase("warm-up"):
+        export(torch.nn.Linear(2, 2).eval(), (torch.randn(1, 2),))
+    with warm.phase("runtime"):
+        build_runtime()
+    rows = []
+    results = []
+    for name, model, x in models(args.quick):
+        r = measure(name, model, x, args.config)
+        results.append(r)
+        p = r["phases"]
+        rows.append(
+            {
+                "model": name,
+                "statements": r["statements"],
+                "export s": p["export"]["wall_s"],
+                "lower s": p["lower"]["wall_s"],
+                "compile s": p["compile"]["wall_s"],
+                "simulate s": p["simulate"]["wall_s"],
+                "total s (wall)": r["module_to_simulated_run_wall_s"],
+                "total CPU s": r["module_to_simulated_run_cpu_s"],
+                "compile, checks out s": p["compile_nochecks"]["wall_s"],
+                "host build s": p["host_build"]["wall_s"],
+            }
+        )
+    path = write_json(
+        "torch_compile_time",
+        {
+            "config": args.config,
+            "quick": args.quick,
+            "import_torch_s": imported,
+            "export_warm_up_s": warm.phases["warm-up"]["wall_s"],
+            "simulator_runtime_build_s": warm.phases["runtime"]["wall_s"],
+            "results": results,
+        },
+    )
+    print(
+        f"import torch + polyc frontend: {imported:.1f} s; first torch.export "
+        f"warm-up: {warm.phases['warm-up']['wall_s']:.1f} s (once per process); "
+        f"simulator runtime build: {warm.phases['runtime']['wall_s']:.1f} s (once, "
+        "cached)"
+    )
+    print(table(rows, list(rows[0])))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,246 @@
+"""Per-layer cost of an imported model on the simulated accelerator.
+
+A statement made by the torch frontend carries its layer (the ``nn.Module`` path)
+in its origin, so the simulator's per-statement costs (cycles, bytes per memory
+level, energy: :class:`accelerator.report.StatementUse`) add up per layer. Each
+layer also gets its own roofline bound: the layer's statements as a kernel of their
+own, whose inputs are what it reads from other layers (or the model's inputs and
+weights) and whose outputs are what other layers read. The summary compares the
+model's simulated cycles with the sum of those bounds (each layer alone at its
+bound) and with the whole model's roofline::
+
+    kernel = polyc.from_torch(model.eval(), (x,))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    outputs, report = compiled.run(arg0=x.numpy())
+    print(model_report(compiled, report))
+
+Work the simulator does not attribute to a statement (engine operations, once
+placement issues them) shows as an "other" row, so the rows always add up to the
+run's totals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from polyc.frontend.torch_source import layer_of
+from polyc.ir import Kernel, Role
+
+OTHER = "(other)"
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """One layer's share of a run."""
+
+    name: str
+    statements: tuple[str, ...]
+    cycles: int
+    dram_bytes: int
+    energy_pj: float
+    macs: int
+    roofline_cycles: int
+    peak_macs_per_cycle: float
+
+    @property
+    def utilization(self) -> float:
+        """MACs done over what the MAC array could do in the layer's cycles."""
+        if not self.cycles:
+            return 0.0
+        return self.macs / (self.cycles * self.peak_macs_per_cycle)
+
+    @property
+    def ratio(self) -> float | None:
+        """Cycles over the layer's roofline bound."""
+        return self.cycles / self.roofline_cycles if self.roofline_cycles else None
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    """Per-layer and total cost of one simulated run of an imported model."""
+
+    kernel: str
+    config: str
+    mode: str
+    layers: tuple[LayerCost, ...]
+    report: object  # accelerator.report.Report
+
+    @property
+    def cycles(self) -> int:
+        return self.report.cycles
+
+    @property
+    def roofline_sum(self) -> int:
+        """The sum of the layers' roofline bounds (each layer alone at its bound)."""
+        return sum(layer.roofline_cycles for layer in self.layers)
+
+    def layer(self, name: str) -> LayerCost:
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(name)
+
+    def summary(self) -> str:
+        r = self.report
+        return (
+            f"summary: {r.cycles:,} simulated cycles = "
+            f"{r.cycles / max(1, self.roofline_sum):,.2f}x the sum of the "
+            f"{len(self.layers) - (self.layers[-1].name == OTHER)} layers' roofline "
+            f"bounds ({self.roofline_sum:,}); the whole model's roofline is "
+            f"{r.roofline_cycles:,} ({r.ratio:,.2f}x)"
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "config": self.config,
+            "mode": self.mode,
+            "cycles": self.cycles,
+            "roofline_sum": self.roofline_sum,
+            "roofline": self.report.roofline_cycles,
+            "dram_bytes": self.report.dram_bytes,
+            "energy_pj": self.report.energy_pj,
+            "layers": [
+                {
+                    "name": c.name,
+                    "statements": list(c.statements),
+                    "cycles": c.cycles,
+                    "dram_bytes": c.dram_bytes,
+                    "energy_pj": c.energy_pj,
+                    "macs": c.macs,
+                    "utilization": c.utilization,
+                    "roofline_cycles": c.roofline_cycles,
+                }
+                for c in self.layers
+            ],
+        }
+
+    def __str__(self) -> str:
+        r = self.report
+        head = (
+            f"polyc model report: {self.kernel} on {self.config}, {self.mode}, "
+            f"{len(self.layers)} layers"
+        )
+        cols = (
+            f"  {'layer':<22} {'cycles':>16} {'share':>7} {'MAC util':>9} "
+            f"{'DRAM bytes':>14} {'energy uJ':>11} {'roofline':>12} {'x bound':>10}"
+        )
+        rows = [head, cols]
+        for c in self.layers:
+            rows.append(_row(c.name, c, r.cycles))
+        total = LayerCost(
+            "total",
+            (),
+            r.cycles,
+            r.dram_bytes,
+            r.energy_pj,
+            r.macs,
+            self.roofline_sum,
+            self.layers[0].peak_macs_per_cycle if self.layers else 1.0,
+        )
+        rows.append(_row("total", total, r.cycles))
+        rows.append("  " + self.summary())
+        return "\n".join(rows)
+
+
+def _row(name: str, c: LayerCost, total: int) -> str:
+    share = c.cycles / total if total else 0.0
+    ratio = f"{c.ratio:,.1f}x" if c.ratio is not None else "-"
+    bound = f"{c.roofline_cycles:,}" if c.roofline_cycles else "-"
+    return (
+        f"  {name[:22]:<22} {c.cycles:>16,} {share:>7.1%} {c.utilization:>9.2%} "
+        f"{c.dram_bytes:>14,} {c.energy_pj / 1e6:>11,.3f} {bound:>12} {ratio:>10}"
+    )
+
+
+def model_report(compiled, report=None) -> ModelReport:
+    """The per-layer report of a run of ``compiled`` (``polyc.compile``'s result).
+
+    ``report`` defaults to the compiled kernel's last run.
+
+    Raises:
+        ArgumentError: when there is no run to report on.
+    """
+    from polyc.errors import ArgumentError
+
+    report = report if report is not None else compiled.last_report
+    if report is None:
+        raise ArgumentError(
+            "model_report: there is no run to report on because compiled.run() was "
+            "not called. Run it first, or pass its report."
+        )
+    return layer_costs(compiled.kernel, report, compiled.spec)
+
+
+def layer_costs(kernel: Kernel, report, spec) -> ModelReport:
+    """Group the statements' costs of ``report`` by layer (see module docstring)."""
+    from accelerator.roofline import roofline
+
+    groups: dict[str, list[str]] = {}
+    for s in kernel.statements:
+        groups.setdefault(layer_of(s.origin) or OTHER, []).append(s.name)
+    per = {s.name: s for s in report.statements}
+    layers = []
+    for name, stmts in groups.items():
+        bound = roofline(_layer_kernel(kernel, name, stmts), spec, {})
+        uses = [per[s] for s in stmts if s in per]
+        layers.append(
+            LayerCost(
+                name,
+                tuple(stmts),
+                sum(u.cycles for u in uses),
+                sum(_dram(u) for u in uses),
+                sum(u.energy_pj for u in uses),
+                bound.macs,
+                bound.cycles,
+                bound.peak_macs_per_cycle,
+            )
+        )
+    other = _unattributed(report, layers)
+    if other is not None:
+        layers.append(other)
+    return ModelReport(kernel.name, report.config, report.mode, tuple(layers), report)
+
+
+def _dram(use) -> int:
+    if not use.bytes_read:
+        return 0
+    return use.bytes_read[0] + use.bytes_written[0]
+
+
+def _unattributed(report, layers: list[LayerCost]) -> LayerCost | None:
+    """What the run spent outside every layer's statements, when anything."""
+    cycles = report.cycles - sum(c.cycles for c in layers)
+    dram = report.dram_bytes - sum(c.dram_bytes for c in layers)
+    energy = report.energy_pj - sum(c.energy_pj for c in layers)
+    if cycles == 0 and dram == 0 and abs(energy) <= 1e-6 * max(1.0, report.energy_pj):
+        return None
+    peak = layers[0].peak_macs_per_cycle if layers else 1.0
+    return LayerCost(OTHER, (), cycles, dram, energy, 0, 0, peak)
+
+
+def _layer_kernel(kernel: Kernel, name: str, stmts: list[str]) -> Kernel:
+    """The layer's statements as a kernel: what it reads from elsewhere are its
+    inputs, what is read elsewhere (or returned) are its outputs."""
+    from polyc.ir import Array
+
+    mine = [kernel.statement(s) for s in stmts]
+    names = set(stmts)
+    written = {s.target.array for s in mine}
+    used = {ld.array for s in mine for ld in (s.target, *s.reads)}
+    read_outside = {
+        ld.array for s in kernel.statements if s.name not in names for ld in s.reads
+    }
+    arrays = []
+    for a in (kernel.arrays[n] for n in sorted(used)):
+        if a.name not in written:
+            role = Role.INPUT
+        elif a.name in read_outside or a.role in (Role.OUTPUT, Role.INOUT):
+            role = Role.OUTPUT
+        else:
+            role = Role.TEMP
+        arrays.append(Array(a.name, a.shape, a.dtype, role))
+    label = "".join(ch if ch.isalnum() else "_" for ch in name)
+    return Kernel.create(
+        f"{kernel.name}_{label}", arrays, mine, kernel.params, kernel.context
+    )
