@@ -205,6 +205,18 @@ void f(int n, double A[n], int B[n]) {
         "cannot model 'B[i]'",
         "a value read from an array (data-dependent)",
     ),
+    "linear": (
+        """void f(int n, double *A) {
+#pragma scop
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j <= n; j++)
+      A[i * n + j] = 0;
+#pragma endscop
+}""",
+        "5:9",
+        "cannot model '(i * n) + j'",
+        "a linearised subscript whose part j may leave [0, n)",
+    ),
 }
 
 

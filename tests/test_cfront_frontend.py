@@ -52,7 +52,24 @@ def test_defines_and_include_dirs_act_like_the_compilers(tmp_path):
 
 def test_a_product_by_a_macro_takes_its_value():
     source = """#define W 5
-void f(int h, double A[h * W], double B[h][W]) {
+void f(int h, double A[h][W * W], double B[h][W]) {
+#pragma scop
+  for (int i = 0; i < h; i++)
+    for (int j = 0; j < W; j++)
+      B[i][j] = A[i][j * W];
+#pragma endscop
+}
+"""
+    (kernel,) = polyc.from_c(source)
+    assert kernel.params == ("h",)  # W is a constant of the region
+    a = np.arange(75.0).reshape(3, 25)
+    out = polyc.interpret(kernel, {"A": a}, h=3)
+    assert np.array_equal(out["B"], a[:, ::5])
+
+
+def test_linearised_by_a_macro_keeps_the_macro_a_parameter():
+    source = """#define W 5
+void f(int h, double *A, double B[h][W]) {
 #pragma scop
   for (int i = 0; i < h; i++)
     for (int j = 0; j < W; j++)
@@ -61,10 +78,11 @@ void f(int h, double A[h * W], double B[h][W]) {
 }
 """
     (kernel,) = polyc.from_c(source)
-    assert kernel.params == ("h",)  # W is a constant of the region
-    a = np.arange(15.0)
-    out = polyc.interpret(kernel, {"A": a}, h=3)
-    assert np.array_equal(out["B"], a.reshape(3, 5))
+    assert set(kernel.params) == {"h", "W"}
+    assert [str(d) for d in kernel.arrays["A"].shape] == ["h", "W"]
+    a = np.arange(15.0).reshape(3, 5)
+    out = polyc.interpret(kernel, {"A": a, "B": np.zeros((3, 5))}, W=5)
+    assert np.array_equal(out["B"], a)
 
 
 def test_private_scalar_is_expanded_along_the_loops_it_does_not_cross():
@@ -147,3 +165,19 @@ def test_program_downward_loop_and_set_conditions():
     out = polyc.interpret(kernel, {"A": np.arange(7, dtype=np.int32)})
     # downward: each A[i] adds the old A[i - 1]; then multiples of 3 (not 0) times 10
     assert out["A"].tolist() == [0, 1, 3, 50, 7, 9, 110]
+
+
+def test_three_dimensional_linearised_array():
+    source = """void f(int n, int m, int q, float *T) {
+#pragma scop
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < m; j++)
+      for (int k = 0; k < q; k++)
+        T[(i * m + j) * q + k] = T[i * m * q + j * q + k] * 2.0f;
+#pragma endscop
+}
+"""
+    (kernel,) = polyc.from_c(source)
+    assert [str(d) for d in kernel.arrays["T"].shape] == ["n", "m", "q"]
+    t = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    assert np.array_equal(polyc.interpret(kernel, {"T": t})["T"], t * 2)

@@ -235,3 +235,39 @@ def test_cli_config_runs_each_region_on_the_simulator(tmp_path, capsys):
     assert "needs values for n because --config runs the kernel" in (
         capsys.readouterr().err
     )
+
+
+LINEARISED = """#include <stdio.h>
+#include <stdlib.h>
+void mm(int n, int m, int p, const double *A, const double *B, double *C) {
+#pragma scop
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < m; j++) {
+      C[i * m + j] = 0.0;
+      for (int k = 0; k < p; k++)
+        C[i * m + j] += A[i * p + k] * B[k * m + j];
+    }
+#pragma endscop
+}
+int main(void) {
+  int n = 5, m = 4, p = 3;
+  double *A = malloc(sizeof(double) * n * p), *B = malloc(sizeof(double) * p * m), *C = malloc(sizeof(double) * n * m);
+  for (int i = 0; i < n * p; i++) A[i] = i * 0.5;
+  for (int i = 0; i < p * m; i++) B[i] = i - 2.25;
+  mm(n, m, p, A, B, C);
+  for (int i = 0; i < n * m; i++) printf("%a\\n", C[i]);
+  return 0;
+}
+"""
+
+
+def test_linearised_indexing_is_modelled_and_written_back(tmp_path):
+    """Pluto#19: a matrix in one block, indexed i * m + j with m a parameter."""
+    from polyc.frontend.c import from_c
+
+    (kernel,) = from_c(LINEARISED)
+    assert [str(d) for d in kernel.arrays["C"].shape] == ["n", "m"]
+    assert [str(d) for d in kernel.arrays["A"].shape] == ["n", "p"]
+    out = compile_c(LINEARISED).text
+    assert "C[((i) * m + (j))]" in out
+    assert run_c(tmp_path, "new", out) == run_c(tmp_path, "orig", LINEARISED)

@@ -89,9 +89,11 @@ class SourceEmitter(CEmitter):
         scalars: set[str],
         contracted: set[str],
         taken: set[str],
+        linear: dict[str, list[str]] | None = None,
     ):
         super().__init__(kernel)
         self.names = names
+        self.linear = linear or {}
         self.scalars = scalars | contracted
         self.taken = set(taken)
 
@@ -99,6 +101,12 @@ class SourceEmitter(CEmitter):
         name = self.names.get(array, array)
         if array in self.scalars:
             return name
+        strides = self.linear.get(array)
+        if strides:  # the user's one-dimensional array: its linear address
+            flat = f"({index[0]})"
+            for stride, idx in zip(strides, index[1:]):
+                flat = f"({flat} * {stride} + ({idx}))"
+            return f"{name}[{flat}]"
         return name + "".join(f"[{i}]" for i in index)
 
     def renderer(self, args: dict[str, str]) -> CExpr:

@@ -23,6 +23,7 @@ from polyc.errors import DefinitionError, DTypeError
 from polyc.expr import Const, Index, Load, cast
 from polyc.frontend.c_affine import AffineBuilder, NotAffine, to_aff
 from polyc.frontend.c_body import BodyBuilder
+from polyc.frontend.c_linear import components, polynomial, strides_of
 from polyc.frontend.c_types import CType, Var, resolve
 from polyc.program import Program
 
@@ -48,6 +49,7 @@ class ArrayInfo:
     var: Var  # the C variable
     scalar: bool  # a C scalar (0-d array)
     inferred: list[int] = field(default_factory=list)  # dims no declaration states
+    strides: list[str] = field(default_factory=list)  # linearised: C's row lengths
 
 
 @dataclass
@@ -167,6 +169,27 @@ class RegionWalker:
                             types[n.name] = dv.ctype.dtype or dtypes.int64
         self.params = params
         self.param_types = types
+        self.linear = self._linearised(iters)
+
+    def _linearised(self, iters: set[str]) -> dict[str, list[str]]:
+        """One-dimensional arrays indexed ``i * n + j``: their strides."""
+        subs: dict[str, list] = {}
+        for node in _walk(self.items):
+            if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID):
+                subs.setdefault(node.name.name, []).append(node.subscript)
+        names = iters | set(self.params)
+        out: dict[str, list[str]] = {}
+        for name, nodes in subs.items():
+            v = self.outer.get(name)
+            if v is not None and v.ctype.ndim != 1:
+                continue
+            polys = [polynomial(n, names, self.known) for n in nodes]
+            if any(p is None for p in polys):
+                continue
+            strides = strides_of(polys, self.params)
+            if strides:
+                out[name] = strides
+        return out
 
     def _lookup(self, name: str) -> Var | None:
         for scope in reversed(self.scopes):
@@ -192,6 +215,9 @@ class RegionWalker:
             name, k = f"{v.name}_{k}", k + 1
         shape, inferred = [], []
         dims = list(v.ctype.dims)
+        strides = self.linear.get(v.name, []) if len(dims) == 1 else []
+        if strides:
+            dims = [None]
         ab = AffineBuilder(self.params, [], self.known, self.pinned)
         for d, dim in enumerate(dims):
             if dim is None:
@@ -206,8 +232,9 @@ class RegionWalker:
             role = "temp"  # declared in a block of the region: dead after it
         else:
             role = "inout" if v.name in self.written else "input"
+        shape += [var(st) for st in strides]
         self.p.array(name, shape, dt, role=role)
-        self.arrays[name] = ArrayInfo(name, v, not dims, inferred)
+        self.arrays[name] = ArrayInfo(name, v, not dims, inferred, list(strides))
         self._by_var[key] = name
         return name
 
@@ -247,6 +274,10 @@ class RegionWalker:
         v = self._lookup(base.name)
         if v is None or not v.is_array:
             raise NotAffine(base, f"{base.name}, which is not an array")
+        strides = self.linear.get(base.name, []) if v.ctype.ndim == 1 else []
+        if strides and len(subs) == 1:
+            arr = self._array_for(v, node)
+            return Load(arr, self._delinearise(subs[0], strides), v.ctype.dtype)
         if len(subs) != v.ctype.ndim:
             raise NotAffine(
                 node,
@@ -267,6 +298,30 @@ class RegionWalker:
                     "division of a value that may be negative)",
                 ) from None
         return Load(arr, tuple(idx), v.ctype.dtype)
+
+    def _delinearise(self, sub, strides: list[str]) -> tuple:
+        names = set(self.iters) | set(self.params)
+        poly = polynomial(sub, names, self.known)
+        comps = components(poly, strides, self.params) if poly is not None else None
+        if comps is None:
+            raise NotAffine(
+                sub, f"a linearised subscript that does not split by {strides}"
+            )
+        ab = self._builder()
+        for comp, stride in zip(comps[1:], strides):
+            inside = ab.universe()
+            text = comp.to_isl()
+            head = f"[{', '.join(self.params)}] -> " if self.params else ""
+            outside = isl.Set(
+                f"{head}{{ [{', '.join(self.iters)}] : {text} < 0 or {text} >= {stride} }}"
+            )
+            if not self.domain.intersect(outside.intersect(inside)).is_empty():
+                raise NotAffine(
+                    sub,
+                    f"a linearised subscript whose part {comp} may leave [0, {stride}) "
+                    "(the same element would have two index tuples)",
+                )
+        return tuple(comps)
 
     def _affine(self, fn, node):
         """``fn(node)``, with data reads reported as data-dependent."""

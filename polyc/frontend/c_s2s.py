@@ -238,7 +238,8 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
         elif local and id(info.var) not in hoisted:
             decls += declaration(kernel, a, a, heap=False)
     taken = set(region.visible) - set(region.iterators)
-    emitter = SourceEmitter(kernel, names, scalars, contracted, taken)
+    linear = {a: info.strides for a, info in region.arrays.items() if info.strides}
+    emitter = SourceEmitter(kernel, names, scalars, contracted, taken, linear)
     body = emitter.block()
     used = helpers_used(body)
     pre = [f"{indent}{_hoisted(v)}" for v in region.hoisted]
