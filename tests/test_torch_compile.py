@@ -104,7 +104,7 @@ def test_graph_break_runs_python_between_two_polyc_graphs(capsys):
     recs = torch_compile.records()
     assert [r.status for r in recs] == ["compiled", "compiled"]
     text = torch_compile.report()
-    assert "2 graph(s), 2 compiled, 0 eager" in text
+    assert "2 graph(s), 2 compiled, 0 partly eager, 0 eager" in text
     assert "graph breaks (run in Python between graphs): 1" in text
 
 
@@ -112,7 +112,7 @@ def with_cumsum(x):
     return torch.cumsum(torch.relu(x), 0) + 1
 
 
-def test_unsupported_graph_falls_back_to_eager_and_is_reported():
+def test_unsupported_op_alone_runs_eagerly_and_the_rest_in_polyc():
     compiled = torch.compile(with_cumsum, backend="polyc")
     x = torch.randn(6)
     with warnings.catch_warnings(record=True) as caught:
@@ -120,14 +120,55 @@ def test_unsupported_graph_falls_back_to_eager_and_is_reported():
         _same(compiled, with_cumsum, x)
     fallbacks = [w for w in caught if issubclass(w.category, EagerFallbackWarning)]
     assert len(fallbacks) == 1
-    assert "runs in eager PyTorch because" in str(fallbacks[0].message)
-    assert "aten.cumsum.default is not supported" in str(fallbacks[0].message)
+    text = str(fallbacks[0].message)
+    assert text.startswith(
+        "polyc: graph 0 runs aten.cumsum.default (node cumsum at test_torch_compile.py:"
+    )
+    assert "in eager PyTorch and the rest in 2 polyc kernel(s) because" in text
+    assert "aten.cumsum.default is not supported" in text
+    (rec,) = torch_compile.records()
+    assert rec.status == "partial" and len(rec.kernels) == 2
+    report = torch_compile.report()
+    assert "1 graph(s), 0 compiled, 1 partly eager, 0 eager" in report
+    assert "2 polyc kernel(s) of 2 statements; eager: aten.cumsum.default" in report
+
+
+def only_cumsum(x):
+    return torch.cumsum(x, 0)
+
+
+def test_graph_with_nothing_to_lower_runs_eagerly_and_is_reported():
+    compiled = torch.compile(only_cumsum, backend="polyc")
+    x = torch.randn(6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _same(compiled, only_cumsum, x)
+    fallbacks = [w for w in caught if issubclass(w.category, EagerFallbackWarning)]
+    assert "graph 0 runs in eager PyTorch because" in str(fallbacks[0].message)
     (rec,) = torch_compile.records()
     assert rec.status == "eager"
-    assert "1 graph(s), 0 compiled, 1 eager" in torch_compile.report()
+    assert "1 graph(s), 0 compiled, 0 partly eager, 1 eager" in torch_compile.report()
 
 
 def test_unknown_option():
     compiled = torch.compile(MLP(), backend="polyc", options={"tiles": 4})
     with pytest.raises(Exception, match=r"unknown option\(s\) \['tiles'\]"):
         compiled(torch.randn(2, 64))
+
+
+class Cumsum(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, 1)
+
+
+def test_partly_eager_model_with_weights():
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), Cumsum(), nn.Linear(8, 3))
+    model = model.eval()
+    compiled = torch.compile(model, backend="polyc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EagerFallbackWarning)
+        _same(compiled, model, torch.randn(2, 4))
+    (rec,) = torch_compile.records()
+    assert rec.status == "partial" and len(rec.kernels) == 2
+    assert sorted(len(k.statements) for k in rec.kernels) == [2, 3]

@@ -25,9 +25,10 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from polyc.errors import ArgumentError, PolycError
+from polyc.errors import ArgumentError, FrontendError, PolycError
 
 TARGETS = ("host", "interpret", "accelerator")
+OPERATION = "torch.compile(backend='polyc')"
 
 
 class EagerFallbackWarning(UserWarning):
@@ -40,9 +41,10 @@ class GraphRecord:
 
     index: int
     ops: int
-    status: str = "compiled"  # or "eager"
+    status: str = "compiled"  # or "partial" (some ops eager), "eager"
     reason: str = ""
     kernels: list = field(default_factory=list)
+    eager: list = field(default_factory=list)  # ops that run eagerly, and where
 
 
 _LOCK = threading.Lock()
@@ -135,9 +137,11 @@ class _Compiled:
         from polyc.frontend.torch_export import export, from_exported
 
         name = f"graph{self.record.index}"
-        operation = "torch.compile(backend='polyc')"
-        ep = export(self.gm, tuple(inputs), operation=operation)
-        kernel = from_exported(ep, name=name, operation=operation)
+        ep = export(self.gm, tuple(inputs), operation=OPERATION)
+        try:
+            kernel = from_exported(ep, name=name, operation=OPERATION)
+        except FrontendError as err:
+            return self._split(ep, name, err)
         self.record.kernels.append(kernel)
         execute = _executor(kernel, self.target, self.config)
         positions = [
@@ -155,6 +159,28 @@ class _Compiled:
             return tuple(torch.from_numpy(result[o]) for o in outputs)
 
         return run
+
+    def _split(self, ep, name: str, err: FrontendError):
+        """Lowerable regions in polyc, the rest eagerly (or all of it eagerly)."""
+        from polyc.frontend.torch_partition import split
+
+        parts = split(
+            ep, name, lambda k: _executor(k, self.target, self.config), OPERATION
+        )
+        if not parts.kernels:
+            raise err
+        self.record.status = "partial"
+        self.record.kernels += parts.kernels
+        self.record.eager += parts.eager
+        self.record.reason = parts.reasons[0] if parts.reasons else str(err)
+        warnings.warn(
+            f"polyc: graph {self.record.index} runs {', '.join(parts.eager)} in eager "
+            f"PyTorch and the rest in {len(parts.kernels)} polyc kernel(s) because "
+            f"{self.record.reason}",
+            EagerFallbackWarning,
+            stacklevel=3,
+        )
+        return parts.run
 
 
 def _concrete(value) -> bool:
@@ -195,13 +221,23 @@ def report() -> str:
     """Which graphs polyc compiled, which ran eagerly and why, and Dynamo's breaks."""
     lines = []
     recs = records()
-    done = sum(r.status == "compiled" for r in recs)
+    counts = {k: sum(r.status == k for r in recs) for k in ("compiled", "partial")}
     lines.append(
-        f"polyc backend: {len(recs)} graph(s), {done} compiled, {len(recs) - done} eager"
+        f"polyc backend: {len(recs)} graph(s), {counts['compiled']} compiled, "
+        f"{counts['partial']} partly eager, "
+        f"{len(recs) - sum(counts.values())} eager"
     )
     for r in recs:
         stmts = sum(len(k.statements) for k in r.kernels)
-        what = f"{stmts} statements" if r.status == "compiled" else r.reason
+        if r.status == "compiled":
+            what = f"{stmts} statements"
+        elif r.status == "partial":
+            what = (
+                f"{len(r.kernels)} polyc kernel(s) of {stmts} statements; eager: "
+                f"{', '.join(r.eager)}"
+            )
+        else:
+            what = r.reason
         lines.append(f"  graph {r.index}: {r.ops} ops, {r.status}: {what}")
     breaks = _graph_breaks()
     lines.append(f"graph breaks (run in Python between graphs): {sum(breaks.values())}")
