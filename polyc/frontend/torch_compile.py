@@ -4,9 +4,10 @@ Dynamo hands the backend one FX graph per region it could trace (a graph break, 
 as a ``print`` or a data-dependent branch, splits a function into several graphs and
 runs the code between them in Python). Each graph is exported to ATen and lowered to
 one polyc Kernel, compiled once per input shape, and run on the chosen target; its
-outputs come back as torch tensors. A graph polyc cannot lower runs eagerly instead,
-with an :class:`EagerFallbackWarning` naming the reason. :func:`report` lists the
-graphs, what ran where, and Dynamo's graph breaks.
+outputs come back as torch tensors. In a graph with ops polyc cannot lower, only those
+ops run eagerly, between polyc kernels for the regions around them
+(:mod:`polyc.frontend.torch_partition`), and an :class:`EagerFallbackWarning` names
+them. :func:`report` lists the graphs, what ran where, and Dynamo's graph breaks.
 
 The backend is registered through the ``torch_dynamo_backends`` entry point (see
 setup.cfg), so torch finds it by name without ``import polyc`` importing torch.
