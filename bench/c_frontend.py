@@ -13,8 +13,7 @@ side by side:
 
 It reports the best time of each, the speedups over the baseline and whether every
 build's checksum equals the baseline's, writes ``bench/results/c_frontend.json`` and
-prints a markdown table. When the installed ``schedules`` has no ``auto``, the polyc
-column uses the program-order schedule (and says so).
+prints a markdown table.
 """
 
 from __future__ import annotations
@@ -65,14 +64,6 @@ def _polly() -> list[str] | None:
         text=True,
     )
     return [clang, "-mllvm", "-polly"] if probe.returncode == 0 else None
-
-
-def _schedule_kind() -> str:
-    try:
-        from schedules import auto  # noqa: F401
-    except ImportError:
-        return "original"
-    return "auto"
 
 
 def run_kernel(name: str, work: Path, repeat: int, schedule: str, polly) -> dict:
@@ -141,10 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         "--schedule",
         default=None,
         choices=["auto", "original"],
-        help="default: auto when the installed schedules has it",
+        help="the schedule of the polyc column (default: auto)",
     )
     args = parser.parse_args(argv)
-    schedule = args.schedule or _schedule_kind()
+    schedule = args.schedule or "auto"
     polly = _polly()
     rows = []
     with tempfile.TemporaryDirectory(prefix="polyc-cbench-") as tmp:

@@ -119,20 +119,10 @@ def _compute(work: Path) -> dict:
         "rewritten": rewritten,
         "original_runs": build_and_run(originals, work / "original"),
         "rewritten_runs": build_and_run(rewritten, work / "rewritten"),
-        "auto_runs": None,
     }
-    if has_auto():
-        auto = {n: compile_c(p, schedule="auto").text for n, p in _named()}
-        out["auto_runs"] = build_and_run(auto, work / "auto", ["-fopenmp"])
+    auto = {n: compile_c(p, schedule="auto").text for n, p in _named()}
+    out["auto_runs"] = build_and_run(auto, work / "auto", ["-fopenmp"])
     return out
-
-
-def has_auto() -> bool:
-    try:
-        from schedules import auto  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _named():

@@ -2,8 +2,7 @@
 interpreted, rewritten source-to-source, and the original and rewritten C are run
 side by side.
 
-With ``schedules.auto`` installed, each file is also rewritten with the automatic
-schedule (tiled, fused, parallel loops under OpenMP) and must match bit for bit too.
+Each file is also rewritten with the automatic schedule (tiled, fused, parallel loops under OpenMP) and must match bit for bit too.
 
 Tolerances: the rewritten C computes the same operations in the same order as the
 original (program-order schedule), so it must match bit for bit. The interpreter
@@ -70,8 +69,6 @@ def test_interpreter_matches_original_c(corpus, name):
 def test_auto_scheduled_c_matches_original_bit_for_bit(corpus, name):
     """The automatic schedule keeps every dependence, reductions included, so the
     rewritten C computes each value in the original order: equal bits."""
-    if corpus["auto_runs"] is None:
-        pytest.skip("schedules.auto is not installed")
     original = _outputs(corpus["original_runs"], name)
     scheduled = _outputs(corpus["auto_runs"], name)
     assert original.keys() == scheduled.keys()

@@ -217,7 +217,7 @@ def test_cli_reports_errors_without_a_traceback(tmp_path, capsys):
     yaml = tmp_path / "s.yaml"
     yaml.write_text("{ domain: oops")
     assert cli.main(["compile", str(src), "--schedule", str(yaml)]) == 1
-    # schedules.apply_schedule reads the file (c_s2s.apply_yaml only without it)
+    # schedules.apply_schedule reads the file and names the problem
     assert (
         "polyc compile: apply_schedule: the text is not an isl schedule"
         in capsys.readouterr().err

@@ -14,10 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import islpy as isl
-
-from polyc import tree
-from polyc.errors import FrontendError, IllegalTransformError, PolycError, ScheduleError
+from polyc.errors import FrontendError, PolycError, ScheduleError
 from polyc.frontend import c as cfront
 from polyc.frontend.c_emit import (
     SourceEmitter,
@@ -148,65 +145,18 @@ def _documents(schedule, n: int) -> list:
 
 
 def _schedule(kernel: Kernel, spec, known: dict[str, int] | None = None) -> Kernel:
+    """``kernel`` under ``spec``: None (program order), "auto", or isl YAML text
+    (checked against every dependence by ``schedules.apply_schedule``)."""
     if spec is None:
         return kernel
+    import schedules
+
     if spec == "auto":
-        try:
-            from schedules import auto
-        except ImportError:
-            raise ScheduleError(
-                "compile: --schedule auto is not available because the schedules "
-                "package has no auto scheduler in this installation. Use --schedule "
-                "FILE.yaml or no --schedule."
-            ) from None
         values = {p: v for p, v in (known or {}).items() if p in kernel.params}
-        if len(values) == len(kernel.params) and values:
-            return auto(kernel, params=values)  # sizes for the cost model
-        return auto(kernel)
-    try:
-        from schedules import apply_schedule
-    except ImportError:
-        apply_schedule = None
-    if apply_schedule is not None:
-        return apply_schedule(kernel, spec)
-    return apply_yaml(kernel, spec)
-
-
-def apply_yaml(kernel: Kernel, text: str) -> Kernel:
-    """``kernel`` under the schedule in isl YAML ``text``, checked against every
-    dependence (used until ``schedules.apply_schedule`` is installed).
-
-    Raises:
-        ScheduleError: for text isl cannot read, or a schedule of other statements.
-        IllegalTransformError: for a schedule that reverses a dependence.
-    """
-    try:
-        schedule = isl.Schedule(text.strip())
-    except isl.Error as err:
-        raise ScheduleError(
-            f"compile: the schedule is not isl YAML because isl says {err}. Start "
-            "from the schedule that 'polyc compile --print-schedule' prints."
-        ) from None
-    dom = schedule.get_domain()
-    if not dom.is_equal(kernel.domain):
-        raise ScheduleError(
-            f"compile: the schedule of {kernel.name} covers {dom} but the region's "
-            f"statements are {kernel.domain} because the domains differ. Keep the "
-            "domain line of the printed schedule."
-        )
-    time = tree.flat_map(schedule)
-    ge = time.lex_ge_union_map(time)
-    bad = kernel.deps.validity.intersect(ge).intersect_params(kernel.context)
-    if not bad.is_empty():
-        pairs: list[isl.Map] = []
-        bad.foreach_map(pairs.append)
-        pair = pairs[0].sample()
-        raise IllegalTransformError(
-            f"compile: the schedule of {kernel.name} is illegal because the "
-            f"dependence {pair} would run backwards. Keep the source instance before "
-            "the sink (skew, or reorder fewer loops)."
-        )
-    return kernel.with_schedule(schedule)
+        if values and len(values) == len(kernel.params):
+            return schedules.auto(kernel, params=values)  # sizes for the cost model
+        return schedules.auto(kernel)
+    return schedules.apply_schedule(kernel, spec)
 
 
 def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
