@@ -124,16 +124,17 @@ out:;
         "a loop condition that holds again after it first fails",
     ),
     "dataif": (
-        """void f(int n, double A[n]) {
+        """double g(double);
+void f(int n, double A[n]) {
 #pragma scop
   for (int i = 0; i < n; i++)
-    if (A[i] > 0.0)
+    if (g(A[i]) > 0.0)
       A[i] = 0;
 #pragma endscop
 }""",
-        "4:9",
-        "cannot model 'A[i]'",
-        "a value read from an array (data-dependent)",
+        "5:9",
+        "cannot model 'g(A[i])'",
+        "a call to g, which may have side effects",
     ),
     "oob": (
         """void f(void) {

@@ -271,3 +271,47 @@ def test_linearised_indexing_is_modelled_and_written_back(tmp_path):
     out = compile_c(LINEARISED).text
     assert "C[((i) * m + (j))]" in out
     assert run_c(tmp_path, "new", out) == run_c(tmp_path, "orig", LINEARISED)
+
+
+DATA_IF = """#include <stdio.h>
+#include <math.h>
+void f(int n, double A[n], double B[n], int cnt[n]) {
+#pragma scop
+  for (int i = 0; i < n; i++) {
+    if (A[i] > 0.5) {
+      A[i] = 0.0;
+      B[i] = A[i] + 1.0;
+      if (B[i] > 0.0 && i % 2 == 0)
+        cnt[i] += 3;
+      else
+        cnt[i] -= 1;
+    } else {
+      for (int j = 0; j < i; j++)
+        B[i] += sqrt(A[j]);
+    }
+  }
+#pragma endscop
+}
+int main(void) {
+  double A[9], B[9]; int cnt[9];
+  for (int i = 0; i < 9; i++) { A[i] = (i * 7 % 10) / 10.0; B[i] = i; cnt[i] = i; }
+  f(9, A, B, cnt);
+  for (int i = 0; i < 9; i++) printf("%a %a %d\\n", A[i], B[i], cnt[i]);
+  return 0;
+}
+"""
+
+
+def test_conditions_on_data_are_if_converted(tmp_path):
+    """if (A[i] > 0.5) ...: the condition is computed once into a private flag and
+    each assignment under it keeps its old value where the flag is false."""
+    from polyc.frontend.c import from_c
+
+    (kernel,) = from_c(DATA_IF)
+    assert "polyc_c0" in kernel.arrays and str(kernel.statements[1].body) == (
+        "select(polyc_c0[i], 0.0, A[i])"
+    )
+    want = run_c(tmp_path, "orig", DATA_IF)
+    assert run_c(tmp_path, "new", compile_c(DATA_IF).text) == want
+    auto = compile_c(DATA_IF, schedule="auto").text
+    assert run_c(tmp_path, "auto", auto.replace("#pragma omp", "// omp")) == want

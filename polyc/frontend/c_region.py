@@ -20,7 +20,7 @@ from pycparser import c_ast
 from polyc import dtypes
 from polyc.affine import var
 from polyc.errors import DefinitionError, DTypeError
-from polyc.expr import Const, Index, Load, cast
+from polyc.expr import Binary, Const, Index, Load, Select, Unary, cast
 from polyc.frontend.c_affine import AffineBuilder, NotAffine, to_aff
 from polyc.frontend.c_body import BodyBuilder
 from polyc.frontend.c_linear import components, polynomial, strides_of
@@ -90,6 +90,8 @@ class RegionWalker:
         self.stmt_loops: dict[str, tuple[int, ...]] = {}
         self.hoisted: list[Var] = []
         self._ids = itertools.count()
+        self.guard = None  # the condition on data the current statement runs under
+        self._guards = 0
         self.pinned: set[str] = set()
 
     # entry ---------------------------------------------------------------------------
@@ -396,13 +398,17 @@ class RegionWalker:
 
     def _assign(self, node, lvalue, op: str, rvalue) -> None:
         target = self._target(lvalue)
-        if op == "=":
+        if isinstance(rvalue, _Value):
+            value = rvalue.expr
+        elif op == "=":
             value = self.body.number(rvalue)
         else:
             value = self.body.number(
                 c_ast.BinaryOp(op[:-1], lvalue, rvalue, node.coord)
             )
         value = cast(value, target.dtype)
+        if self.guard is not None:  # under a condition on data: keep the old value
+            value = Select(self.guard, value, target, target.dtype)
         try:
             with self.p.origin(self.origin(node)):
                 stmt = self.p.assign(target, value)
@@ -450,7 +456,11 @@ class RegionWalker:
 
     def _if(self, node: c_ast.If) -> None:
         ab = self._builder()
-        cond = self._affine(ab.cond, node.cond)
+        try:
+            cond = self._affine(ab.cond, node.cond)
+        except NotAffine as err:
+            self._data_if(node, err)
+            return
         outer = self.domain
         with self.p.when(cond):
             self.domain = outer.intersect(cond)
@@ -461,6 +471,36 @@ class RegionWalker:
                 self.domain = outer.intersect(other)
                 self._stmt(node.iffalse)
         self.domain = outer
+
+    def _data_if(self, node: c_ast.If, err: NotAffine) -> bool:
+        """If-conversion of a condition on data: ``c = cond`` once, then every
+        assignment under it becomes ``x = c ? value : x`` (``else``: ``!c``). False
+        when the condition is not a data expression either (raises then)."""
+        value = self.body.truth(node.cond)  # raises for what is not data either
+        parent = self.guard
+        if parent is not None:  # C evaluates the inner condition only under the outer
+            value = Select(parent, value, Const(False, dtypes.bool_), dtypes.bool_)
+        name = f"polyc_c{self._guards}"
+        self._guards += 1
+        v = Var(name, CType(("_Bool",)), "region", node)
+        self.scopes[-1][name] = v
+        self._array_for(v, node)
+        self.guard = None  # the condition itself is computed in every iteration
+        self._assign(node, c_ast.ID(name, node.coord), "=", _Value(value))
+        c = Load(name, (), dtypes.bool_)
+        self.guard = c
+        try:
+            self._stmt(node.iftrue)
+            if node.iffalse is not None:
+                other = Unary("not", c, dtypes.bool_)
+                if parent is not None:
+                    other = Binary("and", parent, other, dtypes.bool_)
+                self.guard = other
+                self._stmt(node.iffalse)
+        finally:
+            self.guard = parent
+        del err
+        return True
 
     def _for(self, node: c_ast.For) -> None:
         name, init, ctype = self._loop_init(node)
@@ -557,6 +597,13 @@ class RegionWalker:
         if value == 0:
             raise NotAffine(node, "a loop step of zero")
         return value
+
+
+class _Value:
+    """An already translated right-hand side."""
+
+    def __init__(self, expr):
+        self.expr = expr
 
 
 def _check_monotone(node, start: isl.Set, cond: isl.Set, step: int) -> None:
