@@ -12,7 +12,9 @@ affine bounds (``min``/``max``, ``floord``/``ceild``-style divisions, any compar
 steps, downward loops), ``if``/``else`` on affine conditions, multi-dimensional
 accesses with affine subscripts (fixed-size arrays, C99 VLA parameters, pointers whose
 extent is inferred), scalars (zero-dimensional arrays, privatised where legal),
-compound assignments, ternaries, math calls and local declarations. Integer variables
+compound assignments, ternaries, math calls and local declarations; linearised
+indexing (``A[i * n + j]``) is modelled as ``A[i][j]`` and an ``if`` on data is
+if-converted through a private flag. Integer variables
 the region does not write and integer macros become isl parameters (macros keep their
 value in :attr:`Region.param_values`). Anything else raises ``FrontendError`` with the
 file, line and column of the construct.

@@ -2,7 +2,7 @@
 
 Each ``for`` becomes a Program loop whose domain is the exact set of values C's loop
 takes (any affine condition, steps, downward loops); each ``if`` a condition (its
-``else`` the complement); each assignment a statement whose body is typed as C types
+``else`` the complement; an ``if`` on data is if-converted); each assignment a statement whose body is typed as C types
 it. Names resolve as in C: loop iterators, parameters (integer variables the region
 never writes, and integer macros), and data (arrays, and scalars as zero-dimensional
 arrays). Anything the polyhedral model cannot hold raises :class:`NotAffine` at the
@@ -458,8 +458,8 @@ class RegionWalker:
         ab = self._builder()
         try:
             cond = self._affine(ab.cond, node.cond)
-        except NotAffine as err:
-            self._data_if(node, err)
+        except NotAffine:
+            self._data_if(node)
             return
         outer = self.domain
         with self.p.when(cond):
@@ -472,10 +472,10 @@ class RegionWalker:
                 self._stmt(node.iffalse)
         self.domain = outer
 
-    def _data_if(self, node: c_ast.If, err: NotAffine) -> bool:
+    def _data_if(self, node: c_ast.If) -> None:
         """If-conversion of a condition on data: ``c = cond`` once, then every
-        assignment under it becomes ``x = c ? value : x`` (``else``: ``!c``). False
-        when the condition is not a data expression either (raises then)."""
+        assignment under it becomes ``x = c ? value : x`` (``else``: ``!c``). Raises
+        NotAffine when the condition is not a data expression either."""
         value = self.body.truth(node.cond)  # raises for what is not data either
         parent = self.guard
         if parent is not None:  # C evaluates the inner condition only under the outer
@@ -499,8 +499,6 @@ class RegionWalker:
                 self._stmt(node.iffalse)
         finally:
             self.guard = parent
-        del err
-        return True
 
     def _for(self, node: c_ast.For) -> None:
         name, init, ctype = self._loop_init(node)
