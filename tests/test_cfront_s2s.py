@@ -315,3 +315,37 @@ def test_conditions_on_data_are_if_converted(tmp_path):
     assert run_c(tmp_path, "new", compile_c(DATA_IF).text) == want
     auto = compile_c(DATA_IF, schedule="auto").text
     assert run_c(tmp_path, "auto", auto.replace("#pragma omp", "// omp")) == want
+
+
+TWO_REGIONS = """#include <stdio.h>
+void f(int n, int T, double A[n][n], double B[n]) {
+  for (int t = 0; t < T; t++) {
+#pragma scop
+    for (int i = t; i < n; i++)
+      B[i] = B[i] + A[t][i];
+#pragma endscop
+    B[0] += 1.0;
+#pragma scop
+    for (int i = 1; i < n; i++)
+      for (int j = 0; j < i; j++)
+        A[i][j] = A[i][j] * 0.5 + B[j];
+#pragma endscop
+  }
+}
+int main(void) {
+  double A[6][6], B[6];
+  for (int i = 0; i < 6; i++) { B[i] = i; for (int j = 0; j < 6; j++) A[i][j] = i - j * 0.5; }
+  f(6, 3, A, B);
+  for (int i = 0; i < 6; i++) { printf("%a\\n", B[i]); for (int j = 0; j < 6; j++) printf("%a\\n", A[i][j]); }
+  return 0;
+}
+"""
+
+
+def test_two_regions_inside_a_loop_of_the_function(tmp_path):
+    """The enclosing loop's iterator t is a parameter of both regions."""
+    result = compile_c(TWO_REGIONS, schedule="auto")
+    assert [r.name for r in result.regions] == ["f_1", "f_2"]
+    assert all("t" in r.kernel.params for r in result.regions)
+    want = run_c(tmp_path, "orig", TWO_REGIONS)
+    assert run_c(tmp_path, "new", result.text.replace("#pragma omp", "// omp")) == want
