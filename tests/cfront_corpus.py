@@ -13,6 +13,8 @@ import fcntl
 import hashlib
 import pickle
 import subprocess
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -31,30 +33,38 @@ def run_name(path: Path) -> str:
 
 
 def build_and_run(
-    sources: dict[str, str], workdir: Path, extra: list[str] = ()
-) -> dict[str, dict]:
-    """Compile ``{name: C text}`` with a driver that calls every ``run_<name>`` and
-    return ``{name: {(tag, array): np.ndarray}}``."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    files = []
-    for name, text in sources.items():
-        f = workdir / f"{name}.c"
-        f.write_text(text)
-        files.append(str(f))
-    names = list(sources)
-    driver = ["#include <stdio.h>"]
-    driver += [f"void run_{n}(void);" for n in names]
-    driver.append("int main(void) {")
-    for n in names:
-        driver.append(f'  printf("== {n}\\n"); run_{n}(); fflush(stdout);')
-    driver.append("  return 0;\n}")
-    (workdir / "driver.c").write_text("\n".join(driver) + "\n")
-    exe = workdir / "corpus"
-    cmd = ["gcc", *CFLAGS, *extra, f"-I{CORPUS}", *files, str(workdir / "driver.c")]
-    cmd.append("-lm")
-    subprocess.run([*cmd, "-o", str(exe)], check=True, capture_output=True, text=True)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True)
-    return parse_dumps(out.stdout)
+    batches: dict[str, tuple[dict[str, str], list[str]]], work: Path
+) -> dict[str, dict[str, dict]]:
+    """Compile each batch ``{label: ({name: C text}, extra flags)}`` into one program
+    with a driver that calls every ``run_<name>`` (the batches build concurrently),
+    run them and return ``{label: {name: {(tag, array): np.ndarray}}}``."""
+    procs = {}
+    for label, (sources, extra) in batches.items():
+        workdir = work / label
+        workdir.mkdir(parents=True, exist_ok=True)
+        files = []
+        for name, text in sources.items():
+            f = workdir / f"{name}.c"
+            f.write_text(text)
+            files.append(str(f))
+        driver = ["#include <stdio.h>"]
+        driver += [f"void run_{n}(void);" for n in sources]
+        driver.append("int main(void) {")
+        for n in sources:
+            driver.append(f'  printf("== {n}\\n"); run_{n}(); fflush(stdout);')
+        driver.append("  return 0;\n}")
+        (workdir / "driver.c").write_text("\n".join(driver) + "\n")
+        exe = workdir / "corpus"
+        cmd = ["gcc", *CFLAGS, *extra, f"-I{CORPUS}", *files]
+        cmd += [str(workdir / "driver.c"), "-lm", "-o", str(exe)]
+        procs[label] = (subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True), exe)
+    out = {}
+    for label, (proc, exe) in procs.items():
+        _, err = proc.communicate()
+        assert proc.returncode == 0, err
+        run = subprocess.run([str(exe)], check=True, capture_output=True, text=True)
+        out[label] = parse_dumps(run.stdout)
+    return out
 
 
 def parse_dumps(text: str) -> dict[str, dict]:
@@ -101,32 +111,40 @@ def _fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def _compute(work: Path) -> dict:
+def _rewrite(path: Path) -> tuple:
+    """Program-order and automatic rewrites of one corpus file (a worker's job)."""
     from polyc.frontend.c_s2s import compile_c
 
-    originals, rewritten, kernels, known = {}, {}, {}, {}
-    for path in corpus_files():
-        name = run_name(path)
-        originals[name] = path.read_text()
-        result = compile_c(path)
-        assert all(r.replaced for r in result.regions), result.regions
-        kernels[name] = [r.kernel for r in result.regions]
-        known[name] = {k: v for r in result.regions for k, v in r.param_values.items()}
-        rewritten[name] = result.text
-    out = {
-        "kernels": kernels,
-        "known": known,
-        "rewritten": rewritten,
-        "original_runs": build_and_run(originals, work / "original"),
-        "rewritten_runs": build_and_run(rewritten, work / "rewritten"),
+    result = compile_c(path)
+    assert all(r.replaced for r in result.regions), result.regions
+    kernels = [r.kernel for r in result.regions]
+    known = {k: v for r in result.regions for k, v in r.param_values.items()}
+    return kernels, known, result.text, compile_c(path, schedule="auto").text
+
+
+def _compute(work: Path) -> dict:
+    """Rewrite the corpus on two processes (the other test worker waits for this),
+    then build and run the three versions."""
+    paths = corpus_files()
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        done = list(pool.map(_rewrite, paths))
+    names = [run_name(p) for p in paths]
+    originals = {n: p.read_text() for n, p in zip(names, paths)}
+    runs = build_and_run(
+        {
+            "original": (originals, []),
+            "rewritten": ({n: d[2] for n, d in zip(names, done)}, []),
+            "auto": ({n: d[3] for n, d in zip(names, done)}, ["-fopenmp"]),
+        },
+        work,
+    )
+    return {
+        "kernels": {n: d[0] for n, d in zip(names, done)},
+        "known": {n: d[1] for n, d in zip(names, done)},
+        "original_runs": runs["original"],
+        "rewritten_runs": runs["rewritten"],
+        "auto_runs": runs["auto"],
     }
-    auto = {n: compile_c(p, schedule="auto").text for n, p in _named()}
-    out["auto_runs"] = build_and_run(auto, work / "auto", ["-fopenmp"])
-    return out
-
-
-def _named():
-    return [(run_name(p), p) for p in corpus_files()]
 
 
 def interpret_inputs(kernel, dumps: dict, known: dict[str, int]):
