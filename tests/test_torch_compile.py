@@ -172,3 +172,16 @@ def test_partly_eager_model_with_weights():
     (rec,) = torch_compile.records()
     assert rec.status == "partial" and len(rec.kernels) == 2
     assert sorted(len(k.statements) for k in rec.kernels) == [2, 3]
+
+
+def test_accelerator_target_keeps_the_compiled_kernel_for_its_report():
+    from polyc.frontend.torch_report import model_report
+
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
+    compiled = torch.compile(model, backend="polyc", options={"config": "tiny"})
+    _same(compiled, model, torch.randn(2, 4))
+    (rec,) = torch_compile.records()
+    (kernel,) = rec.compiled
+    layers = [c.name for c in model_report(kernel).layers]
+    assert layers == ["0", "1", "2"]

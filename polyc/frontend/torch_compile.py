@@ -15,7 +15,9 @@ Options (``torch.compile(m, backend="polyc", options={...})``):
 
 - ``target``: ``"host"`` (native C, the default), ``"interpret"`` (the reference
   interpreter) or ``"accelerator"`` (``polyc.compile`` and the simulator);
-- ``config``: the accelerator configuration (implies ``target="accelerator"``).
+- ``config``: the accelerator configuration (implies ``target="accelerator"``; default
+  ``"edge-npu"``). ``records()[i].compiled`` holds the compiled kernels, whose
+  ``last_report`` :func:`polyc.frontend.torch_report.model_report` breaks down.
 
 Outputs carry no autograd history: the backend compiles inference.
 """
@@ -30,6 +32,7 @@ from polyc.errors import ArgumentError, FrontendError, PolycError
 
 TARGETS = ("host", "interpret", "accelerator")
 OPERATION = "torch.compile(backend='polyc')"
+DEFAULT_CONFIG = "edge-npu"
 
 
 class EagerFallbackWarning(UserWarning):
@@ -46,6 +49,7 @@ class GraphRecord:
     reason: str = ""
     kernels: list = field(default_factory=list)
     eager: list = field(default_factory=list)  # ops that run eagerly, and where
+    compiled: list = field(default_factory=list)  # polyc.compile results (accelerator)
 
 
 _LOCK = threading.Lock()
@@ -144,7 +148,7 @@ class _Compiled:
         except FrontendError as err:
             return self._split(ep, name, err)
         self.record.kernels.append(kernel)
-        execute = _executor(kernel, self.target, self.config)
+        execute = _executor(kernel, self.target, self.config, self.record)
         positions = [
             n
             for n, a in enumerate(inputs)
@@ -166,7 +170,10 @@ class _Compiled:
         from polyc.frontend.torch_partition import split
 
         parts = split(
-            ep, name, lambda k: _executor(k, self.target, self.config), OPERATION
+            ep,
+            name,
+            lambda k: _executor(k, self.target, self.config, self.record),
+            OPERATION,
         )
         if not parts.kernels:
             raise err
@@ -194,7 +201,7 @@ def _concrete(value) -> bool:
     return True
 
 
-def _executor(kernel, target: str, config):
+def _executor(kernel, target: str, config, record: GraphRecord):
     import polyc
 
     if target == "interpret":
@@ -202,8 +209,9 @@ def _executor(kernel, target: str, config):
     if target == "host":
         module = polyc.build(kernel)
         return lambda arrays: module(arrays)
-    module = polyc.compile(kernel, config=config)
-    return lambda arrays: module(arrays)
+    compiled = polyc.compile(kernel, config=config or DEFAULT_CONFIG)
+    record.compiled.append(compiled)  # its last_report is the last run's
+    return lambda arrays: compiled(arrays)
 
 
 def records() -> list[GraphRecord]:

@@ -95,8 +95,9 @@ def module_path(node) -> str:
     if not stack:
         return ""
     path = list(stack.values())[-1][0]
-    # older exports write paths as L['self'].layer1[0].conv1
-    path = re.sub(r"^L\['self'\]\.?", "", str(path))
+    # Dynamo writes paths as L['self'].layer1[0].conv1 or L['fn'].0
+    path = re.sub(r"^L\['[^']*'\]\.?", "", str(path))
+    path = re.sub(r"\._modules\['([^']*)'\]", r".\1", path)
     return re.sub(r"\[(\d+)\]", r".\1", path).strip(".")
 
 
