@@ -199,3 +199,16 @@ def test_export_failure_is_a_frontend_error():
 
     with pytest.raises(FrontendError, match=r"torch.export could not trace the model"):
         polyc.from_torch(Opaque(), torch.randn(2))
+
+
+def test_non_integer_nearest_scale():
+    class Up(nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, scale_factor=1.5)
+
+    with pytest.raises(
+        FrontendError,
+        match=r"aten.upsample_nearest2d.vec \(node .*\): nearest upsampling by the "
+        r"non-integer scale \[1.5, 1.5\] is not supported",
+    ):
+        polyc.from_torch(Up(), torch.randn(1, 1, 5, 5))

@@ -186,6 +186,14 @@ CASES = {
         Fn(lambda x: F.adaptive_max_pool2d(x, (2, 3))),
         (r(1, 2, 6, 7),),
     ),
+    "upsample_nearest2d": (
+        Fn(lambda x: F.interpolate(x, scale_factor=2) + 1),
+        (r(1, 2, 3, 4),),
+    ),
+    "upsample_nearest2d_size": (
+        Fn(lambda x: F.interpolate(x, size=(5, 7))),
+        (r(1, 2, 4, 4),),
+    ),
     "unflatten": (Fn(lambda x: x.unflatten(1, (2, 3)) * 2), (r(2, 6),)),
     "flatten": (Fn(lambda x: x.flatten(1) * 2), (r(2, 3, 4),)),
     "view": (Fn(lambda x: x.view(6, 4) * 2), (r(2, 3, 4),)),

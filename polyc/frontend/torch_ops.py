@@ -515,6 +515,19 @@ def adaptive_max_pool2d(ctx, x, output_size):
     return (nn.adaptive_max_pool2d(x, _pair(output_size), name=ctx.name), None)
 
 
+@lowering("aten.upsample_nearest2d")
+def upsample_nearest2d(ctx, x, output_size=None, *scales):
+    factors = scales[0] if len(scales) == 1 else scales
+    if any(f is not None and float(f) != int(f) for f in factors or ()):
+        raise ctx.error(
+            f"nearest upsampling by the non-integer scale {factors} is not supported "
+            "because torch then rounds source rows by the scale, not by the sizes",
+            "Pass size= (or an integer scale_factor)",
+        )
+    size = tuple(int(d) for d in ctx.node.meta["val"].shape[-2:])
+    return nn.upsample_nearest2d(x, size=size, name=ctx.name)
+
+
 # shapes --------------------------------------------------------------------------
 
 
