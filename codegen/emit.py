@@ -85,8 +85,8 @@ class CEmitter:
             return [c.Comment(f"band {parsed[0]}"), *body]
         pragma = PRAGMAS.get(name)
         if pragma and body and isinstance(body[0], c.For):
-            if pragma.startswith("omp parallel"):
-                self.uses_openmp = True
+            if pragma.startswith("omp"):  # omp simd too: without -fopenmp gcc
+                self.uses_openmp = True  # ignores it
             return [c.Pragma(pragma), *body]
         if name.startswith("@unroll") and body and isinstance(body[0], c.For):
             factor = name[len("@unroll") :].strip("()") or "8"

@@ -110,6 +110,12 @@ def test_time_tiling_seidel2d_with_wavefront_parallel_tiles():
     assert_same(k, t)
 
 
+def test_vectorize_alone_compiles_with_openmp():
+    k = S.vectorize(S.split_band(ex.matmul(8, "int32"), "S0", "j"), "S0_j")
+    source = compile_c(k)[2]
+    assert "#pragma omp simd" in source.text and source.uses_openmp
+
+
 def test_marks_become_pragmas():
     k = ex.matmul(8, "int32")
     t = S.interchange(k, "S1", "j", "k")
