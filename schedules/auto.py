@@ -234,7 +234,8 @@ def _optimise_band(
     outer, nb = _band(kernel, name)
     band = nb.band
     sizes = None
-    if tile and band.permutable and band.n_member >= 2:
+    tileable = tile and band.permutable and band.n_member >= 2
+    if tileable and not model.iteration_fits(outer, band):
         sizes = model.tile_sizes(outer, band)
     if sizes is None:
         return kernel

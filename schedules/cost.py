@@ -15,6 +15,9 @@ Model (stated, not measured):
 - *Capacity.* A tile's footprint must fit in half of the per-core L2 cache (read
   from ``/sys/devices/system/cpu/cpu0/cache``, 512 KiB when unknown), leaving the
   other half to the rest of the working set and to conflict misses.
+- *Whether to tile.* Only when one iteration of the band's outer loop touches more
+  than the tile budget: otherwise what the next iteration reuses is still in cache
+  (a row-wise softmax, a small matrix).
 - *Sizes.* The same power of two ``s`` (8 to 256) for every member whose extent is
   at least ``2 s``; the largest ``s`` that fits wins.
 - *Time tiling.* A band none of whose members is dependence-free (a skewed stencil)
@@ -205,6 +208,11 @@ class Model:
             if self.footprint(outer, band, tiled) <= budget:
                 return tiled
         return None
+
+    def iteration_fits(self, outer: list[stree.Band], band: stree.Band) -> bool:
+        """Whether one iteration of the band's outer loop touches at most the tile
+        budget (then its data is reused from cache without tiling)."""
+        return self.footprint(outer, band, {0: 1}) <= self.cache.tile_budget
 
     def streams_past_llc(self, outer: list[stree.Band], band: stree.Band) -> bool:
         """Whether one iteration of the band's outer loop touches more than half of
