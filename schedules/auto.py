@@ -254,7 +254,7 @@ def _optimise_band(
 
 
 #: statement instances a parallel loop must run per entry to pay for the fork/join
-MIN_PARALLEL_WORK = 20_000
+MIN_PARALLEL_WORK = 100_000
 
 
 def _mark_parallel_below(kernel: Kernel, model: Model) -> Kernel:
