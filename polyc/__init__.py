@@ -27,6 +27,7 @@ from polyc.errors import (
     ScheduleError,
     ShapeError,
     SimulationError,
+    SweepError,
 )
 
 __version__ = "0.1.0"
@@ -44,6 +45,9 @@ _LAZY = {
     "ops": ("polyc.ops", None),
     "compute": ("polyc.compute", None),
     "dtypes": ("polyc.dtypes", None),
+    # polyc.sweep is a callable module: polyc.sweep(points) runs a study
+    "sweep": ("polyc.sweep", None),
+    "explain": ("polyc.inspection", "explain"),
 }
 
 __all__ = [
@@ -64,6 +68,7 @@ __all__ = [
     "ScheduleError",
     "ShapeError",
     "SimulationError",
+    "SweepError",
     *_LAZY,
 ]
 

@@ -19,6 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     from polyc.frontend.c_cli import add_compile_parser
 
     add_compile_parser(sub)
+    from polyc.sweep_cli import add_parsers as add_study_parsers
+
+    add_study_parsers(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -31,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         from polyc.frontend.c_cli import run_compile
 
         return run_compile(args)
+    if args.command in ("sweep", "explain"):
+        from polyc import sweep_cli
+
+        return getattr(sweep_cli, f"run_{args.command}")(args)
     return 2
 
 

@@ -76,6 +76,10 @@ class BudgetError(PolycError, RuntimeError):
     """isl ran past its operation budget (a hard scheduling problem)."""
 
 
+class SweepError(PolycError, RuntimeError):
+    """A sweep could not run at all (its workers would not start, no cluster)."""
+
+
 __all__ = [
     "AffineError",
     "ArgumentError",
@@ -94,4 +98,5 @@ __all__ = [
     "ScheduleError",
     "ShapeError",
     "SimulationError",
+    "SweepError",
 ]
