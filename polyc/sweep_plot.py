@@ -297,10 +297,11 @@ def energy(rows: Sequence[dict], path: Path) -> Path:
         [f"{r['label']} [{r['schedule']}] on {r['config']}" for r in ok], fontsize=7
     )
     ax.set_xlim(0, 118)
+    ax.set_ylim(-0.6, len(ok) - 0.4)
     ax.set_xticks(range(0, 101, 20))
     ax.set_xlabel("share of the point's energy (%); total at the right")
     ax.set_title("Energy by component")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=6)
+    fig.legend(fontsize=7, loc="outside lower center", ncol=min(6, len(parts)))
     return _save(fig, path)
 
 

@@ -194,3 +194,14 @@ def test_explain_without_run_and_with_relations(capsys):
     assert (
         "polyc: load_config: no hardware description 'tinyy'" in capsys.readouterr().err
     )
+
+
+def test_example_study_runs(tmp_path, capsys):
+    from examples.sweep_study import main as study
+
+    argv = ["--quick", "--jobs", "1", "--configs", "tiny", "--schedules", "none"]
+    assert study([*argv, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "polyc sweep: 7 points, 7 ok" in out
+    assert f"wrote {tmp_path}/sweep.json, sweep.csv and 8 plots" in out
+    _check_png(tmp_path / "roofline.png")
