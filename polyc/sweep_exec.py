@@ -127,7 +127,10 @@ def _pool_round(tasks, blobs, jobs, records, progress, marks: Path) -> set[int] 
     ctx = multiprocessing.get_context(_CTX)
     work = units(tasks, jobs)
     broken = False
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(work)), mp_context=ctx, initializer=_worker_init
+    )
+    try:
         futures = [
             pool.submit(_run_unit, [blobs[t.index] for t in unit], str(marks))
             for unit in work
@@ -141,11 +144,42 @@ def _pool_round(tasks, blobs, jobs, records, progress, marks: Path) -> set[int] 
             for record in done:
                 records[record["index"]] = record
                 progress.done(record)
+    except BaseException:  # Ctrl-C: do not wait for the rest of the sweep
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
     if not broken:
         return set()
     # the pool has shut down: every note left is a point a worker did not finish;
     # None when no worker was running a point (the workers themselves failed)
     return _in_flight(marks) or None
+
+
+def _worker_init() -> None:
+    """Ctrl-C reaches every process of the terminal's group: workers leave it to the
+    sweeping process, which stops them. On Linux a worker also ends with the
+    sweeping process if that one is killed outright."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (an interrupted sweep
+    should not wait for the points in flight)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    # before 3.14 there is no public way; shutdown() forgets the processes
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        proc.terminate()
 
 
 def _run_unit(data: list[bytes], marks: str | None = None) -> list[dict]:
@@ -171,6 +205,7 @@ def _in_flight(marks: Path) -> set[int]:
 
 
 def _alone(data: bytes, conn) -> None:
+    _worker_init()
     conn.send(run_task(pickle.loads(data)))
     conn.close()
 
@@ -186,6 +221,9 @@ def _run_alone(task: Task, data: bytes) -> dict:
         record = receive.recv()
     except EOFError:
         record = None
+    except BaseException:  # Ctrl-C
+        proc.terminate()
+        raise
     proc.join()
     if record is not None:
         return record
@@ -245,8 +283,6 @@ def _name(cluster) -> str:
 
 def run_dask(tasks: Sequence[Task], client, progress: Progress) -> list[dict]:
     """Run the points on the Dask cluster of ``client`` (see :func:`connect`)."""
-    from distributed import as_completed as dask_completed
-
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     token = uuid.uuid4().hex[:8]
     work = units(tasks, workers)
@@ -260,6 +296,16 @@ def run_dask(tasks: Sequence[Task], client, progress: Progress) -> list[dict]:
         for unit in work
     ]
     by_key = {f.key: unit for f, unit in zip(futures, work)}
+    try:
+        return _collect(tasks, futures, by_key, client, progress)
+    except BaseException:  # Ctrl-C: take the rest of the sweep off the cluster
+        client.cancel(futures)
+        raise
+
+
+def _collect(tasks, futures, by_key, client, progress) -> list[dict]:
+    from distributed import as_completed as dask_completed
+
     records: dict[int, dict] = {}
     for fut in dask_completed(futures, loop=client.loop):
         try:

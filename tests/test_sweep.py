@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -368,3 +369,55 @@ def test_import_polyc_loads_no_dask_or_matplotlib():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+_BLOCKED = """
+import os, signal, sys, time
+import polyc
+
+def block(kernel):
+    open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
+    time.sleep(600)
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    points = [("relu:input=4x4", ("block", block), "tiny")] * 2
+    polyc.sweep(points, jobs=2)
+"""
+
+
+def test_interrupted_sweep_stops_its_workers(tmp_path):
+    script = tmp_path / "blocked.py"
+    script.write_text(_BLOCKED)
+    notes = tmp_path / "running"
+    notes.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(notes)], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        for _ in range(600):  # both workers are inside a point that never ends
+            if len(list(notes.iterdir())) == 2 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        workers = [int(p.name) for p in notes.iterdir()]
+        assert len(workers) == 2
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert "KeyboardInterrupt" in err
+    alive = [pid for pid in workers if _alive(pid)]
+    for pid in alive:  # clean up before failing
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "workers still ran after the sweep was interrupted"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs after a grace period of a few seconds."""
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        time.sleep(0.1)
+    return True
