@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -421,3 +422,30 @@ def _alive(pid: int) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+def test_yaml_file_kernel_and_function_schedules(tmp_path):
+    import schedules as S
+
+    kernel = polyc.ops.matmul(8, 8, 8)
+    tiled = S.tile(kernel, "S1", {"i": 4, "j": 4, "k": 4})
+    path = tmp_path / "tiled4.yaml"
+    path.write_text(S.to_yaml(tiled))
+    choices = [
+        "none",
+        str(path),
+        tiled,
+        ("tile4", lambda k: S.tile(k, "S1", {"i": 4, "j": 4, "k": 4})),
+    ]
+    points = [(kernel, choice, "tiny") for choice in choices]
+    result = polyc.sweep(points, jobs=1, progress=False, check=True)
+    plain, *scheduled = result.records
+    assert [r["schedule"] for r in scheduled] == ["tiled4", "tile", "tile4"]
+    assert [r["status"] for r in result] == ["ok"] * 4
+    inputs = make_inputs(kernel, "random", seed=zlib.crc32(b"matmul"))
+    compiled = polyc.compile(kernel, config="tiny", schedule=tiled)
+    _, report = compiled.run(inputs)
+    # each choice compiled the tiled kernel (same C), not the plain one
+    assert {r["compiled"] for r in scheduled} == {str(compiled)}
+    assert plain["compiled"] != str(compiled)
+    assert {r["report"]["cycles"] for r in scheduled} == {report.cycles}
