@@ -31,8 +31,12 @@ def compile(
     """Compile ``kernel`` for the simulated accelerator described by ``config``.
 
     ``config`` is a shipped name (``accelerator.CONFIGS``), a TOML path or a
-    :class:`accelerator.Spec`. ``schedule`` is a hand-scheduled version of
-    ``kernel`` (the same program with another schedule) to compile instead.
+    :class:`accelerator.Spec`. With no ``schedule``, the accelerator-aware
+    scheduler (:mod:`schedules.accel`) chooses loop order, tiling, fusion,
+    placement, double buffering and the engine of every statement for this
+    config. ``schedule`` is a hand-scheduled version of ``kernel`` (the same
+    program with another schedule, placed or not) to compile as it is; pass
+    ``schedule=kernel`` for the DRAM-direct baseline.
     ``checks=False`` compiles the per-access bounds checks out (faster, once a
     kernel is known to be correct). Returns a :class:`polyc.compiled.Compiled`:
     ``compiled.run(**inputs) -> (outputs, report)``.
@@ -44,14 +48,21 @@ def compile(
     """
     from accelerator import load_config
     from accelerator.runtime import DEFAULT_TRACE_LIMIT
-    from codegen import sim
+    from codegen import placed
     from polyc.compiled import Compiled, same_program
 
     spec = load_config(config)
-    chosen = kernel
+    choice = None
     if schedule is not None:
         same_program(kernel, schedule)
         chosen = schedule
-    module = sim.build(chosen, checks=checks)
+    else:
+        from schedules.accel import schedule as accel_schedule
+
+        choice = accel_schedule(kernel, spec)
+        chosen = choice.kernel
+    module = placed.build(chosen, checks=checks)
     limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
-    return Compiled(kernel=chosen, spec=spec, module=module, trace_limit=limit)
+    return Compiled(
+        kernel=chosen, spec=spec, module=module, trace_limit=limit, choice=choice
+    )

@@ -15,11 +15,12 @@ class Compiled:
     shows the config, how each statement is mapped, and the last run's cost.
     """
 
-    def __init__(self, kernel: Kernel, spec, module, trace_limit: int):
+    def __init__(self, kernel: Kernel, spec, module, trace_limit: int, choice=None):
         self.kernel = kernel
         self.spec = spec
         self.module = module
         self.trace_limit = trace_limit
+        self.choice = choice  # the accelerator scheduler's explanation, if it ran
         self.last_report = None
 
     @property

@@ -111,7 +111,7 @@ def _leaf_order(kernel: Kernel) -> list[str]:
     out."""
     own = {s.name for s in kernel.statements}
     seen: list[str] = []
-    for node in tree.walk(kernel.schedule.get_root()):
+    for node in tree.walk(tree.without_extensions(kernel.schedule).get_root()):
         if node.get_type() == isl.schedule_node_type.leaf:
             sets: list[isl.Set] = []
             node.get_domain().foreach_set(sets.append)

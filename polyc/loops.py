@@ -144,6 +144,11 @@ def _expr(e: isl.AstExpr) -> LExpr:
     return LExpr(op, args)
 
 
+def expr_from_isl(e: isl.AstExpr) -> LExpr:
+    """An isl AST expression as an :class:`LExpr`."""
+    return _expr(e)
+
+
 def loop_nest(
     schedule: isl.Schedule, context: isl.Set, reserved: frozenset[str] = frozenset()
 ) -> tuple:

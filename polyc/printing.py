@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import islpy as isl
 
-from polyc import loops, tree
+from polyc import loops, placemarks, tree
 from polyc.affine import Aff, var
 from polyc.expr import render, substitute_indices
 
@@ -96,7 +96,7 @@ def _emit(nodes, stmts, out: list[str], depth: int) -> None:
                 _emit(n.orelse, stmts, out, depth + 1)
         elif isinstance(n, loops.Mark):
             parsed = tree.parse_band_mark(n.name)
-            label = f"band {parsed[0]}" if parsed else n.name
+            label = f"band {parsed[0]}" if parsed else placemarks.summary(n.name)
             out.append(f"{pad}# {label}")
             _emit(n.body, stmts, out, depth)
         elif isinstance(n, loops.Call):

@@ -1,0 +1,285 @@
+"""The accelerator-aware scheduler: loop order, tiling, fusion, placement, double
+buffering and engine mapping for one hardware description.
+
+1. The kernel is split into layers (:mod:`schedules.layers`): statements fused on
+   their leading iterators when that is legal (a contraction with its init and
+   epilogue, the statements of a softmax row).
+2. Per layer, :mod:`schedules.accel_search` enumerates structures (engine per
+   statement: MAC array, vector unit or scalar core; MAC dimension groups; the
+   order of the tile loops; which loops to tile) and evaluates every candidate tile
+   size with the analytical model of :mod:`schedules.costmodel` (sympy
+   expressions of DRAM traffic and engine time, evaluated over the grid with
+   numpy), keeping the candidates whose buffers fit the engines' memory level.
+3. The best candidate is applied with the public transformations — ``tile``,
+   ``fuse``, ``permute``, then ``tensorize``/``map_vector`` and ``place`` — so the
+   result is an ordinary scheduled Kernel whose history replays. Each array is
+   placed below the innermost tile loop that moves its footprint (hoisted out of
+   the others: a stationary operand is copied once per tile of the loops it
+   depends on), with two slots when its copy runs more than once. If a candidate
+   turns out not to fit (alignment, exact footprints), the next one is tried; a
+   layer with no candidate stays DRAM-direct.
+
+Deterministic: candidates are ranked by predicted cycles, then DRAM bytes, then
+buffer bytes, then structure text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accelerator.spec import Spec
+from polyc.errors import PolycError
+from polyc.ir import Kernel
+from schedules import accel_search as search
+from schedules.bands import permute
+from schedules.fusion import fuse
+from schedules.layers import Layer, split
+from schedules.placement import place
+from schedules.tensorize import map_vector, tensorize
+from schedules.tiling import tile
+
+
+@dataclass
+class LayerChoice:
+    """What the scheduler chose for one layer (for ``print(compiled)``)."""
+
+    layer: Layer
+    candidate: search.Candidate | None
+    tried: int = 0
+    note: str = ""
+    formula: str = ""
+
+
+@dataclass
+class Choice:
+    """The scheduler's result: the scheduled kernel and an explanation per layer."""
+
+    kernel: Kernel
+    config: str
+    layers: list[LayerChoice] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def predicted_cycles(self) -> float:
+        return sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
+
+
+def schedule(kernel: Kernel, spec: Spec) -> Choice:
+    """Schedule ``kernel`` for ``spec`` (see the module docstring). Never raises for
+    a valid kernel: what cannot be placed runs DRAM-direct, and the choice says
+    why."""
+    if not _concrete(kernel):
+        return Choice(
+            kernel,
+            spec.name,
+            note=(
+                f"sizes are symbolic ({', '.join(kernel.params)}): placement needs "
+                "concrete sizes, so the kernel runs DRAM-direct (fix them with "
+                "kernel.with_context('N = 128'))"
+            ),
+        )
+    layers = split(kernel)
+    options: list[list[search.Candidate]] = []
+    choices: list[LayerChoice] = []
+    for layer in layers:
+        if layer.opaque:
+            options.append([])
+            choices.append(LayerChoice(layer, None, note="not a simple loop nest"))
+            continue
+        cands = search.search(kernel, layer, spec)
+        options.append(cands)
+        note = "" if cands else "no tiling fits the engines' memory"
+        choices.append(LayerChoice(layer, None, note=note))
+    picks = [0 if opts else None for opts in options]
+    while True:
+        chosen = [options[i][p] if p is not None else None for i, p in enumerate(picks)]
+        try:
+            result = build(kernel, layers, chosen, spec)
+        except _LayerFailed as failed:
+            i = failed.index
+            picks[i] = picks[i] + 1 if picks[i] + 1 < len(options[i]) else None
+            if picks[i] is None:
+                choices[i].note = f"no candidate fits once placed ({failed.reason})"
+            continue
+        break
+    for i, cand in enumerate(chosen):
+        choices[i].candidate = cand
+        choices[i].tried = len(options[i])
+        if cand is not None:
+            choices[i].formula = search.formula(kernel, layers[i], spec, cand)
+    return Choice(result, spec.name, choices)
+
+
+def _concrete(kernel: Kernel) -> bool:
+    """Placement needs concrete sizes: a kernel without parameters."""
+    return not kernel.params
+
+
+class _LayerFailed(Exception):
+    def __init__(self, index: int, reason: str):
+        super().__init__(reason)
+        self.index, self.reason = index, reason
+
+
+def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
+    """Apply the chosen candidates: loop transformations of every layer first, then
+    engine marks, then placements (they add extension nodes).
+
+    Raises:
+        _LayerFailed: naming the layer whose candidate could not be applied.
+    """
+    k = kernel
+    bands = {}
+    for layer, cand in zip(layers, chosen):
+        if cand is None:
+            continue
+        try:
+            k, bands[layer.index] = _loops(k, layer, cand)
+        except PolycError as err:
+            raise _LayerFailed(layer.index, str(err)) from None
+    for layer, cand in zip(layers, chosen):
+        if cand is None:
+            continue
+        try:
+            k = _engines(k, layer, cand)
+        except PolycError as err:
+            raise _LayerFailed(layer.index, str(err)) from None
+    for layer, cand in zip(layers, chosen):
+        if cand is None:
+            continue
+        try:
+            k = _placements(k, layer, cand, bands[layer.index], spec)
+        except PolycError as err:
+            raise _LayerFailed(layer.index, str(err)) from None
+    return k
+
+
+def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
+    """Tile every statement of the layer, fuse the tile bands, order the loops.
+    Returns the kernel and where each loop went: ``{(stmt, it): (band, pos)}``."""
+    st = cand.structure
+    tile_bands = []
+    for s, band in zip(layer.stmts, layer.bands):
+        sizes = {}
+        for p, it in enumerate(s.iterators):
+            var = ("s", p) if p < layer.depth else ("p", s.name, it)
+            size = cand.size_of(var)
+            if var[0] == "s":
+                sizes[it] = size if size is not None else layer.extent(s, it)
+            elif size is not None:
+                sizes[it] = size
+        k = tile(k, band, sizes)
+        tile_bands.append((s, f"{band}_t", [it for it in s.iterators if it in sizes]))
+    fused = tile_bands[0][1]
+    if len(layer.stmts) > 1:
+        fused = f"L{layer.index}"
+        k = fuse(k, [b for _, b, _ in tile_bands], depth=layer.depth, name=fused)
+    first = layer.stmts[0]
+    members = [f"{first.iterators[p]}_t" for p in range(layer.depth)]
+    ordered = [members[p] for p in st.order]
+    if ordered != members:
+        k = permute(k, fused, ordered)
+    where = {}
+    for s, band, tiled in tile_bands:
+        for pos, p in enumerate(st.order):
+            where[(s.name, s.iterators[p])] = (fused, pos)
+        private = [it for it in tiled if s.iterators.index(it) >= layer.depth]
+        own = band if len(layer.stmts) > 1 else fused
+        offset = 0 if len(layer.stmts) > 1 else layer.depth
+        for pos, it in enumerate(private):
+            where[(s.name, it)] = (own, offset + pos)
+    return k, where
+
+
+def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
+    st = cand.structure
+    for s, band in zip(layer.stmts, layer.bands):
+        eng = st.engine_of(s.name)
+        if eng == "mac":
+            m, n, kk = st.groups_of(s.name)
+            k = tensorize(k, band, m=m, n=n, k=kk)
+        elif eng == "vector":
+            k = map_vector(k, band)
+    return k
+
+
+def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) -> Kernel:
+    level = spec.memory[search.engine_level(spec)].name
+    st = cand.structure
+    for array in _place_order(layer):
+        users = [s for s in layer.stmts if array in _arrays(s)]
+        band, depth = _position(layer, cand, where, users, array)
+        pad = _pitch(k, st, array)
+        k = place(k, band, array, level, config=spec, depth=depth, pad=pad)
+    return k
+
+
+def _arrays(stmt) -> set[str]:
+    return {ld.array for ld in (stmt.target, *stmt.reads)}
+
+
+def _place_order(layer: Layer) -> list[str]:
+    """Operands before outputs, so that a pitched output can read its input's
+    buffer pitch."""
+    outputs = {s.target.array for s in layer.stmts}
+    arrays = layer.arrays
+    return [a for a in arrays if a not in outputs] + [a for a in arrays if a in outputs]
+
+
+def _position(layer: Layer, cand, where, users, array) -> tuple[str, int]:
+    """Below the innermost loop that tiles and moves the array's footprint (private
+    loops only when one statement uses the array); above the layer when none."""
+    best = None
+    for s in users:
+        for it in s.iterators:
+            if (s.name, it) not in where or not _tiles(layer, cand, s, it):
+                continue
+            if not _touches(s, array, it):
+                continue
+            private = s.iterators.index(it) >= layer.depth
+            if private and len(users) > 1:
+                continue
+            band, pos = where[(s.name, it)]
+            key = (private, pos)
+            if best is None or key > best[0]:
+                best = (key, band, pos + 1)
+    if best is None:
+        first = layer.stmts[0]
+        band = where[(first.name, first.iterators[0])][0]
+        return band, 0
+    return best[1], best[2]
+
+
+def _tiles(layer: Layer, cand, s, it) -> bool:
+    p = s.iterators.index(it)
+    var = ("s", p) if p < layer.depth else ("p", s.name, it)
+    size = cand.size_of(var)
+    return size is not None and size < layer.extent(s, it)
+
+
+def _touches(s, array, it) -> bool:
+    return any(
+        it in a.names()
+        for ld in (s.target, *s.reads)
+        if ld.array == array
+        for a in ld.index
+    )
+
+
+def _pitch(k: Kernel, st, array: str) -> dict | None:
+    """A pitched output's padding: its dimension of the inner fused M iterator
+    takes the extent of the input buffer's dimension of that iterator."""
+    from schedules.placement import buffers
+    from schedules.tensorize import contraction
+
+    for name in st.pitched:
+        s = k.statement(name)
+        if s.target.array != array:
+            continue
+        a_ld = s.reads[contraction(s).a]
+        w = st.groups_of(name)[0][-1]
+        a_buf = [b for b in buffers(k.schedule) if b.array == a_ld.array][-1]
+        d_a = next(d for d, aff in enumerate(a_ld.index) if aff.coefficient(w))
+        d_c = next(d for d, aff in enumerate(s.target.index) if aff.coefficient(w))
+        return {array: {d_c: a_buf.extent[d_a]}}
+    return None

@@ -1,0 +1,195 @@
+"""The search of the accelerator scheduler: per layer, the structures worth trying
+(engine per statement, MAC dimension groups, tile-loop order, which loops to tile)
+and the best tile sizes of each under the cost model (:mod:`schedules.costmodel`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import islpy as isl
+import numpy as np
+
+from accelerator.spec import Spec
+from polyc.ir import Kernel, Statement
+from schedules.costmodel import LayerModel, Structure, candidates, symbol
+from schedules.layers import Layer
+from schedules.memplan import ZERO_BYTES
+from schedules.tensorize import contraction
+
+#: loops up to this many iterations stay whole (filter taps, small batch)
+SMALL = 8
+#: at most this many tiled loops per layer, and candidate points per structure
+MAX_FREE = 4
+MAX_POINTS = 20000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One schedule of a layer: its structure, tile sizes and predicted cost."""
+
+    structure: Structure
+    sizes: tuple[tuple[tuple, int], ...]  # (variable, size)
+    cycles: float
+    dram_bytes: float
+    sram_bytes: float
+    formula: str = ""
+
+    def size_of(self, var: tuple) -> int | None:
+        return dict(self.sizes).get(var)
+
+
+def engine_level(spec: Spec) -> int:
+    """The on-chip level the compute engines share (MAC operands, accumulators and
+    the vector unit), innermost first."""
+    a = spec.mac_array
+    common = set(a.operand_levels) & set(a.accumulator_levels) & set(spec.vector.levels)
+    for m in reversed(spec.sram_levels):
+        if m.name in common:
+            return spec.level_index(m.name)
+    return spec.level_index(spec.vector.levels[0])
+
+
+def engines(kernel: Kernel, stmt: Statement, spec: Spec) -> list[str]:
+    """Engines that can run ``stmt``: the MAC array for a contraction of a dtype it
+    takes, the vector unit for element-wise and reduction work, else the scalar
+    core."""
+    out = []
+    con = contraction(stmt)
+    if con is not None and con.operand in spec.mac_array.dtypes:
+        out.append("mac")
+    if stmt.reduction is not None or not _self_dependent(kernel, stmt):
+        out.append("vector")
+    return out or ["scalar"]
+
+
+def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
+    mine = isl.UnionSet.from_set(stmt.domain)
+    deps = kernel.deps.validity.intersect_domain(mine).intersect_range(mine)
+    return not deps.is_empty()
+
+
+def mac_groups(stmt: Statement) -> list[tuple[tuple[tuple[str, ...], ...], bool]]:
+    """MAC dimension groups to try: ``((m, n, k), pitched)``; the M dimension is its
+    innermost iterator, or its two innermost fused over a padded output pitch."""
+    con = contraction(stmt)
+    m, n, k = con.members("m"), con.members("n"), con.members("k")
+    out = [((m[-1:], n[-1:], k[-1:]), False)]
+    if len(m) >= 2:
+        out.append(((m[-2:], n[-1:], k[-1:]), True))
+    return out
+
+
+def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
+    """Every structure worth modelling for ``layer``."""
+    per_stmt = []
+    for s in layer.stmts:
+        opts = []
+        for eng in engines(kernel, s, spec):
+            if eng == "mac":
+                for groups, pitched in mac_groups(s):
+                    opts.append((eng, groups, pitched))
+            else:
+                opts.append((eng, None, False))
+        per_stmt.append(opts)
+    free = _free(layer, private)
+    shared_free = [v[1] for v in free if v[0] == "s"]
+    fixed = [p for p in range(layer.depth) if p not in shared_free]
+    orders = list(itertools.permutations(shared_free))
+    if len(orders) > 6:
+        orders = [tuple(shared_free), tuple(reversed(shared_free))]
+    for combo in itertools.product(*per_stmt):
+        engine = tuple((s.name, c[0]) for s, c in zip(layer.stmts, combo))
+        groups = tuple((s.name, c[1]) for s, c in zip(layer.stmts, combo) if c[1])
+        pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
+        for order in orders:
+            yield Structure(engine, groups, pitched, tuple(fixed) + order, tuple(free))
+
+
+def _free(layer: Layer, private: bool) -> list[tuple]:
+    """The loops to tile: shared loops longer than one iteration, the reduction
+    loops of contractions (and every private loop when ``private``), largest first
+    when there are too many."""
+    first = layer.stmts[0]
+    out = []
+    for p in range(layer.depth):
+        if layer.extent(first, first.iterators[p]) > 1:
+            out.append((layer.extent(first, first.iterators[p]), ("s", p)))
+    for s in layer.stmts:
+        con = contraction(s)
+        for it in layer.private(s):
+            ext = layer.extent(s, it)
+            if ext <= SMALL:
+                continue
+            if private or (con is not None and con.roles[it] == "k"):
+                out.append((ext, ("p", s.name, it)))
+    if len(out) > MAX_FREE:
+        out = sorted(out, key=lambda x: -x[0])[:MAX_FREE]
+    keep = {v for _, v in out}
+    return [v for _, v in sorted(out, key=lambda x: _key(x[1])) if v in keep]
+
+
+def _key(var: tuple):
+    return (0, var[1], "") if var[0] == "s" else (1, var[1], var[2])
+
+
+def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Candidate]:
+    """The ``keep`` best candidates that fit, best first (deterministic)."""
+    level = engine_level(spec)
+    capacity = spec.memory[level].capacity_bytes - 2 * max(
+        ZERO_BYTES, spec.memory[level].alignment_bytes
+    )
+    found: list[Candidate] = []
+    for private in (False, True):
+        for st in structures(kernel, layer, spec, private):
+            found.extend(_best(kernel, layer, spec, st, level, capacity, keep))
+        if found:
+            break
+    found.sort(key=lambda c: (c.cycles, c.dram_bytes, c.sram_bytes, repr(c.structure)))
+    return found[:keep]
+
+
+def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Candidate]:
+    model = LayerModel(kernel, layer, spec, st, level)
+    values = []
+    for var in st.free:
+        stmt = layer.stmts[0] if var[0] == "s" else kernel.statement(var[1])
+        it = stmt.iterators[var[1]] if var[0] == "s" else var[2]
+        values.append(candidates(layer.extent(stmt, it)))
+    cap = 9
+    while values and np.prod([len(v) for v in values]) > MAX_POINTS and cap > 3:
+        cap -= 1
+        values = [v[-cap:] for v in values]
+    if values:
+        mesh = np.array(list(itertools.product(*values)), dtype=float)
+        grid = {sym: mesh[:, i] for i, sym in enumerate(model.syms)}
+    else:
+        mesh = np.zeros((1, 0))
+        grid = {}
+    est = model.evaluate(grid)
+    ok = np.flatnonzero(est.sram_bytes <= capacity)
+    if ok.size == 0:
+        return []
+    order = ok[np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.cycles[ok]))]
+    out = []
+    for i in order[:keep]:
+        sizes = tuple((v, int(mesh[i, j])) for j, v in enumerate(st.free))
+        out.append(
+            Candidate(
+                st,
+                sizes,
+                float(est.cycles[i]),
+                float(est.dram_bytes[i]),
+                float(est.sram_bytes[i]),
+            )
+        )
+    return out
+
+
+def formula(kernel: Kernel, layer: Layer, spec: Spec, cand: Candidate) -> str:
+    """The DRAM traffic of a candidate as a formula of its tile sizes."""
+    model = LayerModel(kernel, layer, spec, cand.structure, engine_level(spec))
+    expr = model.traffic_formula()
+    names = ", ".join(f"{symbol(layer, v)}={n}" for v, n in cand.sizes)
+    return f"DRAM bytes = {expr}" + (f" at {names}" if names else "")

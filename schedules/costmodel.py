@@ -1,0 +1,483 @@
+"""The analytical cost model of a tiled, placed layer on one hardware description.
+
+Tile sizes are sympy symbols (``T_i``, ``T_S1_k``); the model builds, per array,
+its buffer extents and how often its copy runs, and per statement its MAC-array,
+vector or scalar time per tile, as sympy expressions, then evaluates them over a
+grid of candidate sizes with numpy (``lambdify``). The timing follows the
+simulator's rules (``docs/accelerator.md``):
+
+- a copy of ``b`` bytes keeps a DMA channel busy ``setup x descriptors +
+  latency + b / min(channel, SRAM) `` cycles and takes ``b`` of the DRAM
+  bandwidth; copies run on all channels at once;
+- a MAC call ``m x n x k`` costs ``fill_drain + ceil(m/rows) ceil(n/cols)
+  ceil(k/rate)``;
+- a vector operation over ``e`` elements costs ``ceil(e/lanes) x`` its ops'
+  cycles, plus one reduction step per output of a reduction;
+- the scalar core issues every call (``issue_cycles``) and runs unmapped
+  statements instance by instance.
+
+With double buffering the engines overlap, so a layer takes the busiest engine's
+total (MAC array, vector unit, DMA: the larger of DRAM bytes over its bandwidth and
+channel time over the channels, scalar core), plus the first tile's loads before
+anything can start and the last tile's stores after everything else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from accelerator.spec import OP_CLASSES, Spec
+from polyc.expr import ops_count
+from polyc.ir import Kernel, Statement
+from schedules.layers import Layer
+from schedules.memplan import round_up
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The discrete choices of a layer's schedule (tile sizes aside)."""
+
+    engine: tuple[tuple[str, str], ...]  # (stmt, "mac" | "vector" | "scalar")
+    groups: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()  # stmt -> (m,n,k)
+    pitched: tuple[str, ...] = ()  # mac statements whose output rows take A's pitch
+    order: tuple[int, ...] = ()  # shared positions, outermost tile loop first
+    free: tuple[tuple, ...] = ()  # ("s", p) or ("p", stmt, iterator)
+
+    def engine_of(self, stmt: str) -> str:
+        return dict(self.engine)[stmt]
+
+    def groups_of(self, stmt: str) -> tuple[tuple[str, ...], ...]:
+        return dict(self.groups)[stmt]
+
+
+@dataclass
+class Estimate:
+    """Model outputs over a grid of tile sizes (numpy arrays, one per candidate)."""
+
+    cycles: np.ndarray
+    dram_bytes: np.ndarray
+    sram_bytes: np.ndarray
+    engines: dict = field(default_factory=dict)
+
+
+def symbol(layer: Layer, var: tuple) -> sp.Symbol:
+    if var[0] == "s":
+        return sp.Symbol(
+            f"T_{layer.stmts[0].iterators[var[1]]}", positive=True, integer=True
+        )
+    return sp.Symbol(f"T_{var[1]}_{var[2]}", positive=True, integer=True)
+
+
+class LayerModel:
+    """Expressions of one layer and structure (see the module docstring)."""
+
+    def __init__(
+        self, kernel: Kernel, layer: Layer, spec: Spec, st: Structure, level: int
+    ):
+        self.kernel, self.layer, self.spec, self.st = kernel, layer, spec, st
+        self.level = spec.memory[level]
+        self.vars = list(st.free)
+        self.syms = [symbol(layer, v) for v in self.vars]
+        self._arrays = {}
+        for name in layer.arrays:
+            self._arrays[name] = self._array(name)
+
+    # tile sizes ----------------------------------------------------------------------
+    def size(self, stmt: Statement, it: str, inside: bool = True):
+        """The extent of ``it`` in one tile of ``stmt`` (the full range when the loop
+        is not tiled or runs below the copy: ``inside=False``)."""
+        var = self._var(stmt, it)
+        if var is None or not inside:
+            return sp.Integer(self.layer.extent(stmt, it))
+        return self.syms[self.vars.index(var)]
+
+    def _var(self, stmt: Statement, it: str):
+        p = stmt.iterators.index(it)
+        if p < self.layer.depth:
+            v = ("s", p)
+        else:
+            v = ("p", stmt.name, it)
+        return v if v in self.vars else None
+
+    def trips(self, stmt: Statement, it: str):
+        return sp.ceiling(sp.Integer(self.layer.extent(stmt, it)) / self.size(stmt, it))
+
+    def loops(self, stmt: Statement) -> list[str]:
+        """Tiled loops of ``stmt``, outermost first (shared in the chosen order)."""
+        shared = [stmt.iterators[p] for p in self.st.order]
+        private = [it for it in self.layer.private(stmt) if self._var(stmt, it)]
+        return [it for it in shared if self._var(stmt, it)] + private
+
+    def tiles(self, stmt: Statement):
+        out = sp.Integer(1)
+        for it in self.loops(stmt):
+            out *= self.trips(stmt, it)
+        return out
+
+    # arrays ----------------------------------------------------------------------------
+    def _array(self, name: str) -> dict:
+        arr = self.kernel.arrays[name]
+        shape = arr.concrete_shape({})
+        users = [s for s in self.layer.stmts if name in _arrays_of(s)]
+        touching = {
+            s.name: [it for it in self.loops(s) if _touches(s, name, it)] for s in users
+        }
+        # the copy sits below the innermost tiled loop that moves the footprint
+        copies, inner_loops = sp.Integer(1), {}
+        if len(users) == 1 and any(
+            it in self.layer.private(users[0]) for it in touching[users[0].name]
+        ):
+            s = users[0]
+            last = touching[s.name][-1]
+            above = self.loops(s)[: self.loops(s).index(last) + 1]
+            for it in above:
+                copies *= self.trips(s, it)
+            inner_loops[s.name] = set(above)
+        else:
+            first = users[0]
+            moving = [
+                p
+                for p in self.st.order
+                if any(
+                    self._var(s, s.iterators[p]) and _touches(s, name, s.iterators[p])
+                    for s in users
+                )
+            ]
+            cut = self.st.order.index(moving[-1]) + 1 if moving else 0
+            for p in self.st.order[:cut]:
+                if self._var(first, first.iterators[p]):
+                    copies *= self.trips(first, first.iterators[p])
+            for s in users:
+                inner_loops[s.name] = {s.iterators[p] for p in self.st.order[:cut]}
+        extents = []
+        for d in range(arr.ndim):
+            per = []
+            for s in users:
+                for ld in (s.target, *s.reads):
+                    if ld.array != name:
+                        continue
+                    per.append(
+                        self._extent(s, ld.index[d], inner_loops[s.name], shape[d])
+                    )
+            extents.append(sp.Max(*per) if len(per) > 1 else per[0])
+        written = any(s.target.array == name for s in users)
+        read = any(ld.array == name for s in users for ld in s.reads)
+        return {
+            "extents": extents,
+            "shape": shape,
+            "copies": copies,
+            "itemsize": arr.dtype.itemsize,
+            "written": written,
+            "read": read,
+            "users": users,
+        }
+
+    def _extent(self, stmt: Statement, aff, inside: set, dim: int):
+        if not aff.is_linear:
+            return sp.Integer(dim)
+        e = sp.Integer(1)
+        for it in stmt.iterators:
+            coef = abs(aff.coefficient(it))
+            if coef:
+                e += coef * (
+                    self.size(stmt, it, it in inside or not self._var(stmt, it)) - 1
+                )
+        return e
+
+    # engines ---------------------------------------------------------------------------
+    def mac_cycles(self, stmt: Statement):
+        """``(cycles per tile, calls per tile)`` of a tensorized statement."""
+        a = self.spec.mac_array
+        m_g, n_g, k_g = self.st.groups_of(stmt.name)
+        from schedules.tensorize import contraction
+
+        con = contraction(stmt)
+        dt = a.dtypes[con.operand]
+        ext = {}
+        for role, g in zip("mnk", (m_g, n_g, k_g)):
+            if not g:
+                ext[role] = sp.Integer(1)
+            elif len(g) == 1:
+                ext[role] = self.size(stmt, g[0])
+            else:
+                pitch = self.pitch(stmt)
+                ext[role] = (self.size(stmt, g[0]) - 1) * pitch + self.size(stmt, g[1])
+        calls = sp.Integer(1)
+        used = set(m_g + n_g + k_g)
+        for it in stmt.iterators:
+            if it not in used:
+                calls *= self.size(stmt, it)
+        rate = dt.macs_per_cycle
+        passes = (
+            sp.ceiling(ext["m"] / a.rows)
+            * sp.ceiling(ext["n"] / a.cols)
+            * sp.ceiling(ext["k"] / sp.Rational(rate).limit_denominator(64))
+        )
+        return calls * (a.fill_drain_cycles + passes), calls
+
+    def pitch(self, stmt: Statement):
+        """Row pitch of the A operand's buffer along the inner fused M iterator."""
+        from schedules.tensorize import contraction
+
+        con = contraction(stmt)
+        a = stmt.reads[con.a]
+        w = self.st.groups_of(stmt.name)[0][-1]
+        info = (
+            self._arrays[a.array] if a.array in self._arrays else self._array(a.array)
+        )
+        for d, aff in enumerate(a.index):
+            if aff.coefficient(w):
+                return info["extents"][d]
+        return sp.Integer(1)
+
+    def vector_cycles(self, stmt: Statement):
+        v = self.spec.vector
+        elements = sp.Integer(1)
+        for it in stmt.iterators:
+            elements *= self.size(stmt, it)
+        ops = ops_count(stmt.body)
+        per = sum(ops.get(k, 0) * v.cycles[k] for k in OP_CLASSES) or 1
+        cycles = sp.ceiling(elements / v.lanes) * per
+        if stmt.reduction is not None:
+            red = sp.Integer(1)
+            target = {n for a in stmt.target.index for n in a.names()}
+            for it in stmt.iterators:
+                if it not in target:
+                    red *= self.size(stmt, it)
+            cycles += sp.ceiling(elements / red) * v.cycles["reduce"]
+        return cycles
+
+    def scalar_cycles(self, stmt: Statement) -> float:
+        sc = self.spec.scalar
+        ops = ops_count(stmt.body)
+        lat = self.level.latency_cycles
+        nbytes = sum(ld.dtype.itemsize for ld in (stmt.target, *stmt.reads))
+        per = (
+            sc.statement_cycles
+            + sum(ops.get(k, 0) * sc.cycles[k] for k in OP_CLASSES)
+            + lat
+            + math.ceil(nbytes / self.level.bytes_per_cycle)
+        )
+        n = 1
+        for it in stmt.iterators:
+            n *= self.layer.extent(stmt, it)
+        return float(per * n)
+
+    # evaluation ------------------------------------------------------------------------
+    def evaluate(self, grid: dict[sp.Symbol, np.ndarray]) -> Estimate:
+        """The model at every candidate of ``grid`` (arrays of equal length)."""
+        spec = self.spec
+        args = [np.asarray(grid[s], dtype=float) for s in self.syms]
+        n = len(args[0]) if args else 1
+        values = self._values(args, n)
+
+        def ev(expr):
+            return values[expr]
+
+        dma = spec.dma
+        rate = min(dma.bytes_per_cycle, self.level.bytes_per_cycle)
+        lat = max(spec.dram.latency_cycles, self.level.latency_cycles)
+        dram_bytes = np.zeros(n)
+        chan = np.zeros(n)
+        sram = np.zeros(n)
+        first_in = np.zeros(n)
+        last_out = np.zeros(n)
+        issues = np.zeros(n)
+        for name, info in self._arrays.items():
+            ext = [ev(e) for e in info["extents"]]
+            copies = ev(info["copies"])
+            size = info["itemsize"]
+            elems = np.ones(n)
+            moved = np.ones(n)
+            for e, dim in zip(ext, info["shape"]):
+                elems *= e
+                moved *= np.minimum(e, dim)
+            if name in self._pitched_outputs():
+                elems = self._pitched_elements(name, ext, ev)
+            slots = np.where(copies > 1, 2, 1)
+            align = self.level.alignment_bytes
+            sram += slots * np.ceil(elems * size / align) * align
+            nbytes = moved * size
+            desc = _descriptors(ext, info["shape"], dma.max_dims)
+            per_copy = desc * dma.setup_cycles + lat + nbytes / rate
+            ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
+            dram_bytes += copies * nbytes * ways
+            chan += copies * per_copy * ways
+            issues += copies * ways
+            if self._copy_in(name, info):
+                first_in += nbytes
+            if self._copy_out(name, info):
+                last_out += nbytes
+        mac = np.zeros(n)
+        vec = np.zeros(n)
+        scalar = np.zeros(n)
+        for s in self.layer.stmts:
+            eng = self.st.engine_of(s.name)
+            tiles = ev(self.tiles(s))
+            if eng == "mac":
+                cyc, calls = self.mac_cycles(s)
+                mac += tiles * ev(cyc)
+                issues += tiles * ev(calls)
+            elif eng == "vector":
+                vec += tiles * ev(self.vector_cycles(s))
+                issues += tiles * (2 if s.reduction else 1)
+            else:
+                scalar += self.scalar_cycles(s)
+        scalar += issues * spec.scalar.issue_cycles
+        dram_bw = spec.dram.bytes_per_cycle
+        dma_time = np.maximum(dram_bytes / dram_bw, chan / dma.channels)
+        fill = dma.setup_cycles + lat + first_in / min(dram_bw, rate * dma.channels)
+        drain = dma.setup_cycles + lat + last_out / min(dram_bw, rate * dma.channels)
+        busiest = np.maximum(np.maximum(mac, vec), np.maximum(dma_time, scalar))
+        cycles = busiest + fill + drain
+        return Estimate(
+            cycles,
+            dram_bytes,
+            sram,
+            {"mac": mac, "vector": vec, "dma": dma_time, "scalar": scalar},
+        )
+
+    def _expressions(self) -> list[sp.Expr]:
+        """Every expression :meth:`evaluate` needs, to lambdify them at once."""
+        out: list[sp.Expr] = []
+        for info in self._arrays.values():
+            out.extend(info["extents"])
+            out.append(info["copies"])
+        for s in self.layer.stmts:
+            out.append(self.tiles(s))
+            eng = self.st.engine_of(s.name)
+            if eng == "mac":
+                out.extend(self.mac_cycles(s))
+            elif eng == "vector":
+                out.append(self.vector_cycles(s))
+        for s in self.st.pitched:
+            out.append(self.pitch(self.kernel.statement(s)))
+        return out
+
+    def _values(self, args, n: int) -> dict:
+        exprs = list(dict.fromkeys(self._expressions()))
+        f = sp.lambdify(self.syms, exprs, "numpy")
+        raw = f(*args)
+        return {
+            e: np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+            for e, v in zip(exprs, raw)
+        }
+
+    def _copy_in(self, name: str, info) -> bool:
+        """A buffer is filled when the layer reads values it does not produce."""
+        return info["read"] and not self._initialised(name)
+
+    def _initialised(self, name: str) -> bool:
+        """The first statement of the layer that touches ``name`` writes it without
+        reading it (an init), so reads see the layer's own values."""
+        for s in self.layer.stmts:
+            if s.target.array == name:
+                return not any(ld.array == name for ld in s.reads)
+            if any(ld.array == name for ld in s.reads):
+                return False
+        return False
+
+    def _copy_out(self, name: str, info) -> bool:
+        if not info["written"]:
+            return False
+        arr = self.kernel.arrays[name]
+        return arr.role.value != "temp" or self._read_later(name)
+
+    def _read_later(self, name: str) -> bool:
+        mine = {s.name for s in self.layer.stmts}
+        after = False
+        for s in self.kernel.statements:
+            if s.name in mine:
+                after = True
+                continue
+            if after and any(ld.array == name for ld in s.reads):
+                return True
+        return False
+
+    def _pitched_outputs(self) -> set[str]:
+        return {self.kernel.statement(s).target.array for s in self.st.pitched}
+
+    def _pitched_elements(self, name: str, ext, ev):
+        stmt = next(
+            self.kernel.statement(s)
+            for s in self.st.pitched
+            if self.kernel.statement(s).target.array == name
+        )
+        w = self.st.groups_of(stmt.name)[0][-1]
+        pitch = ev(self.pitch(stmt))
+        out = np.ones_like(pitch)
+        for d, aff in enumerate(stmt.target.index):
+            out *= pitch if aff.coefficient(w) else ext[d]
+        return out
+
+    def traffic_formula(self) -> sp.Expr:
+        """DRAM bytes of the layer as a formula of the tile sizes (for explanations)."""
+        total = sp.Integer(0)
+        for name, info in self._arrays.items():
+            moved = sp.Integer(1)
+            for e, dim in zip(info["extents"], info["shape"]):
+                moved *= sp.Min(e, dim)
+            ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
+            total += ways * info["copies"] * moved * info["itemsize"]
+        return total
+
+
+def _arrays_of(stmt: Statement) -> set[str]:
+    return {ld.array for ld in (stmt.target, *stmt.reads)}
+
+
+def _touches(stmt: Statement, array: str, it: str) -> bool:
+    return any(
+        it in a.names()
+        for ld in (stmt.target, *stmt.reads)
+        if ld.array == array
+        for a in ld.index
+    )
+
+
+def _descriptors(ext: list[np.ndarray], shape, max_dims: int) -> np.ndarray:
+    """DMA descriptors of a box copy: dimensions that stay after merging the ones the
+    box covers fully, beyond the descriptor's dimensions, need one each."""
+    n = len(ext[0]) if ext else 1
+    out = np.ones(n)
+    for i in range(n):
+        dims = []
+        full = True
+        for e, dim in zip(reversed([x[i] for x in ext]), reversed(shape)):
+            e = min(e, dim)
+            if e <= 1:
+                continue
+            if dims and full:
+                dims[-1] *= e
+            else:
+                dims.append(e)
+            full = e >= dim
+        dims.reverse()
+        extra = len(dims) - max_dims
+        if extra > 0:
+            out[i] = float(np.prod(dims[:extra]))
+    return out
+
+
+def candidates(extent: int, cap: int = 9) -> list[int]:
+    """Tile sizes worth trying for a loop of ``extent`` iterations: the extent, its
+    divisors and the powers of two below it (the largest ``cap`` of them)."""
+    out = {extent}
+    p = 1
+    while p < extent:
+        out.add(p)
+        p *= 2
+    for d in range(1, math.isqrt(extent) + 1):
+        if extent % d == 0:
+            out.add(d)
+            out.add(extent // d)
+    vals = sorted(out)
+    return vals[-cap:]
+
+
+def aligned(n: int, to: int) -> int:
+    return round_up(n, to)

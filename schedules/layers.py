@@ -1,0 +1,156 @@
+"""Layers: groups of consecutive statements that the accelerator scheduler fuses.
+
+A kernel built with the compute API (or the op library) starts as a sequence of
+one band per statement. Consecutive statements whose leading iterators run over the
+same ranges form a *layer* when fusing their bands on those iterators is legal
+(the exact check of :func:`schedules.fuse` decides): a contraction with its init
+and its element-wise epilogue (bias, activation) on the output's dimensions, the
+statements of a softmax on its rows. Inside a layer the fused (shared) iterators
+are tiled alike; each statement's other iterators are its private loops.
+
+A top-level child that is not a band over one statement (loop chains of a C
+program, several statements per band) is an *opaque* layer: it is placed whole
+or not at all.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc.errors import PolycError
+from polyc.ir import Kernel, Statement
+from schedules import stree
+from schedules.fusion import fuse
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Statements fused on their first ``depth`` iterators (or one opaque child)."""
+
+    index: int
+    stmts: tuple[Statement, ...]
+    bands: tuple[str, ...]
+    depth: int
+    opaque: bool = False
+
+    def lo(self, stmt: Statement, it: str) -> int:
+        return _bounds(stmt)[it][0]
+
+    def extent(self, stmt: Statement, it: str) -> int:
+        lo, hi = _bounds(stmt)[it]
+        return hi - lo + 1
+
+    def shared(self, stmt: Statement) -> tuple[str, ...]:
+        return stmt.iterators[: self.depth]
+
+    def private(self, stmt: Statement) -> tuple[str, ...]:
+        return stmt.iterators[self.depth :]
+
+    @property
+    def arrays(self) -> list[str]:
+        out: list[str] = []
+        for s in self.stmts:
+            for ld in (s.target, *s.reads):
+                if ld.array not in out:
+                    out.append(ld.array)
+        return out
+
+    @property
+    def name(self) -> str:
+        return "+".join(s.name for s in self.stmts)
+
+
+@functools.cache
+def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:
+    """Per iterator: the smallest and largest value in the domain."""
+    dom = stmt.domain
+    out = {}
+    for d, it in enumerate(stmt.iterators):
+        lo = dom.dim_min_val(d).to_python()
+        hi = dom.dim_max_val(d).to_python()
+        out[it] = (int(lo), int(hi))
+    return out
+
+
+def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
+    """The kernel's layers, in program order (see the module docstring)."""
+    root = stree.from_isl(kernel.schedule)
+    children = root.children if isinstance(root, stree.Sequence_) else (root,)
+    simple = [_simple(kernel, c) for c in children]
+    out: list[Layer] = []
+    group: list[tuple[Statement, str]] = []
+    depth = 0
+    for child, item in zip(children, simple):
+        if item is None:
+            if group:
+                out.append(_layer(len(out), group, depth))
+                group = []
+            out.append(Layer(len(out), tuple(_stmts(kernel, child)), (), 0, True))
+            continue
+        stmt = item[0]
+        if not group:
+            group, depth = [item], stmt.depth
+            continue
+        d = _fusable(kernel, group, item, depth) if fusion else 0
+        if d:
+            group.append(item)
+            depth = d
+        else:
+            out.append(_layer(len(out), group, depth))
+            group, depth = [item], stmt.depth
+    if group:
+        out.append(_layer(len(out), group, depth))
+    return out
+
+
+def _layer(index, group, depth) -> Layer:
+    if len(group) == 1:
+        depth = group[0][0].depth
+    return Layer(index, tuple(s for s, _ in group), tuple(b for _, b in group), depth)
+
+
+def _stmts(kernel: Kernel, node) -> list[Statement]:
+    return [kernel.statement(n) for n in stree.statements(node)]
+
+
+def _simple(kernel: Kernel, node) -> tuple[Statement, str] | None:
+    """``(statement, band)`` when ``node`` is a named band running one statement
+    with its iterators as members, in order."""
+    nb = stree.named_at(node)
+    if nb is None or nb.attrs:
+        return None
+    names = stree.statements(node)
+    if len(names) != 1 or not isinstance(nb.band.child, stree.Leaf):
+        return None
+    stmt = kernel.statement(names[0])
+    if nb.members != stmt.iterators or stmt.depth == 0:
+        return None
+    ident = isl.UnionMap.from_multi_union_pw_aff(nb.band.schedule)
+    want = isl.Map.identity(isl.Space.map_from_set(stmt.domain.get_space()))
+    got = isl.Map.from_union_map(ident).reset_tuple_id(isl.dim_type.out)
+    if not got.is_subset(want.reset_tuple_id(isl.dim_type.out)):
+        return None
+    return stmt, nb.name
+
+
+def _fusable(kernel: Kernel, group, item, depth: int) -> int:
+    """The largest depth at which ``item`` fuses with the group (0: it does not)."""
+    stmt, band = item
+    first = group[0][0]
+    d = min(depth, stmt.depth)
+    while d > 0:
+        same = all(
+            _bounds(first)[first.iterators[p]] == _bounds(stmt)[stmt.iterators[p]]
+            for p in range(d)
+        )
+        if same:
+            try:
+                fuse(kernel, [b for _, b in group] + [band], depth=d)
+                return d
+            except PolycError:
+                pass
+        d -= 1
+    return 0

@@ -1,0 +1,125 @@
+"""The memory planner: byte offsets for the on-chip buffers of every level.
+
+Each buffer asks for ``slots x slot_bytes`` in one level for a lifetime (an
+interval of layer positions: buffers of different layers never live at once).
+Offsets come from interval-graph first fit: buffers sorted by lifetime start and
+decreasing size take the lowest offset, aligned to the level's
+``alignment_bytes``, that no buffer with an overlapping lifetime uses; a buffer
+that fits in one bank never straddles a bank boundary (so that double-buffered
+operands sit in whole banks). A level that cannot hold what is live at once
+raises :class:`~polyc.errors.PlacementError` with the level, its capacity and
+the buffers with their sizes.
+
+A level whose copies zero-fill halos keeps a small block of zeros (the source of
+those fills) at its top for the whole kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from accelerator.spec import Spec
+from polyc.errors import PlacementError
+from polyc.placemarks import Allocation
+
+#: bytes of the zero block a level keeps for zero-filling copies (one element of
+#: any dtype, repeated with stride 0; the alignment rounds it up)
+ZERO_BYTES = 8
+
+
+@dataclass(frozen=True)
+class Request:
+    """One buffer to place: ``slots`` slots of ``slot_bytes`` in level
+    ``level_index``, live from layer ``start`` to layer ``end`` (inclusive)."""
+
+    name: str
+    array: str
+    level_index: int
+    slots: int
+    slot_bytes: int
+    start: int
+    end: int
+
+    @property
+    def bytes(self) -> int:
+        return self.slots * self.slot_bytes
+
+
+def round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def zero_block(spec: Spec, level_index: int) -> Allocation:
+    """The zero block of a level: its last aligned bytes."""
+    level = spec.memory[level_index]
+    size = round_up(ZERO_BYTES, level.alignment_bytes)
+    return Allocation(
+        f"pc_zero_{level.name}", level_index, level.capacity_bytes - size, size
+    )
+
+
+def plan(
+    spec: Spec, requests: Sequence[Request], zero_levels: Sequence[int] = ()
+) -> dict[str, Allocation]:
+    """Offsets for ``requests`` (see the module docstring).
+
+    Raises:
+        PlacementError: when the buffers live at once in a level do not fit.
+    """
+    out: dict[str, Allocation] = {}
+    order = sorted(requests, key=lambda r: (r.level_index, r.start, -r.bytes, r.name))
+    placed: list[tuple[Request, int]] = []
+    for req in order:
+        level = spec.memory[req.level_index]
+        capacity = level.capacity_bytes
+        if req.level_index in zero_levels:
+            capacity = zero_block(spec, req.level_index).offset
+        live = [
+            (r, off)
+            for r, off in placed
+            if r.level_index == req.level_index
+            and r.start <= req.end
+            and req.start <= r.end
+        ]
+        offset = _first_fit(req, live, level.alignment_bytes, capacity // level.banks)
+        size = round_up(req.bytes, level.alignment_bytes)
+        if offset + size > capacity:
+            _overflow(spec, req, [r for r, _ in live], capacity)
+        placed.append((req, offset))
+        out[req.name] = Allocation(req.name, req.level_index, offset, size)
+    return out
+
+
+def _first_fit(
+    req: Request, live: list[tuple[Request, int]], align: int, bank: int
+) -> int:
+    size = round_up(req.bytes, align)
+    taken = sorted((off, off + round_up(r.bytes, align)) for r, off in live)
+    offset = 0
+    while True:
+        if size <= bank and offset // bank != (offset + size - 1) // bank:
+            offset = round_up(offset, bank)  # keep a one-bank buffer in one bank
+        clash = next(
+            ((lo, hi) for lo, hi in taken if lo < offset + size and offset < hi), None
+        )
+        if clash is None:
+            return offset
+        offset = round_up(clash[1], align)
+
+
+def _overflow(spec: Spec, req: Request, live: list[Request], capacity: int):
+    level = spec.memory[req.level_index]
+    everyone = sorted([*live, req], key=lambda r: -r.bytes)
+    listing = ", ".join(
+        f"{r.name} ({r.array}) {r.bytes:,} B"
+        + (f" = {r.slots} x {r.slot_bytes:,} B" if r.slots > 1 else "")
+        for r in everyone
+    )
+    total = sum(round_up(r.bytes, level.alignment_bytes) for r in everyone)
+    raise PlacementError(
+        f"place: the buffers do not fit in level {level.name} because it holds "
+        f"{capacity:,} bytes and {len(everyone)} buffers live at once ask for "
+        f"{total:,} bytes: {listing}. Use smaller tiles, one slot instead of two, "
+        "or another level."
+    )
