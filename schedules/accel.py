@@ -47,7 +47,15 @@ class LayerChoice:
     candidate: search.Candidate | None
     tried: int = 0
     note: str = ""
-    formula: str = ""
+    context: tuple = ()  # (kernel, spec) to build the traffic formula on demand
+
+    @property
+    def formula(self) -> str:
+        """DRAM traffic of the chosen candidate as a formula of its tile sizes."""
+        if self.candidate is None or not self.context:
+            return ""
+        kernel, spec = self.context
+        return search.formula(kernel, self.layer, spec, self.candidate)
 
 
 @dataclass
@@ -105,8 +113,7 @@ def schedule(kernel: Kernel, spec: Spec) -> Choice:
     for i, cand in enumerate(chosen):
         choices[i].candidate = cand
         choices[i].tried = len(options[i])
-        if cand is not None:
-            choices[i].formula = search.formula(kernel, layers[i], spec, cand)
+        choices[i].context = (kernel, spec)
     return Choice(result, spec.name, choices)
 
 
@@ -158,6 +165,10 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
     """Tile every statement of the layer, fuse the tile bands, order the loops.
     Returns the kernel and where each loop went: ``{(stmt, it): (band, pos)}``."""
     st = cand.structure
+    if len(layer.stmts) == 1 and not any(
+        size < _extent_of(layer, var) for var, size in cand.sizes
+    ):
+        return k, {}  # one tile: the statement's own band, copies above it
     tile_bands = []
     for s, band in zip(layer.stmts, layer.bands):
         sizes = {}
@@ -245,9 +256,18 @@ def _position(layer: Layer, cand, where, users, array) -> tuple[str, int]:
                 best = (key, band, pos + 1)
     if best is None:
         first = layer.stmts[0]
-        band = where[(first.name, first.iterators[0])][0]
-        return band, 0
+        if (first.name, first.iterators[0]) not in where:
+            return layer.bands[0], 0
+        return where[(first.name, first.iterators[0])][0], 0
     return best[1], best[2]
+
+
+def _extent_of(layer: Layer, var: tuple) -> int:
+    if var[0] == "s":
+        first = layer.stmts[0]
+        return layer.extent(first, first.iterators[var[1]])
+    stmt = next(s for s in layer.stmts if s.name == var[1])
+    return layer.extent(stmt, var[2])
 
 
 def _tiles(layer: Layer, cand, s, it) -> bool:

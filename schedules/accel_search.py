@@ -23,6 +23,8 @@ SMALL = 8
 #: at most this many tiled loops per layer, and candidate points per structure
 MAX_FREE = 4
 MAX_POINTS = 20000
+#: engine assignments tried per layer before only the first contraction varies
+MAX_ENGINE_COMBOS = 16
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
             else:
                 opts.append((eng, None, False))
         per_stmt.append(opts)
+    if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
+        first = next((i for i, o in enumerate(per_stmt) if len(o) > 1), 0)
+        per_stmt = [o if i == first else o[:1] for i, o in enumerate(per_stmt)]
     free = _free(layer, private)
     shared_free = [v[1] for v in free if v[0] == "s"]
     fixed = [p for p in range(layer.depth) if p not in shared_free]

@@ -359,13 +359,13 @@ class LayerModel:
         return out
 
     def _values(self, args, n: int) -> dict:
-        exprs = list(dict.fromkeys(self._expressions()))
-        f = sp.lambdify(self.syms, exprs, "numpy")
-        raw = f(*args)
-        return {
-            e: np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
-            for e, v in zip(exprs, raw)
-        }
+        env = dict(zip(self.syms, args))
+        memo: dict = {}
+        out = {}
+        for e in dict.fromkeys(self._expressions()):
+            v = numeric(e, env, memo)
+            out[e] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+        return out
 
     def _copy_in(self, name: str, info) -> bool:
         """A buffer is filled when the layer reads values it does not produce."""
@@ -424,6 +424,43 @@ class LayerModel:
             ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
             total += ways * info["copies"] * moved * info["itemsize"]
         return total
+
+
+def numeric(e: sp.Expr, env: dict, memo: dict):
+    """Evaluate ``e`` with numpy arrays for its symbols (what ``lambdify`` does,
+    without generating code for every expression)."""
+    if e in memo:
+        return memo[e]
+    if e.is_Symbol:
+        out = env[e]
+    elif e.is_Number:
+        out = float(e)
+    else:
+        args = [numeric(a, env, memo) for a in e.args]
+        if e.is_Add:
+            out = sum(args[1:], args[0])
+        elif e.is_Mul:
+            out = args[0]
+            for a in args[1:]:
+                out = out * a
+        elif e.is_Pow:
+            out = np.power(args[0], args[1])
+        elif isinstance(e, sp.ceiling):
+            out = np.ceil(args[0] - 1e-9)
+        elif isinstance(e, sp.floor):
+            out = np.floor(args[0] + 1e-9)
+        elif isinstance(e, sp.Max):
+            out = args[0]
+            for a in args[1:]:
+                out = np.maximum(out, a)
+        elif isinstance(e, sp.Min):
+            out = args[0]
+            for a in args[1:]:
+                out = np.minimum(out, a)
+        else:  # pragma: no cover - the model builds only the forms above
+            raise TypeError(f"cost model: cannot evaluate {e!r}")
+    memo[e] = out
+    return out
 
 
 def _arrays_of(stmt: Statement) -> set[str]:

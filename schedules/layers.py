@@ -94,7 +94,12 @@ def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
         if not group:
             group, depth = [item], stmt.depth
             continue
-        d = _fusable(kernel, group, item, depth) if fusion else 0
+        related = _related(group, stmt) or _init_for(
+            group, stmt, children, simple, child
+        )
+        d = 0
+        if fusion and related and len(group) < MAX_STATEMENTS:
+            d = _fusable(kernel, group, item, depth)
         if d:
             group.append(item)
             depth = d
@@ -104,6 +109,30 @@ def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
     if group:
         out.append(_layer(len(out), group, depth))
     return out
+
+
+#: statements fused into one layer at most
+MAX_STATEMENTS = 12
+
+
+def _related(group, stmt: Statement) -> bool:
+    """``stmt`` reads or writes an array that the group writes (a consumer, or a
+    reduction into the group's output)."""
+    written = {s.target.array for s, _ in group}
+    return any(ld.array in written for ld in (stmt.target, *stmt.reads))
+
+
+def _init_for(group, stmt: Statement, children, simple, child) -> bool:
+    """``stmt`` initialises an array (it reads none) that the next statement reads
+    together with an array of the group (the sum of a softmax)."""
+    if stmt.reads:
+        return False
+    pos = list(children).index(child)
+    if pos + 1 >= len(children) or simple[pos + 1] is None:
+        return False
+    nxt = simple[pos + 1][0]
+    reads = {ld.array for ld in nxt.reads}
+    return stmt.target.array in reads and _related(group, nxt)
 
 
 def _layer(index, group, depth) -> Layer:

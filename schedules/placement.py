@@ -41,7 +41,6 @@ from polyc.ir import Kernel
 from schedules import footprint as F
 from schedules import isltree, memplan
 from schedules.common import step
-from schedules.legality import first_violation
 
 
 @dataclass(frozen=True)
@@ -142,9 +141,6 @@ def place(
             pad=pad or None,
         ),
     )
-    violation = first_violation(kernel, schedule)
-    if violation is not None:  # pragma: no cover - copies never reorder statements
-        raise PlacementError(f"{op}: the placement breaks {violation}.")
     return new
 
 
@@ -239,7 +235,9 @@ def _flows(kernel: Kernel, prefix: isl.UnionMap, array: str) -> tuple[bool, bool
     below = prefix.domain()
     same = prefix.apply_range(prefix.reverse())
     need_in = need_out = False
-    flow = deps.by_array("flow").get(array)
+    flow = kernel.analysis("placement.flow", lambda k: k.deps.by_array("flow")).get(
+        array
+    )
     if flow is not None:
         need_in = not flow.intersect_range(below).subtract(same).is_empty()
         need_out = not flow.intersect_domain(below).subtract(same).is_empty()
