@@ -36,7 +36,7 @@ import islpy as isl
 from accelerator import load_config
 from accelerator.spec import Spec
 from polyc import placemarks as pm
-from polyc.errors import ArgumentError, PlacementError, ScheduleError
+from polyc.errors import ArgumentError, ScheduleError
 from polyc.ir import Kernel
 from schedules import footprint as F
 from schedules import isltree, memplan
