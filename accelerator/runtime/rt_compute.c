@@ -47,42 +47,45 @@ static void pc_account_bytes(pc_ctx *ctx, const pc_range *r, int64_t bytes) {
 
 #define PC_AT(T, base, v, r, c) (((T *)(base))[(v).off + (r) * (v).rs + (c) * (v).cs])
 
-#define PC_MAC_LOOP(TA, TC, STEP)                                             \
+/* One output row accumulates in row[] (as TR: int32 for int32, float for fp16 and
+ * fp32, which hold those values exactly; for fp16 the conversions are then single
+ * F16C instructions, not library calls through double). */
+#define PC_MAC_LOOP(TA, TC, TR, STEP)                                         \
   for (int64_t i = 0; i < m; i++) {                                           \
+    TR *rt = (TR *)row;                                                       \
     for (int64_t j = 0; j < n; j++)                                           \
-      row[j] = accumulate ? (double)PC_AT(TC, C, c, i, j) : 0.0;              \
+      rt[j] = accumulate ? (TR)PC_AT(TC, C, c, i, j) : (TR)0;                 \
     for (int64_t kk = 0; kk < k; kk++) {                                      \
       TA av = PC_AT(TA, A, a, i, kk);                                         \
       for (int64_t j = 0; j < n; j++) {                                       \
         TA bv = PC_AT(TA, B, b, kk, j);                                       \
-        TC acc = (TC)row[j];                                                  \
+        TC acc = (TC)rt[j];                                                   \
         STEP;                                                                 \
-        row[j] = (double)acc;                                                 \
+        rt[j] = (TR)acc;                                                      \
       }                                                                       \
     }                                                                         \
-    for (int64_t j = 0; j < n; j++) PC_AT(TC, C, c, i, j) = (TC)row[j];      \
+    for (int64_t j = 0; j < n; j++) PC_AT(TC, C, c, i, j) = (TC)rt[j];       \
   }
 
 static void pc_mac_compute(int mode, int64_t m, int64_t n, int64_t k,
                            int accumulate, const unsigned char *A, pc_view a,
                            const unsigned char *B, pc_view b, unsigned char *C,
                            pc_view c, double *row) {
-  /* row[] holds one output row; double represents int32, fp16 and fp32 exactly */
   switch (mode) {
     case PC_I8_I32:
-      PC_MAC_LOOP(int8_t, int32_t,
+      PC_MAC_LOOP(int8_t, int32_t, int32_t,
                   acc = (int32_t)((uint32_t)acc + (uint32_t)((int32_t)av * bv)))
       break;
     case PC_F16_F16:
-      PC_MAC_LOOP(_Float16, _Float16,
+      PC_MAC_LOOP(_Float16, _Float16, float,
                   acc = (_Float16)((float)acc + (float)(_Float16)((float)av *
                                                                    (float)bv)))
       break;
     case PC_F16_F32:
-      PC_MAC_LOOP(_Float16, float, acc = acc + (float)av * (float)bv)
+      PC_MAC_LOOP(_Float16, float, float, acc = acc + (float)av * (float)bv)
       break;
     default:
-      PC_MAC_LOOP(float, float, acc = acc + av * bv)
+      PC_MAC_LOOP(float, float, float, acc = acc + av * bv)
       break;
   }
 }
