@@ -78,8 +78,15 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
             f"((pc_view){{{_bvar(b)}, {off}, {rows.get(key, 0)}, {cols.get(key, 0)}}})"
         )
 
+    acc = "1"
+    if tm.init:
+        # the first contribution to each output element overwrites it: the calls
+        # whose reduction loops are at their first value, after the folded init
+        target = {n for a in stmt.target.index for n in a.names()}
+        first = [f"pc_x_{it} == pc_lo_{it}" for it in tm.loops if it not in target]
+        acc = f"!(pc_fresh_{stmt.name}{''.join(' && ' + f for f in first)})"
     call = (
-        f"pc_mac({CTX}, {tm.mode}, {m_ext}, {n_ext}, {k_ext}, 1, "
+        f"pc_mac({CTX}, {tm.mode}, {m_ext}, {n_ext}, {k_ext}, {acc}, "
         f"{view('a', m_str, k_str)}, {view('b', k_str, n_str)}, "
         f"{view('c', m_str, n_str)}, {_cstr(stmt.name)})"
     )
@@ -94,6 +101,8 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
                 c.Block(inner),
             )
         ]
+    if tm.init:
+        inner.append(c.Statement(f"pc_fresh_{stmt.name} = 0"))
     return [c.Comment(f"{pm.MAC}{stmt.name}"), c.Block(lines + inner)]
 
 

@@ -91,6 +91,8 @@ class PlacedEmitter(SimEmitter):
             for a in scope.allocations:
                 if a.name not in self.info.buffers:
                     out.append(c.Line(f"int {bvar(a.name)} = -1;"))
+        for s in sorted(self.info.folded.values()):
+            out.append(c.Line(f"int pc_fresh_{s} = 0;"))
         vec = [s for s, e in self.info.engine.items() if e == "vector"]
         for s in sorted(vec):
             out.append(c.Line(f"int64_t pc_v_{s} = 0, pc_vr_{s} = 0, pc_vp_{s} = -1;"))
@@ -112,6 +114,10 @@ class PlacedEmitter(SimEmitter):
             elif kind == "buffer":
                 out.append(c.Comment(pm.summary(n.name)))
                 out.extend(self.body(n.body))
+            elif kind == "vector" and all(
+                s in self.info.folded for s in _calls_below(n.body)
+            ):
+                out.extend(self._fresh(_calls_below(n.body)))
             elif kind == "vector":
                 out.extend(self._vector_tile(n))
             elif kind == "tensorize":
@@ -153,6 +159,8 @@ class PlacedEmitter(SimEmitter):
     def _scalar_band(self, n) -> list[c.Generable]:
         """A band of scalar statements: wait once for the buffers they touch."""
         stmts = _calls_below(n.body)
+        if stmts and all(s in self.info.folded for s in stmts):
+            return self._fresh(stmts)
         scalar = {
             s
             for s in stmts
@@ -166,6 +174,13 @@ class PlacedEmitter(SimEmitter):
         inner = self.body(n.body)
         self._covered = saved
         return (self.flush() if waits else []) + waits + self.mark(n.name, inner, n)
+
+    def _fresh(self, stmts) -> list[c.Generable]:
+        """A zero init folded into MAC calls: the next calls overwrite instead."""
+        out: list[c.Generable] = [c.Comment(f"{', '.join(sorted(stmts))}: folded")]
+        for s in sorted(stmts):
+            out.append(c.Statement(f"pc_fresh_{self.info.folded[s]} = 1"))
+        return out
 
     def _waits(self, stmts) -> list[c.Generable]:
         bufs: list[str] = []
@@ -194,6 +209,8 @@ class PlacedEmitter(SimEmitter):
 
     def statement(self, stmt: Statement, args: dict[str, str]) -> list[c.Generable]:
         self._stmt = stmt
+        if stmt.name in self.info.folded:
+            return self._fresh({stmt.name})
         if stmt.name in self._vector:
             return self._vector_statement(stmt, args)
         out: list[c.Generable] = []
@@ -363,16 +380,7 @@ class PlacedEmitter(SimEmitter):
             if b.clamp and inbound:
                 l_, h_ = f"max({l_}, 0)", f"min({h_}, {shape[d] - 1})"
             lines.append(c.Line(f"const long pc_l{d} = {l_}, pc_h{d} = {h_};"))
-        sizes = _i64_list([f"pc_h{d} - pc_l{d} + 1" for d in range(nd)] or ["1"])
-        mine = self._buffer_at(b, [f"pc_l{d}" for d in range(nd)])
         parent = self.info.parent.get(b.name)
-        if parent is not None:
-            pb = self.info.buffers[parent]
-            other = self._buffer_at(pb, [f"pc_l{d}" for d in range(nd)])
-        else:
-            strides = _row_major(shape)
-            off = " + ".join(f"{s} * pc_l{d}" for d, s in enumerate(strides)) or "0"
-            other = (buf_var(b.array), off, strides)
         lines += self.flush()
         if b.clamp and inbound:
             clipped = " || ".join(
@@ -386,25 +394,66 @@ class PlacedEmitter(SimEmitter):
                         f"pc_dma({CTX}, -1, {b.elem_bytes}, 1, "
                         f"((const int64_t[]){{{b.slot}}}), {bvar(b.name)}, "
                         f"{slotvar(b.name)} * {b.slot}, ((const int64_t[]){{1}}), "
-                        f"{zero}, 0, ((const int64_t[]){{0}}), {_cstr('zero ' + b.array)})"
+                        f"{zero}, 0, ((const int64_t[]){{0}}), "
+                        f"{_cstr('zero ' + b.array)})"
                     ),
                 )
             )
-        dst, src = (mine, other) if inbound else (other, mine)
-        label = f"{b.array} {'in' if inbound else 'out'}"
+        split = _split_dim(b)
+        index = [f"pc_l{d}" for d in range(nd)]
+        sizes = [f"pc_h{d} - pc_l{d} + 1" for d in range(nd)]
+        if split is None:
+            lines.append(self._dma_call(b, parent, shape, index, sizes, inbound))
+            return lines
+        # several DMA calls along one dimension: each takes the first free channel
+        d = split
+        index[d], sizes[d] = "pc_c", "pc_e - pc_c + 1"
         lines.append(
-            c.Statement(
-                f"pc_dma({CTX}, -1, {b.elem_bytes}, {max(nd, 1)}, {sizes}, "
-                f"{dst[0]}, {dst[1]}, {_i64_list([str(s) for s in dst[2]] or ['1'])}, "
-                f"{src[0]}, {src[1]}, {_i64_list([str(s) for s in src[2]] or ['1'])}, "
-                f"{_cstr(label)})"
-            )
+            c.Line(f"const long pc_q = (pc_h{d} - pc_l{d} + {b.chunks}) / {b.chunks};")
+        )
+        body = c.Block(
+            [
+                c.Line(f"const long pc_e = min(pc_c + pc_q - 1, pc_h{d});"),
+                self._dma_call(b, parent, shape, index, sizes, inbound),
+            ]
+        )
+        lines.append(
+            c.For(f"long pc_c = pc_l{d}", f"pc_c <= pc_h{d}", "pc_c += pc_q", body)
         )
         return lines
+
+    def _dma_call(self, b, parent, shape, index, sizes, inbound) -> c.Statement:
+        mine = self._buffer_at(b, index)
+        if parent is not None:
+            other = self._buffer_at(self.info.buffers[parent], index)
+        else:
+            strides = _row_major(shape)
+            off = " + ".join(f"{s} * {i}" for s, i in zip(strides, index)) or "0"
+            other = (buf_var(b.array), off, strides)
+        dst, src = (mine, other) if inbound else (other, mine)
+        label = f"{b.array} {'in' if inbound else 'out'}"
+        return c.Statement(
+            f"pc_dma({CTX}, -1, {b.elem_bytes}, {max(len(index), 1)}, "
+            f"{_i64_list(sizes or ['1'])}, "
+            f"{dst[0]}, {dst[1]}, {_i64_list([str(s) for s in dst[2]] or ['1'])}, "
+            f"{src[0]}, {src[1]}, {_i64_list([str(s) for s in src[2]] or ['1'])}, "
+            f"{_cstr(label)})"
+        )
 
     def _buffer_at(self, b: pm.BufferMark, index: list[str]):
         """``(buffer id, element offset, strides)`` of element ``index`` of ``b``."""
         return (bvar(b.name), self._offset(b, index), b.strides)
+
+
+def _split_dim(b: pm.BufferMark) -> int | None:
+    """The outermost dimension of the box longer than one element: cutting it
+    gives calls over disjoint byte ranges (so the runtime overlaps them)."""
+    if b.chunks <= 1:
+        return None
+    for d, e in enumerate(b.extent):
+        if e > 1:
+            return d
+    return None
 
 
 def _args(n: loops.Call) -> list[str]:

@@ -33,6 +33,7 @@ class Placed:
     engine: dict[str, str] = field(default_factory=dict)  # stmt -> mac/vector/scalar
     tensorize: dict[str, pm.TensorizeMark] = field(default_factory=dict)
     scopes: list[pm.ScopeMark] = field(default_factory=list)
+    folded: dict[str, str] = field(default_factory=dict)  # zero init -> its MAC stmt
 
     @property
     def any(self) -> bool:
@@ -74,8 +75,11 @@ def collect(kernel: Kernel) -> Placed:
             visit(node.child(i), active, engine)
 
     visit(kernel.schedule.get_root(), {}, None)
-    for s in info.tensorize:
+    for s, tm in info.tensorize.items():
         info.engine[s] = "mac"
+        if tm.init:
+            info.engine[tm.init] = "folded"
+            info.folded[tm.init] = s
     for s in own:
         info.engine.setdefault(s, "scalar")
     return info

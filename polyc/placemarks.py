@@ -91,6 +91,7 @@ class BufferMark:
     hi: str
     wlo: str = ""
     whi: str = ""
+    chunks: int = 1  # DMA calls per copy, so that several channels share it
 
     @property
     def slot_bytes(self) -> int:
@@ -126,6 +127,7 @@ class BufferMark:
             f"hi={self.hi}",
             f"wlo={self.wlo}",
             f"whi={self.whi}",
+            f"chunks={self.chunks}",
         ]
         return " | ".join([head, *fields])
 
@@ -150,6 +152,7 @@ class BufferMark:
             hi=f["hi"],
             wlo=f.get("wlo", ""),
             whi=f.get("whi", ""),
+            chunks=int(f.get("chunks", "1")),
         )
 
 
@@ -215,6 +218,7 @@ class TensorizeMark:
     loops: tuple[str, ...]
     lo: str
     hi: str
+    init: str = ""  # a zero init folded into the first call (accumulate=0)
 
     def text(self) -> str:
         head = (
@@ -223,6 +227,8 @@ class TensorizeMark:
         )
         if self.loops:
             head += f" loops={','.join(self.loops)}"
+        if self.init:
+            head += f" init={self.init}"
         fields = [
             f"stmt={self.stmt}",
             f"mode={self.mode}",
@@ -234,6 +240,7 @@ class TensorizeMark:
             f"loops={','.join(self.loops)}",
             f"lo={self.lo}",
             f"hi={self.hi}",
+            f"init={self.init}",
         ]
         return " | ".join([head, *fields])
 
@@ -251,6 +258,7 @@ class TensorizeMark:
             loops=_words(f["loops"]),
             lo=f["lo"],
             hi=f["hi"],
+            init=f.get("init", ""),
         )
 
 

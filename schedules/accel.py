@@ -32,6 +32,7 @@ from polyc.errors import PolycError
 from polyc.ir import Kernel
 from schedules import accel_search as search
 from schedules.bands import permute
+from schedules.costmodel import STREAM_SLOTS
 from schedules.fusion import fuse
 from schedules.layers import Layer, split
 from schedules.placement import place
@@ -204,11 +205,16 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
 
 def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
     st = cand.structure
+    folded = {
+        search.folds_into(layer, s).name: s.name
+        for s in layer.stmts
+        if st.engine_of(s.name) == "fold"
+    }
     for s, band in zip(layer.stmts, layer.bands):
         eng = st.engine_of(s.name)
         if eng == "mac":
             m, n, kk = st.groups_of(s.name)
-            k = tensorize(k, band, m=m, n=n, k=kk)
+            k = tensorize(k, band, m=m, n=n, k=kk, init=folded.get(s.name))
         elif eng == "vector":
             k = map_vector(k, band)
     return k
@@ -221,7 +227,18 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
         users = [s for s in layer.stmts if array in _arrays(s)]
         band, depth = _position(layer, cand, where, users, array)
         pad = _pitch(k, st, array)
-        k = place(k, band, array, level, config=spec, depth=depth, pad=pad)
+        layout = {a: o for a, o in st.layouts if a == array} or None
+        k = place(
+            k,
+            band,
+            array,
+            level,
+            config=spec,
+            depth=depth,
+            pad=pad,
+            layout=layout,
+            slots=_slots(layer, cand, where, users, array),
+        )
     return k
 
 
@@ -303,3 +320,19 @@ def _pitch(k: Kernel, st, array: str) -> dict | None:
         d_c = next(d for d, aff in enumerate(s.target.index) if aff.coefficient(w))
         return {array: {d_c: a_buf.extent[d_a]}}
     return None
+
+
+def _slots(layer, cand, where, users, array) -> int | None:
+    """Three slots for an operand streamed through the reduction loops of one
+    statement (its next two tiles load while one is in use: the loads need not
+    wait for the output's copy-out to leave DRAM bandwidth), else the default."""
+    band, depth = _position(layer, cand, where, users, array)
+    if depth == 0 or len(users) != 1:
+        return None
+    s = users[0]
+    private = [
+        it
+        for it in layer.private(s)
+        if (s.name, it) in where and where[(s.name, it)][0] == band
+    ]
+    return STREAM_SLOTS if private else None

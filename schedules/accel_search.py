@@ -13,7 +13,12 @@ import numpy as np
 
 from accelerator.spec import Spec
 from polyc.ir import Kernel, Statement
-from schedules.costmodel import LayerModel, Structure, candidates, symbol
+from schedules.costmodel import (
+    LayerModel,
+    Structure,
+    candidates,
+    symbol,
+)
 from schedules.layers import Layer
 from schedules.memplan import ZERO_BYTES
 from schedules.tensorize import contraction
@@ -66,21 +71,81 @@ def engines(kernel: Kernel, stmt: Statement, spec: Spec) -> list[str]:
     return out or ["scalar"]
 
 
+def folds_into(layer: Layer, stmt: Statement) -> Statement | None:
+    """The contraction of the layer whose output ``stmt`` zeroes (``out = 0``), if
+    ``stmt`` is such an init: it can be folded into the MAC calls."""
+    from polyc.expr import Const
+
+    if not (isinstance(stmt.body, Const) and stmt.body.value == 0):
+        return None
+    later = layer.stmts[layer.stmts.index(stmt) + 1 :]
+    for s in later:
+        if s.target.array == stmt.target.array:
+            return s if contraction(s) is not None else None
+    return None
+
+
 def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
     mine = isl.UnionSet.from_set(stmt.domain)
     deps = kernel.deps.validity.intersect_domain(mine).intersect_range(mine)
     return not deps.is_empty()
 
 
-def mac_groups(stmt: Statement) -> list[tuple[tuple[tuple[str, ...], ...], bool]]:
-    """MAC dimension groups to try: ``((m, n, k), pitched)``; the M dimension is its
-    innermost iterator, or its two innermost fused over a padded output pitch."""
+def mac_groups(layer: Layer, stmt: Statement):
+    """MAC mappings to try: ``((m, n, k), pitched, layouts)``.
+
+    Each dimension is the longest iterator of its role (a convolution's channels,
+    not its filter taps). M may also fuse its two innermost iterators over a padded
+    output pitch (several output rows per call). K may fuse the filter-row tap with
+    the channels when the operands sit channels-last in their buffers (``layouts``
+    moves the channel dimension innermost), so that one call covers a row of taps.
+    """
     con = contraction(stmt)
-    m, n, k = con.members("m"), con.members("n"), con.members("k")
-    out = [((m[-1:], n[-1:], k[-1:]), False)]
-    if len(m) >= 2:
-        out.append(((m[-2:], n[-1:], k[-1:]), True))
-    return out
+
+    def longest(role: str) -> tuple[str, ...]:
+        members = con.members(role)
+        if not members:
+            return ()
+        return (max(reversed(members), key=lambda it: layer.extent(stmt, it)),)
+
+    m, n, k = longest("m"), longest("n"), longest("k")
+    ms = con.members("m")
+    ms_options = [(m, False)] + ([(ms[-2:], True)] if len(ms) >= 2 else [])
+    k_options = [(k, ())]
+    fused = _channels_last(layer, stmt, con)
+    if fused is not None:
+        k_options.append(fused)
+    return [
+        ((mm, n, kk), pitched, layouts)
+        for mm, pitched in ms_options
+        for kk, layouts in k_options
+    ]
+
+
+def _channels_last(layer: Layer, stmt: Statement, con):
+    """``((tap, channel), layouts)``: the K group over a filter row and the channels,
+    when both operands index the channel alone in one dimension (moved innermost
+    in their buffers) and the same tap in the dimension before it."""
+    best = None
+    for kc in con.members("k"):
+        out = []
+        for ld in (stmt.reads[con.a], stmt.reads[con.b]):
+            dims = [d for d, a in enumerate(ld.index) if a.coefficient(kc)]
+            if len(dims) != 1 or len(ld.index) < 2 or ld.index[dims[0]].names() != {kc}:
+                break
+            order = [d for d in range(len(ld.index)) if d != dims[0]] + [dims[0]]
+            prev = ld.index[order[-2]]
+            taps = [
+                it
+                for it in stmt.iterators
+                if it != kc and con.roles[it] == "k" and prev.coefficient(it)
+            ]
+            out.append((ld.array, tuple(order), tuple(taps)))
+        if len(out) != 2 or len(out[0][2]) != 1 or out[0][2] != out[1][2]:
+            continue
+        if best is None or layer.extent(stmt, kc) > layer.extent(stmt, best[0][1]):
+            best = ((out[0][2][0], kc), tuple((a, o) for a, o, _ in out))
+    return best
 
 
 def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
@@ -88,12 +153,14 @@ def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
     per_stmt = []
     for s in layer.stmts:
         opts = []
+        if folds_into(layer, s) is not None:
+            opts.append(("fold", None, False, ()))
         for eng in engines(kernel, s, spec):
             if eng == "mac":
-                for groups, pitched in mac_groups(s):
-                    opts.append((eng, groups, pitched))
+                for groups, pitched, layouts in mac_groups(layer, s):
+                    opts.append((eng, groups, pitched, layouts))
             else:
-                opts.append((eng, None, False))
+                opts.append((eng, None, False, ()))
         per_stmt.append(opts)
     if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
         first = next((i for i, o in enumerate(per_stmt) if len(o) > 1), 0)
@@ -106,10 +173,19 @@ def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
         orders = [tuple(shared_free), tuple(reversed(shared_free))]
     for combo in itertools.product(*per_stmt):
         engine = tuple((s.name, c[0]) for s, c in zip(layer.stmts, combo))
+        chosen = dict(engine)
+        if any(
+            e == "fold" and chosen[folds_into(layer, s).name] != "mac"
+            for s, e in zip(layer.stmts, chosen.values())
+        ):
+            continue
         groups = tuple((s.name, c[1]) for s, c in zip(layer.stmts, combo) if c[1])
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
+        layouts = tuple(x for c in combo for x in c[3])
         for order in orders:
-            yield Structure(engine, groups, pitched, tuple(fixed) + order, tuple(free))
+            yield Structure(
+                engine, groups, pitched, tuple(fixed) + order, tuple(free), layouts
+            )
 
 
 def _free(layer: Layer, private: bool) -> list[tuple]:
@@ -158,10 +234,17 @@ def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Cand
 def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Candidate]:
     model = LayerModel(kernel, layer, spec, st, level)
     values = []
+    exact = {
+        (name, g[2][-1]) for name, g in st.groups if len(g[2]) > 1
+    }  # a fused K's inner iterator is tiled only by divisors (no partial tiles)
     for var in st.free:
         stmt = layer.stmts[0] if var[0] == "s" else kernel.statement(var[1])
         it = stmt.iterators[var[1]] if var[0] == "s" else var[2]
-        values.append(candidates(layer.extent(stmt, it)))
+        ext = layer.extent(stmt, it)
+        vals = candidates(ext)
+        if (stmt.name, it) in exact:
+            vals = [v for v in vals if ext % v == 0]
+        values.append(vals)
     cap = 9
     while values and np.prod([len(v) for v in values]) > MAX_POINTS and cap > 3:
         cap -= 1

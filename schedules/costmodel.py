@@ -35,17 +35,22 @@ from polyc.expr import ops_count
 from polyc.ir import Kernel, Statement
 from schedules.layers import Layer
 from schedules.memplan import round_up
+from schedules.placement import CHUNK_BYTES
+
+#: slots of an operand buffer streamed through a statement's reduction loops
+STREAM_SLOTS = 3
 
 
 @dataclass(frozen=True)
 class Structure:
     """The discrete choices of a layer's schedule (tile sizes aside)."""
 
-    engine: tuple[tuple[str, str], ...]  # (stmt, "mac" | "vector" | "scalar")
+    engine: tuple[tuple[str, str], ...]  # (stmt, "mac" | "vector" | "scalar" | "fold")
     groups: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()  # stmt -> (m,n,k)
     pitched: tuple[str, ...] = ()  # mac statements whose output rows take A's pitch
     order: tuple[int, ...] = ()  # shared positions, outermost tile loop first
     free: tuple[tuple, ...] = ()  # ("s", p) or ("p", stmt, iterator)
+    layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()  # buffer dim orders
 
     def engine_of(self, stmt: str) -> str:
         return dict(self.engine)[stmt]
@@ -128,9 +133,10 @@ class LayerModel:
         }
         # the copy sits below the innermost tiled loop that moves the footprint
         copies, inner_loops = sp.Integer(1), {}
-        if len(users) == 1 and any(
+        streamed = len(users) == 1 and any(
             it in self.layer.private(users[0]) for it in touching[users[0].name]
-        ):
+        )
+        if streamed:
             s = users[0]
             last = touching[s.name][-1]
             above = self.loops(s)[: self.loops(s).index(last) + 1]
@@ -174,6 +180,7 @@ class LayerModel:
             "written": written,
             "read": read,
             "users": users,
+            "streamed": streamed,
         }
 
     def _extent(self, stmt: Statement, aff, inside: set, dim: int):
@@ -203,6 +210,8 @@ class LayerModel:
                 ext[role] = sp.Integer(1)
             elif len(g) == 1:
                 ext[role] = self.size(stmt, g[0])
+            elif role == "k":
+                ext[role] = self.size(stmt, g[0]) * self.size(stmt, g[1])
             else:
                 pitch = self.pitch(stmt)
                 ext[role] = (self.size(stmt, g[0]) - 1) * pitch + self.size(stmt, g[1])
@@ -285,8 +294,13 @@ class LayerModel:
         chan = np.zeros(n)
         sram = np.zeros(n)
         first_in = np.zeros(n)
+        first_time = np.zeros(n)
         last_out = np.zeros(n)
+        last_time = np.zeros(n)
         issues = np.zeros(n)
+        streams = np.zeros(n)
+        want = min(spec.dram.bytes_per_cycle, self.level.bytes_per_cycle)
+        split = min(dma.channels, max(1, -(-int(want) // int(rate))))
         for name, info in self._arrays.items():
             ext = [ev(e) for e in info["extents"]]
             copies = ev(info["copies"])
@@ -298,20 +312,28 @@ class LayerModel:
                 moved *= np.minimum(e, dim)
             if name in self._pitched_outputs():
                 elems = self._pitched_elements(name, ext, ev)
-            slots = np.where(copies > 1, 2, 1)
+            slots = np.where(copies > 1, STREAM_SLOTS if info["streamed"] else 2, 1)
             align = self.level.alignment_bytes
             sram += slots * np.ceil(elems * size / align) * align
             nbytes = moved * size
             desc = _descriptors(ext, info["shape"], dma.max_dims)
-            per_copy = desc * dma.setup_cycles + lat + nbytes / rate
+            # a large copy is cut into ``split`` calls on as many channels
+            cut = np.where(nbytes >= split * CHUNK_BYTES, split, 1)
+            per_call = desc * dma.setup_cycles + lat + nbytes / cut / rate
             ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
             dram_bytes += copies * nbytes * ways
-            chan += copies * per_copy * ways
-            issues += copies * ways
+            chan += copies * per_call * cut * ways
+            issues += copies * ways * cut
+            streams += np.where(copies > 1, cut, 0) * ways
+            alone = (
+                desc * dma.setup_cycles + lat + nbytes / np.minimum(cut * rate, want)
+            )
             if self._copy_in(name, info):
                 first_in += nbytes
+                first_time = np.maximum(first_time, alone)
             if self._copy_out(name, info):
                 last_out += nbytes
+                last_time = np.maximum(last_time, alone)
         mac = np.zeros(n)
         vec = np.zeros(n)
         scalar = np.zeros(n)
@@ -325,13 +347,15 @@ class LayerModel:
             elif eng == "vector":
                 vec += tiles * ev(self.vector_cycles(s))
                 issues += tiles * (2 if s.reduction else 1)
-            else:
+            elif eng == "scalar":
                 scalar += self.scalar_cycles(s)
         scalar += issues * spec.scalar.issue_cycles
         dram_bw = spec.dram.bytes_per_cycle
-        dma_time = np.maximum(dram_bytes / dram_bw, chan / dma.channels)
-        fill = dma.setup_cycles + lat + first_in / min(dram_bw, rate * dma.channels)
-        drain = dma.setup_cycles + lat + last_out / min(dram_bw, rate * dma.channels)
+        # copies in flight: each double-buffered stream overlaps the compute
+        ways = np.clip(streams, 1, dma.channels)
+        dma_time = np.maximum(dram_bytes / dram_bw, chan / ways)
+        fill = np.maximum(first_time, first_in / dram_bw)
+        drain = np.maximum(last_time, last_out / dram_bw)
         busiest = np.maximum(np.maximum(mac, vec), np.maximum(dma_time, scalar))
         cycles = busiest + fill + drain
         return Estimate(
@@ -478,26 +502,33 @@ def _touches(stmt: Statement, array: str, it: str) -> bool:
 
 def _descriptors(ext: list[np.ndarray], shape, max_dims: int) -> np.ndarray:
     """DMA descriptors of a box copy: dimensions that stay after merging the ones the
-    box covers fully, beyond the descriptor's dimensions, need one each."""
-    n = len(ext[0]) if ext else 1
-    out = np.ones(n)
-    for i in range(n):
-        dims = []
-        full = True
-        for e, dim in zip(reversed([x[i] for x in ext]), reversed(shape)):
-            e = min(e, dim)
-            if e <= 1:
-                continue
-            if dims and full:
-                dims[-1] *= e
-            else:
-                dims.append(e)
-            full = e >= dim
-        dims.reverse()
-        extra = len(dims) - max_dims
-        if extra > 0:
-            out[i] = float(np.prod(dims[:extra]))
-    return out
+    box covers fully, beyond the descriptor's dimensions, need one each (computed
+    for every candidate at once)."""
+    if not ext:
+        return np.ones(1)
+    n, nd = len(ext[0]), len(ext)
+    rows = np.arange(n)
+    kept = np.ones((n, nd + 1))  # sizes of the dimensions kept, innermost first
+    count = np.zeros(n, dtype=int)
+    full = np.zeros(n, dtype=bool)
+    for d in reversed(range(nd)):
+        e = np.minimum(ext[d], shape[d])
+        skip = e <= 1
+        merge = ~skip & (count > 0) & full
+        new = ~skip & ~merge
+        last = np.maximum(count - 1, 0)
+        kept[rows, last] = np.where(merge, kept[rows, last] * e, kept[rows, last])
+        kept[rows, count] = np.where(new, e, kept[rows, count])
+        count = count + new
+        full = np.where(skip, full, e >= shape[d])
+    extra = count - max_dims
+    pos = np.arange(nd + 1)[None, :]
+    mask = (
+        (pos >= (count - extra)[:, None])
+        & (pos < count[:, None])
+        & (extra > 0)[:, None]
+    )
+    return np.prod(np.where(mask, kept, 1.0), axis=1)
 
 
 def candidates(extent: int, cap: int = 9) -> list[int]:

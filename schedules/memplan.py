@@ -82,7 +82,8 @@ def plan(
             and r.start <= req.end
             and req.start <= r.end
         ]
-        offset = _first_fit(req, live, level.alignment_bytes, capacity // level.banks)
+        bank = level.capacity_bytes // level.banks
+        offset = _first_fit(req, live, level.alignment_bytes, bank)
         size = round_up(req.bytes, level.alignment_bytes)
         if offset + size > capacity:
             _overflow(spec, req, [r for r, _ in live], capacity)

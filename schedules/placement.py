@@ -29,7 +29,7 @@ a placement that does not fit raises ``PlacementError``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -66,6 +66,7 @@ def place(
     depth: int | None = None,
     slots: int | None = None,
     pad: Mapping[str, Mapping[int, int]] | None = None,
+    layout: Mapping[str, Sequence[int]] | None = None,
 ) -> Kernel:
     """Give ``arrays`` on-chip buffers in ``level`` for each tile of band ``band``.
 
@@ -93,6 +94,10 @@ def place(
             extent ``{array: {dim: extent}}`` (the buffer is row-major over the box
             otherwise); a padded output row can take the pitch of an input row so
             that a MAC call runs over several rows at once.
+        layout: per array, the order of its dimensions in the buffer, outermost
+            first (default: the array's order): ``{"input": (0, 2, 3, 1)}`` keeps
+            an NCHW tile channels-last on chip, so that a MAC call runs over a
+            filter row and all channels at once. The copies transpose.
 
     Raises:
         ScheduleError: unknown band, or a depth past the band's members.
@@ -106,6 +111,7 @@ def place(
     names = [arrays] if isinstance(arrays, str) else list(arrays)
     level_index = _level(spec, level, op)
     pad = {a: dict(v) for a, v in (pad or {}).items()}
+    layout = {a: tuple(v) for a, v in (layout or {}).items()}
     schedule = kernel.schedule
     mark = isltree.find_named(schedule, band, op)
     node, prefix = _position(kernel, mark, band, depth, op)
@@ -122,9 +128,11 @@ def place(
                 f"{op}: slots={count!r} is not supported because a buffer has 1 to "
                 "4 slots. Pass 1 (single buffer) or 2 (double buffering)."
             )
-        marks.append(
-            _buffer_mark(kernel, spec, plan, buf_name, level_index, count, pad, op)
+        mark = _buffer_mark(
+            kernel, spec, plan, buf_name, level_index, count, pad, layout, op
         )
+        outer = _enclosing_level(node, plan.array)
+        marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
     schedule = replan(kernel, spec, schedule)
@@ -139,6 +147,7 @@ def place(
             depth=depth,
             slots=slots,
             pad=pad or None,
+            layout=layout or None,
         ),
     )
     return new
@@ -167,6 +176,9 @@ def _position(kernel, mark, band, depth, op):
     band_node = isltree.band_below(mark)
     n = band_node.band_n_member()
     depth = n if depth is None else depth
+    inner = _split_part(band_node, band)
+    if depth > n and inner is not None:  # an earlier placement split the band
+        return _position(kernel, inner, band, depth - n, op)
     if not 0 <= depth <= n:
         raise ScheduleError(
             f"{op}: depth {depth} is outside band {band!r} because it has {n} "
@@ -183,6 +195,20 @@ def _position(kernel, mark, band, depth, op):
         node = inner.insert_mark(isl.Id(text))
     node = isltree.body_of(node)
     return node, F.prefix_map(kernel, node)
+
+
+def _split_part(band_node, band: str):
+    """The name mark of the inner part of ``band`` when a placement split it."""
+    from polyc import tree
+
+    node = isltree.body_of(band_node.child(0))
+    name = isltree.mark_name(node)
+    parsed = tree.parse_band_mark(name) if name else None
+    if parsed and parsed[0].startswith(f"{band}_") and parsed[1]:
+        first = parsed[1][0]
+        if parsed[0] == f"{band}_{first}":
+            return node
+    return None
 
 
 def _members(mark) -> tuple[str, ...]:
@@ -314,7 +340,7 @@ def _walk_node(node: isl.ScheduleNode):
             yield (i, *p), sub
 
 
-def _buffer_mark(kernel, spec, plan, name, level_index, slots, pad, op):
+def _buffer_mark(kernel, spec, plan, name, level_index, slots, pad, layout, op):
     array = kernel.arrays[plan.array]
     extent = plan.box.extent
     padded = list(extent)
@@ -328,7 +354,18 @@ def _buffer_mark(kernel, spec, plan, name, level_index, slots, pad, op):
                 "be at least as long as the box. Pad a dimension to a larger extent."
             )
         padded[d] = size
-    st = row_major(padded)
+    order = layout.get(plan.array, tuple(range(len(extent))))
+    if sorted(order) != list(range(len(extent))):
+        raise ArgumentError(
+            f"{op}: layout {order} of {plan.array} is not valid because it must list "
+            f"each of its {len(extent)} dimensions once, outermost first. Pass a "
+            "permutation such as (0, 2, 3, 1)."
+        )
+    inner = row_major([padded[d] for d in order])
+    st = [0] * len(extent)
+    for pos, d in enumerate(order):
+        st[d] = inner[pos]
+    st = tuple(st)
     span = 1 + sum((e - 1) * s for e, s in zip(extent, st)) if extent else 1
     align = spec.memory[level_index].alignment_bytes
     isz = array.dtype.itemsize
@@ -354,6 +391,40 @@ def _buffer_mark(kernel, spec, plan, name, level_index, slots, pad, op):
         wlo=wlo,
         whi=whi,
     )
+
+
+#: a copy is cut into several DMA calls only when each moves at least this much
+CHUNK_BYTES = 16384
+
+
+def chunks(spec: Spec, outer: int, inner: int, mark: pm.BufferMark) -> int:
+    """DMA calls per copy: enough channels to reach the slower end's bandwidth
+    (DRAM's 151.7 B/cycle needs three 64 B/cycle channels), when the copy is large."""
+    ends = [spec.memory[outer], spec.memory[inner]]
+    rate = min(
+        [spec.dma.bytes_per_cycle]
+        + [m.bytes_per_cycle for m in ends if m.kind == "sram"]
+    )
+    want = min(m.bytes_per_cycle for m in ends)
+    n = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
+    box = mark.elem_bytes
+    for e in mark.extent:
+        box *= e
+    if n > 1 and box < n * CHUNK_BYTES:
+        return 1
+    return n
+
+
+def _enclosing_level(node: isl.ScheduleNode, array: str) -> int:
+    """The level of the innermost buffer of ``array`` above ``node`` (0: DRAM)."""
+    while node.has_parent():
+        node = node.parent()
+        name = isltree.mark_name(node)
+        if name and pm.kind(name) == "buffer":
+            b = pm.BufferMark.parse(name)
+            if b.array == array:
+                return b.level_index
+    return 0
 
 
 def row_major(extent: Sequence[int]) -> tuple[int, ...]:

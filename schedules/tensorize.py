@@ -144,9 +144,15 @@ def tensorize(
     m: Sequence[str] | None = None,
     n: Sequence[str] | None = None,
     k: Sequence[str] | None = None,
+    init: str | None = None,
 ) -> Kernel:
     """Run the contraction in point band ``band`` on the MAC array, one call per tile
     (see the module docstring).
+
+    ``init`` names the statement that zeroes the output tile before the
+    contraction (``out = 0``): it is folded into the calls (the first contribution
+    to each output element overwrites instead of accumulating), so it costs
+    nothing and the calls need not wait for it.
 
     ``m``, ``n``, ``k`` list the iterators fused into each MAC dimension,
     outermost first (default: the innermost iterator of each role); their strides
@@ -158,7 +164,8 @@ def tensorize(
         ArgumentError: the band holds more than one statement, or a statement that
             is not a contraction the MAC array runs, or iterators in the wrong role.
         IllegalTransformError: when the rectangular hull of a tile adds instances
-            that would change the result (not a zero-padded halo).
+            that would change the result (not a zero-padded halo), or ``init`` is
+            not a zero init of the same output tiles.
     """
     op = "tensorize"
     mark = isltree.find_named(kernel.schedule, band, op)
@@ -186,6 +193,8 @@ def tensorize(
     _check_hull(op, kernel, con, prefix, box)
     used = {i for g in groups.values() for i in g}
     loops = tuple(i for i in stmt.iterators if i not in used)
+    if init is not None:
+        _check_init(op, kernel, stmt, init, mark)
     tmark = pm.TensorizeMark(
         stmt=stmt.name,
         mode=con.mode,
@@ -197,6 +206,7 @@ def tensorize(
         loops=loops,
         lo=str(box.multi("lo")),
         hi=str(box.multi("hi")),
+        init=init or "",
     )
     tiles = F.pw_multi(box.lo).domain()
     ident = isl.Map.identity(isl.Space.map_from_set(tiles.get_space()))
@@ -216,8 +226,74 @@ def tensorize(
             m=tuple(m) if m is not None else None,
             n=tuple(n) if n is not None else None,
             k=tuple(k) if k is not None else None,
+            init=init,
         ),
     )
+
+
+def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
+    """``init`` writes zeros to exactly the output elements of each tile that the
+    contraction then accumulates, just before it, in the same tile."""
+    from polyc.expr import Const
+
+    s0 = kernel.statement(init)
+    if not (isinstance(s0.body, Const) and s0.body.value == 0):
+        raise ArgumentError(
+            f"{op}: {init} cannot be folded into the MAC calls of {stmt.name} because "
+            f"it writes {s0.body}, not zero. Keep it as its own statement."
+        )
+    if s0.target.array != stmt.target.array:
+        raise ArgumentError(
+            f"{op}: {init} cannot be folded into {stmt.name} because it writes "
+            f"{s0.target.array}, not {stmt.target.array}. Name the output's init."
+        )
+    other = isltree.find_named(kernel.schedule, _band_of(kernel, init), op)
+    a, b = isltree.path_of(mark), isltree.path_of(other)
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    node = isltree.at(kernel.schedule, a[:common])
+    prefix = F.prefix_map(kernel, node)
+    mine = prefix.intersect_domain(isl.UnionSet.from_set(stmt.domain))
+    fp1 = F.footprint(kernel, mine, stmt.target.array, "write", None)
+    only0 = prefix.intersect_domain(isl.UnionSet.from_set(s0.domain))
+    fp0 = F.footprint(kernel, only0, s0.target.array, "write", None)
+    if fp0 is None or fp1 is None or not fp0.is_equal(fp1):
+        raise IllegalTransformError(
+            f"{op}: {init} cannot be folded into the MAC calls of {stmt.name} because "
+            "the output elements it zeroes per tile are not those the contraction "
+            "accumulates in that tile. Fuse the init with the contraction's tile "
+            "loops first."
+        )
+    flow = kernel.deps.by_array("flow").get(s0.target.array)
+    same = prefix.apply_range(prefix.reverse())
+    if flow is not None:
+        out = flow.intersect_domain(isl.UnionSet.from_set(s0.domain)).subtract(same)
+        if not out.is_empty():
+            raise IllegalTransformError(
+                f"{op}: {init} cannot be folded into {stmt.name} because its zeros "
+                "are read outside the tile. Keep it as its own statement."
+            )
+
+
+def _band_of(kernel: Kernel, stmt: str) -> str:
+    """The innermost named band that runs ``stmt`` alone."""
+    from polyc import tree
+
+    best = None
+    for _, node in isltree.walk(kernel.schedule):
+        name = isltree.mark_name(node)
+        parsed = tree.parse_band_mark(name) if name else None
+        if parsed and isltree.statements_of(node) & {
+            s.name for s in kernel.statements
+        } == {stmt}:
+            best = parsed[0]
+    if best is None:
+        raise ArgumentError(
+            f"tensorize: {stmt} has no band of its own because it is fused with "
+            "other statements. Tile it so that its point band runs it alone."
+        )
+    return best
 
 
 def _group(op, con: Contraction, role: str, given) -> tuple[str, ...]:
