@@ -32,7 +32,6 @@ from polyc.errors import PolycError
 from polyc.ir import Kernel
 from schedules import accel_search as search
 from schedules.bands import permute
-from schedules.costmodel import STREAM_SLOTS
 from schedules.fusion import fuse
 from schedules.layers import Layer, split
 from schedules.placement import place
@@ -335,4 +334,4 @@ def _slots(layer, cand, where, users, array) -> int | None:
         for it in layer.private(s)
         if (s.name, it) in where and where[(s.name, it)][0] == band
     ]
-    return STREAM_SLOTS if private else None
+    return cand.structure.stream_slots if private else None

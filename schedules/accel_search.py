@@ -14,6 +14,7 @@ import numpy as np
 from accelerator.spec import Spec
 from polyc.ir import Kernel, Statement
 from schedules.costmodel import (
+    STREAM_SLOTS,
     LayerModel,
     Structure,
     candidates,
@@ -27,7 +28,7 @@ from schedules.tensorize import contraction
 SMALL = 8
 #: at most this many tiled loops per layer, and candidate points per structure
 MAX_FREE = 4
-MAX_POINTS = 20000
+MAX_POINTS = 30000
 #: engine assignments tried per layer before only the first contraction varies
 MAX_ENGINE_COMBOS = 16
 
@@ -182,10 +183,22 @@ def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
         groups = tuple((s.name, c[1]) for s, c in zip(layer.stmts, combo) if c[1])
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
         layouts = tuple(x for c in combo for x in c[3])
+        streams = (STREAM_SLOTS, 2) if _has_private(layer) else (2,)
         for order in orders:
-            yield Structure(
-                engine, groups, pitched, tuple(fixed) + order, tuple(free), layouts
-            )
+            for slots in streams:
+                yield Structure(
+                    engine,
+                    groups,
+                    pitched,
+                    tuple(fixed) + order,
+                    tuple(free),
+                    layouts,
+                    slots,
+                )
+
+
+def _has_private(layer: Layer) -> bool:
+    return any(layer.private(s) for s in layer.stmts)
 
 
 def _free(layer: Layer, private: bool) -> list[tuple]:
@@ -245,7 +258,7 @@ def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Can
         if (stmt.name, it) in exact:
             vals = [v for v in vals if ext % v == 0]
         values.append(vals)
-    cap = 9
+    cap = 11
     while values and np.prod([len(v) for v in values]) > MAX_POINTS and cap > 3:
         cap -= 1
         values = [v[-cap:] for v in values]

@@ -37,7 +37,8 @@ from schedules.layers import Layer
 from schedules.memplan import round_up
 from schedules.placement import CHUNK_BYTES
 
-#: slots of an operand buffer streamed through a statement's reduction loops
+#: slots of an operand buffer streamed through a statement's reduction loops: the
+#: next two tiles load while one is in use (2 is also tried where memory is short)
 STREAM_SLOTS = 3
 
 
@@ -51,6 +52,7 @@ class Structure:
     order: tuple[int, ...] = ()  # shared positions, outermost tile loop first
     free: tuple[tuple, ...] = ()  # ("s", p) or ("p", stmt, iterator)
     layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()  # buffer dim orders
+    stream_slots: int = STREAM_SLOTS  # slots of operands streamed by reductions
 
     def engine_of(self, stmt: str) -> str:
         return dict(self.engine)[stmt]
@@ -312,7 +314,9 @@ class LayerModel:
                 moved *= np.minimum(e, dim)
             if name in self._pitched_outputs():
                 elems = self._pitched_elements(name, ext, ev)
-            slots = np.where(copies > 1, STREAM_SLOTS if info["streamed"] else 2, 1)
+            slots = np.where(
+                copies > 1, self.st.stream_slots if info["streamed"] else 2, 1
+            )
             align = self.level.alignment_bytes
             sram += slots * np.ceil(elems * size / align) * align
             nbytes = moved * size
@@ -531,9 +535,11 @@ def _descriptors(ext: list[np.ndarray], shape, max_dims: int) -> np.ndarray:
     return np.prod(np.where(mask, kept, 1.0), axis=1)
 
 
-def candidates(extent: int, cap: int = 9) -> list[int]:
-    """Tile sizes worth trying for a loop of ``extent`` iterations: the extent, its
-    divisors and the powers of two below it (the largest ``cap`` of them)."""
+def candidates(extent: int, cap: int = 11) -> list[int]:
+    """Tile sizes worth trying for a loop of ``extent`` iterations: the extent, the
+    powers of two below it and its larger divisors, thinned to ``cap`` values
+    spread on a log scale from 1 to the extent (so that small memories find small
+    tiles and large ones large tiles)."""
     out = {extent}
     p = 1
     while p < extent:
@@ -541,10 +547,18 @@ def candidates(extent: int, cap: int = 9) -> list[int]:
         p *= 2
     for d in range(1, math.isqrt(extent) + 1):
         if extent % d == 0:
-            out.add(d)
-            out.add(extent // d)
+            for v in (d, extent // d):
+                if 8 * v >= extent or v % 8 == 0:
+                    out.add(v)
     vals = sorted(out)
-    return vals[-cap:]
+    while len(vals) > cap:
+        # drop the value closest (in log) to its neighbours, never the ends
+        gaps = [
+            math.log(vals[i + 1]) - math.log(vals[i - 1])
+            for i in range(1, len(vals) - 1)
+        ]
+        del vals[1 + gaps.index(min(gaps))]
+    return vals
 
 
 def aligned(n: int, to: int) -> int:
