@@ -31,9 +31,11 @@ from accelerator.spec import Spec
 from polyc.errors import PolycError
 from polyc.ir import Kernel
 from schedules import accel_search as search
+from schedules import stree
 from schedules.bands import permute
 from schedules.fusion import fuse
-from schedules.layers import Layer, split
+from schedules.io import apply_schedule
+from schedules.layers import Layer, split, sub_kernel, top_children
 from schedules.placement import place
 from schedules.tensorize import map_vector, tensorize
 from schedules.tiling import tile
@@ -135,15 +137,18 @@ def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
     Raises:
         _LayerFailed: naming the layer whose candidate could not be applied.
     """
-    k = kernel
     bands = {}
+    parts = {}
     for layer, cand in zip(layers, chosen):
         if cand is None:
             continue
         try:
-            k, bands[layer.index] = _loops(k, layer, cand)
+            part = sub_kernel(kernel, layer.children)
+            part, bands[layer.index] = _loops(part, layer, cand)
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
+        parts[layer.index] = part
+    k = _assemble(kernel, layers, parts)
     for layer, cand in zip(layers, chosen):
         if cand is None:
             continue
@@ -159,6 +164,24 @@ def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
     return k
+
+
+def _assemble(kernel: Kernel, layers: list[Layer], parts: dict) -> Kernel:
+    """The kernel under its layers' new subtrees (each transformed and checked on
+    its own statements), checked as a whole once by ``apply_schedule``."""
+    if not parts:
+        return kernel
+    children = list(top_children(kernel))
+    for layer in layers:
+        if layer.index not in parts:
+            continue
+        node = stree.from_isl(parts[layer.index].schedule)
+        children[layer.children[0]] = node
+        for pos in layer.children[1:]:
+            children[pos] = None
+    kept = [c for c in children if c is not None]
+    root = kept[0] if len(kept) == 1 else stree.Sequence_(tuple(kept))
+    return apply_schedule(kernel, stree.to_isl(root))
 
 
 def _loops(k: Kernel, layer: Layer, cand: search.Candidate):

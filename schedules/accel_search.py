@@ -87,9 +87,12 @@ def folds_into(layer: Layer, stmt: Statement) -> Statement | None:
 
 
 def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
-    mine = isl.UnionSet.from_set(stmt.domain)
-    deps = kernel.deps.validity.intersect_domain(mine).intersect_range(mine)
-    return not deps.is_empty()
+    def compute(k: Kernel) -> bool:
+        mine = isl.UnionSet.from_set(stmt.domain)
+        deps = k.deps.validity.intersect_domain(mine).intersect_range(mine)
+        return not deps.is_empty()
+
+    return kernel.analysis(("accel.self_dependent", stmt.name), compute)
 
 
 def mac_groups(layer: Layer, stmt: Statement):
@@ -169,9 +172,13 @@ def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
     free = _free(layer, private)
     shared_free = [v[1] for v in free if v[0] == "s"]
     fixed = [p for p in range(layer.depth) if p not in shared_free]
-    orders = list(itertools.permutations(shared_free))
-    if len(orders) > 6:
-        orders = [tuple(shared_free), tuple(reversed(shared_free))]
+    # the order of the tile loops matters for what a copy can be hoisted out of:
+    # with no private loops every array moves with every loop, so one order does
+    orders = [tuple(shared_free)]
+    if _has_private(layer):
+        orders = list(itertools.permutations(shared_free))
+        if len(orders) > 6:
+            orders = [tuple(shared_free), tuple(reversed(shared_free))]
     for combo in itertools.product(*per_stmt):
         engine = tuple((s.name, c[0]) for s, c in zip(layer.stmts, combo))
         chosen = dict(engine)

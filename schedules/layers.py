@@ -24,6 +24,7 @@ from polyc.errors import PolycError
 from polyc.ir import Kernel, Statement
 from schedules import stree
 from schedules.fusion import fuse
+from schedules.legality import dependences
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Layer:
     bands: tuple[str, ...]
     depth: int
     opaque: bool = False
+    children: tuple[int, ...] = ()  # positions in the root sequence
 
     def lo(self, stmt: Statement, it: str) -> int:
         return _bounds(stmt)[it][0]
@@ -77,19 +79,20 @@ def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:
 
 def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
     """The kernel's layers, in program order (see the module docstring)."""
-    root = stree.from_isl(kernel.schedule)
-    children = root.children if isinstance(root, stree.Sequence_) else (root,)
+    children = top_children(kernel)
     simple = [_simple(kernel, c) for c in children]
     out: list[Layer] = []
-    group: list[tuple[Statement, str]] = []
+    group: list[tuple] = []  # (statement, band, child position)
     depth = 0
-    for child, item in zip(children, simple):
+    for pos, (child, item) in enumerate(zip(children, simple)):
         if item is None:
             if group:
                 out.append(_layer(len(out), group, depth))
                 group = []
-            out.append(Layer(len(out), tuple(_stmts(kernel, child)), (), 0, True))
+            stmts = tuple(_stmts(kernel, child))
+            out.append(Layer(len(out), stmts, (), 0, True, (pos,)))
             continue
+        item = (*item, pos)
         stmt = item[0]
         if not group:
             group, depth = [item], stmt.depth
@@ -111,6 +114,49 @@ def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
     return out
 
 
+def top_children(kernel: Kernel) -> tuple:
+    """The children of the root sequence (or the root alone), as stree nodes."""
+    root = stree.from_isl(kernel.schedule)
+    return root.children if isinstance(root, stree.Sequence_) else (root,)
+
+
+def sub_kernel(kernel: Kernel, positions) -> Kernel:
+    """The statements of some top-level children as a kernel of their own, with
+    their part of the schedule: transformations of one layer are checked against
+    its own dependences (the layers keep their order, so the dependences between
+    them hold whatever a layer does inside)."""
+    positions = tuple(positions)
+
+    def build(k: Kernel) -> Kernel:
+        children = top_children(k)
+        parts = [children[p] for p in positions]
+        node = parts[0] if len(parts) == 1 else stree.Sequence_(tuple(parts))
+        names = {n for part in parts for n in stree.statements(part)}
+        stmts = [s for s in k.statements if s.name in names]
+        part = Kernel.create(
+            f"{k.name}_part",
+            k.arrays.values(),
+            stmts,
+            k.params,
+            k.context,
+            stree.to_isl(node),
+        )
+        # the part's dependences are the program's between its statements (exact:
+        # computed once on the whole program, with its kills)
+        mine = [
+            d
+            for d in dependences(k)
+            if d[2].get_tuple_name(isl.dim_type.in_) in names
+            and d[2].get_tuple_name(isl.dim_type.out) in names
+        ]
+        part.analysis("schedules.dependences", lambda _: mine)
+        return part
+
+    # memoised with the program (and its dependences): the search and the build
+    # of a layer ask for the same part
+    return kernel.original.analysis(("layers.sub_kernel", positions), build)
+
+
 #: statements fused into one layer at most
 MAX_STATEMENTS = 12
 
@@ -118,7 +164,7 @@ MAX_STATEMENTS = 12
 def _related(group, stmt: Statement) -> bool:
     """``stmt`` reads or writes an array that the group writes (a consumer, or a
     reduction into the group's output)."""
-    written = {s.target.array for s, _ in group}
+    written = {g[0].target.array for g in group}
     return any(ld.array in written for ld in (stmt.target, *stmt.reads))
 
 
@@ -138,7 +184,14 @@ def _init_for(group, stmt: Statement, children, simple, child) -> bool:
 def _layer(index, group, depth) -> Layer:
     if len(group) == 1:
         depth = group[0][0].depth
-    return Layer(index, tuple(s for s, _ in group), tuple(b for _, b in group), depth)
+    return Layer(
+        index,
+        tuple(g[0] for g in group),
+        tuple(g[1] for g in group),
+        depth,
+        False,
+        tuple(g[2] for g in group),
+    )
 
 
 def _stmts(kernel: Kernel, node) -> list[Statement]:
@@ -167,17 +220,20 @@ def _simple(kernel: Kernel, node) -> tuple[Statement, str] | None:
 
 def _fusable(kernel: Kernel, group, item, depth: int) -> int:
     """The largest depth at which ``item`` fuses with the group (0: it does not)."""
-    stmt, band = item
+    stmt, band, _ = item
     first = group[0][0]
     d = min(depth, stmt.depth)
+    part = None
     while d > 0:
         same = all(
             _bounds(first)[first.iterators[p]] == _bounds(stmt)[stmt.iterators[p]]
             for p in range(d)
         )
         if same:
+            if part is None:
+                part = sub_kernel(kernel, [g[2] for g in group] + [item[2]])
             try:
-                fuse(kernel, [b for _, b in group] + [band], depth=d)
+                fuse(part, [g[1] for g in group] + [band], depth=d)
                 return d
             except PolycError:
                 pass
