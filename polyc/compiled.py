@@ -50,41 +50,152 @@ class Compiled:
 
     def __str__(self) -> str:
         k = self.kernel
+        placed = self.mode != "DRAM-direct"
         lines = [
             f"polyc.compile: {k.name} for {self.spec}",
             f"  mode: {self.mode}"
             + (
                 " (no placement: every statement runs on the scalar core, reading "
                 "and writing DRAM)"
-                if self.mode == "DRAM-direct"
-                else ""
+                if not placed
+                else " (buffers on chip, DMA, engines from the schedule's marks)"
             ),
             f"  checks: {'on' if self.module.checks else 'compiled out'}; "
             f"{len(self.c_source.splitlines())} lines of C",
-            "  statements:",
         ]
+        if self.choice is not None and self.choice.note:
+            lines.append(f"  scheduler: {self.choice.note}")
+        if placed:
+            lines.extend(self._layers())
+            lines.extend(self._buffers())
+        lines.append("  statements:")
         r = self.last_report
         per = {s.name: s for s in r.statements} if r else {}
+        engines = _engines(k) if placed else {}
         for s in k.statements:
             cost = per.get(s.name)
-            where = (
-                f"scalar, {cost.cycles_per_instance} cycles x {cost.instances:,}"
-                if cost
-                else "scalar"
-            )
+            where = engines.get(s.name)
+            if where is None:
+                where = (
+                    f"scalar, {cost.cycles_per_instance} cycles x {cost.instances:,}"
+                    if cost
+                    else "scalar"
+                )
             lines.append(f"    {s.name}: {s.target} = {s.body}   [{where}]")
         if r is None:
             lines.append("  not run yet: compiled.run(**inputs) simulates it")
         else:
+            predicted = ""
+            if self.choice is not None and self.choice.predicted_cycles:
+                p = self.choice.predicted_cycles
+                predicted = f" (predicted {p:,.0f}: {p / r.cycles:.2f}x the simulation)"
             lines.append(
-                f"  last run: {r.cycles:,} cycles, roofline {r.roofline_cycles:,} "
-                f"({r.roofline.bound}-bound), ratio {r.ratio:,.2f}x, "
-                f"DRAM {r.dram_bytes:,} B, energy {r.energy_pj / 1e6:,.3f} uJ"
+                f"  last run: {r.cycles:,} cycles{predicted}, roofline "
+                f"{r.roofline_cycles:,} ({r.roofline.bound}-bound), ratio "
+                f"{r.ratio:,.2f}x, DRAM {r.dram_bytes:,} B, energy "
+                f"{r.energy_pj / 1e6:,.3f} uJ"
             )
         return "\n".join(lines)
 
+    def _layers(self) -> list[str]:
+        """The scheduler's choice per layer: tiles, loop order, predicted cost."""
+        if self.choice is None:
+            return ["  schedule: given by hand (schedule=...)"]
+        out = [f"  layers (the accelerator scheduler's choice for {self.spec.name}):"]
+        for lc in self.choice.layers:
+            cand = lc.candidate
+            head = f"    {lc.layer.name}: "
+            if cand is None:
+                out.append(head + f"DRAM-direct ({lc.note})")
+                continue
+            first = lc.layer.stmts[0]
+            tiles = []
+            for var, size in cand.sizes:
+                if var[0] == "s":
+                    tiles.append(f"{first.iterators[var[1]]}={size}")
+                else:
+                    tiles.append(f"{var[2]}({var[1]})={size}")
+            st = cand.structure
+            order = ", ".join(first.iterators[p] for p in st.order) or "-"
+            busy = ", ".join(f"{e} {v:,.0f}" for e, v in cand.engines)
+            out.append(
+                head + f"tiles {' '.join(tiles) or '(whole)'}; tile loops {order}; "
+                f"streamed operands in {st.stream_slots} slots; predicted "
+                f"{cand.cycles:,.0f} cycles ({busy}); {lc.tried} candidates fit"
+            )
+            if lc.formula:
+                out.append(f"      {lc.formula}")
+        return out
+
+    def _buffers(self) -> list[str]:
+        from polyc import placemarks as pm
+
+        bufs, allocs = [], {}
+        for text in _marks(self.kernel.schedule):
+            kind = pm.kind(text)
+            if kind == "buffer":
+                bufs.append(pm.BufferMark.parse(text))
+            elif kind == "scope":
+                for a in pm.ScopeMark.parse(text).allocations:
+                    allocs[a.name] = a
+        if not bufs:
+            return []
+        out = ["  buffers per level:"]
+        for level in sorted({b.level_index for b in bufs}):
+            mine = [b for b in bufs if b.level_index == level]
+            cap = self.spec.memory[level].capacity_bytes
+            out.append(f"    {mine[0].level} ({cap:,} B):")
+            for b in mine:
+                a = allocs.get(b.name)
+                where = f" at {a.offset:,}" if a else ""
+                shape = "x".join(map(str, b.extent))
+                copies = "+".join(
+                    w for w, on in (("in", b.copy_in), ("out", b.copy_out)) if on
+                )
+                out.append(
+                    f"      {b.name}: {b.array}[{shape}], {b.slots} x "
+                    f"{b.slot_bytes:,} B{where}, copy {copies or 'none'}"
+                )
+        return out
+
     def __repr__(self) -> str:
         return f"<Compiled {self.kernel.name} for {self.spec.name} ({self.mode})>"
+
+
+def _marks(schedule):
+    out = []
+
+    def visit(node):
+        if node.get_type().name == "mark":
+            out.append(node.mark_get_id().get_name())
+        for i in range(node.n_children()):
+            visit(node.child(i))
+
+    visit(schedule.get_root())
+    return out
+
+
+def _engines(kernel: Kernel) -> dict[str, str]:
+    """How the schedule's marks map statements to engines."""
+    from polyc import placemarks as pm
+
+    out = {}
+    for text in _marks(kernel.schedule):
+        kind = pm.kind(text)
+        if kind == "tensorize":
+            t = pm.TensorizeMark.parse(text)
+            groups = " ".join(
+                f"{r}={'*'.join(g) or '1'}" for r, g in zip("mnk", (t.m, t.n, t.k))
+            )
+            out[t.stmt] = f"MAC array: {groups}" + (
+                f", loops {','.join(t.loops)}" if t.loops else ""
+            )
+            if t.init:
+                out[t.init] = f"folded into the first MAC calls of {t.stmt}"
+        elif kind == "vector":
+            for s in pm.VectorMark.parse(text).stmts:
+                out[s] = "vector unit, one operation per tile"
+    return out
 
 
 def same_program(kernel: Kernel, schedule: Kernel) -> None:

@@ -20,6 +20,8 @@ from schedules.fusion import distribute, fuse, reorder
 from schedules.io import TRANSFORMATIONS, apply_schedule, replay, to_yaml
 from schedules.legality import first_violation
 from schedules.marks import parallel, unmark, unroll, vectorize
+from schedules.placement import place
+from schedules.tensorize import map_vector, tensorize
 from schedules.tiling import strip_mine, tile
 
 TRANSFORMATIONS.update(
@@ -30,14 +32,17 @@ TRANSFORMATIONS.update(
             distribute,
             fuse,
             interchange,
+            map_vector,
             merge_bands,
             parallel,
+            place,
             permute,
             reorder,
             shift,
             skew,
             split_band,
             strip_mine,
+            tensorize,
             tile,
             unmark,
             unroll,
@@ -53,8 +58,10 @@ __all__ = [
     "first_violation",
     "fuse",
     "interchange",
+    "map_vector",
     "merge_bands",
     "parallel",
+    "place",
     "permute",
     "reorder",
     "replay",
@@ -62,6 +69,7 @@ __all__ = [
     "skew",
     "split_band",
     "strip_mine",
+    "tensorize",
     "tile",
     "to_yaml",
     "unmark",

@@ -29,6 +29,9 @@ SMALL = 8
 #: at most this many tiled loops per layer, and candidate points per structure
 MAX_FREE = 4
 MAX_POINTS = 30000
+#: predictions within this fraction of each other count as a tie, broken by fewer
+#: DMA calls (latency-bound small copies are fragile), then more slots
+TIE = 0.01
 #: engine assignments tried per layer before only the first contraction varies
 MAX_ENGINE_COMBOS = 16
 
@@ -42,7 +45,8 @@ class Candidate:
     cycles: float
     dram_bytes: float
     sram_bytes: float
-    formula: str = ""
+    engines: tuple[tuple[str, float], ...] = ()  # predicted busy cycles per engine
+    transfers: float = 0.0  # DMA calls
 
     def size_of(self, var: tuple) -> int | None:
         return dict(self.sizes).get(var)
@@ -247,7 +251,17 @@ def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Cand
             found.extend(_best(kernel, layer, spec, st, level, capacity, keep))
         if found:
             break
-    found.sort(key=lambda c: (c.cycles, c.dram_bytes, c.sram_bytes, repr(c.structure)))
+    best = min((c.cycles for c in found), default=1.0)
+    found.sort(
+        key=lambda c: (
+            round(c.cycles / (TIE * best)),
+            c.transfers,
+            -c.structure.stream_slots,
+            c.dram_bytes,
+            c.sram_bytes,
+            repr(c.structure),
+        )
+    )
     return found[:keep]
 
 
@@ -279,7 +293,10 @@ def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Can
     ok = np.flatnonzero(est.sram_bytes <= capacity)
     if ok.size == 0:
         return []
-    order = ok[np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.cycles[ok]))]
+    near = np.round(est.cycles[ok] / (TIE * est.cycles[ok].min()))
+    order = ok[
+        np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.transfers[ok], near))
+    ]
     out = []
     for i in order[:keep]:
         sizes = tuple((v, int(mesh[i, j])) for j, v in enumerate(st.free))
@@ -290,6 +307,8 @@ def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Can
                 float(est.cycles[i]),
                 float(est.dram_bytes[i]),
                 float(est.sram_bytes[i]),
+                tuple((e, float(v[i])) for e, v in est.engines.items()),
+                float(est.transfers[i]),
             )
         )
     return out

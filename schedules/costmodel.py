@@ -69,6 +69,7 @@ class Estimate:
     dram_bytes: np.ndarray
     sram_bytes: np.ndarray
     engines: dict = field(default_factory=dict)
+    transfers: np.ndarray | None = None  # DMA calls
 
 
 def symbol(layer: Layer, var: tuple) -> sp.Symbol:
@@ -300,7 +301,10 @@ class LayerModel:
         last_out = np.zeros(n)
         last_time = np.zeros(n)
         issues = np.zeros(n)
+        transfers = np.zeros(n)
         streams = np.zeros(n)
+        most = np.ones(n)
+        stored = []  # copies of each copied-out buffer
         want = min(spec.dram.bytes_per_cycle, self.level.bytes_per_cycle)
         split = min(dma.channels, max(1, -(-int(want) // int(rate))))
         for name, info in self._arrays.items():
@@ -328,7 +332,11 @@ class LayerModel:
             dram_bytes += copies * nbytes * ways
             chan += copies * per_call * cut * ways
             issues += copies * ways * cut
+            transfers += copies * ways * cut
             streams += np.where(copies > 1, cut, 0) * ways
+            most = np.maximum(most, copies)
+            if self._copy_out(name, info):
+                stored.append(copies)
             alone = (
                 desc * dma.setup_cycles + lat + nbytes / np.minimum(cut * rate, want)
             )
@@ -355,8 +363,13 @@ class LayerModel:
                 scalar += self.scalar_cycles(s)
         scalar += issues * spec.scalar.issue_cycles
         dram_bw = spec.dram.bytes_per_cycle
-        # copies in flight: each double-buffered stream overlaps the compute
-        ways = np.clip(streams, 1, dma.channels)
+        # copies in flight: each double-buffered stream overlaps the compute; a
+        # store of every tile waits for its compute at the head of a channel's
+        # queue, so the loads queued behind it get one channel fewer
+        waiting = np.zeros(n, dtype=bool)
+        for copies in stored:
+            waiting |= (copies >= most) & (most > 1)
+        ways = np.clip(streams, 1, np.maximum(dma.channels - waiting, 1))
         dma_time = np.maximum(dram_bytes / dram_bw, chan / ways)
         fill = np.maximum(first_time, first_in / dram_bw)
         drain = np.maximum(last_time, last_out / dram_bw)
@@ -367,6 +380,7 @@ class LayerModel:
             dram_bytes,
             sram,
             {"mac": mac, "vector": vec, "dma": dma_time, "scalar": scalar},
+            transfers,
         )
 
     def _expressions(self) -> list[sp.Expr]:

@@ -68,13 +68,24 @@ def plan(
         PlacementError: when the buffers live at once in a level do not fit.
     """
     out: dict[str, Allocation] = {}
+    for req in requests:  # what is live at once must fit, before any packing
+        capacity = _capacity(spec, req.level_index, zero_levels)
+        live = [
+            r
+            for r in requests
+            if r.level_index == req.level_index
+            and r.start <= req.end
+            and req.start <= r.end
+            and r is not req
+        ]
+        align = spec.memory[req.level_index].alignment_bytes
+        if sum(round_up(r.bytes, align) for r in [*live, req]) > capacity:
+            _overflow(spec, req, live, capacity)
     order = sorted(requests, key=lambda r: (r.level_index, r.start, -r.bytes, r.name))
     placed: list[tuple[Request, int]] = []
     for req in order:
         level = spec.memory[req.level_index]
-        capacity = level.capacity_bytes
-        if req.level_index in zero_levels:
-            capacity = zero_block(spec, req.level_index).offset
+        capacity = _capacity(spec, req.level_index, zero_levels)
         live = [
             (r, off)
             for r, off in placed
@@ -90,6 +101,12 @@ def plan(
         placed.append((req, offset))
         out[req.name] = Allocation(req.name, req.level_index, offset, size)
     return out
+
+
+def _capacity(spec: Spec, level_index: int, zero_levels) -> int:
+    if level_index in zero_levels:
+        return zero_block(spec, level_index).offset
+    return spec.memory[level_index].capacity_bytes
 
 
 def _first_fit(

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
-from accelerator import load_config
+from accelerator import CONFIGS, load_config
 from accelerator.spec import Spec
 from polyc import placemarks as pm
 from polyc.errors import ArgumentError, ScheduleError
@@ -143,7 +143,7 @@ def place(
             band,
             tuple(names) if len(names) > 1 else names[0],
             level,
-            config=spec.name,
+            config=spec.name if spec.name in CONFIGS else spec.source,
             depth=depth,
             slots=slots,
             pad=pad or None,

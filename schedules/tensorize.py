@@ -354,7 +354,8 @@ def _plain_access(kernel: Kernel, stmt: Statement, ld: Load) -> isl.Map:
 
 
 def _point(stmt: Statement, s: isl.Set) -> str:
-    p = s.sample_point()
+    """The lexicographically smallest instance of ``s`` (a stable witness)."""
+    p = s.lexmin().sample_point()
     vals = [
         int(p.get_coordinate_val(isl.dim_type.set, d).to_python())
         for d in range(stmt.depth)
@@ -380,7 +381,7 @@ def vector_ok(kernel: Kernel, stmt: Statement, prefix: isl.UnionMap) -> str | No
         return None
     maps: list[isl.Map] = []
     inside.foreach_map(maps.append)
-    pair = maps[0].wrap().sample_point()
+    pair = maps[0].wrap().lexmin().sample_point()
     n = stmt.depth
     vals = [
         int(pair.get_coordinate_val(isl.dim_type.set, d).to_python())

@@ -1,5 +1,9 @@
 """polyc.compile: generated C on the simulator, DRAM-direct, against the interpreter.
 
+DRAM-direct is what ``polyc.compile(kernel, config, schedule=kernel)`` builds (the
+kernel as it is, nothing placed); without ``schedule`` the accelerator scheduler
+places the kernel (tests/test_placement*.py).
+
 Expected cycle counts are written from the tiny config: a statement instance costs
 the scalar core 1 cycle, plus its operations (1 cycle per add/mul), plus one DRAM
 latency (20) when it reads, plus its DRAM bytes at 8 B/cycle (rounded up).
@@ -37,7 +41,7 @@ def mm():
 
 @pytest.fixture(scope="module")
 def mm_compiled(mm):
-    return polyc.compile(mm, config="tiny")
+    return polyc.compile(mm, config="tiny", schedule=mm)
 
 
 def inputs(kernel, rng):
@@ -103,7 +107,7 @@ def test_statement_breakdown_adds_up_to_the_totals(mm, mm_compiled, rng):
 @pytest.mark.parametrize("config", ["edge-npu", "datacenter"])
 def test_same_module_runs_on_every_config(mm, mm_compiled, rng, config):
     x = inputs(mm, rng)
-    compiled = polyc.compile(mm, config=config)
+    compiled = polyc.compile(mm, config=config, schedule=mm)
     assert compiled.module.built.path == mm_compiled.module.built.path  # one module
     out, report = compiled.run(x)
     np.testing.assert_array_equal(out["C"], mm_compiled(x)["C"])
@@ -153,7 +157,7 @@ def test_elementwise_and_symbolic_sizes(rng):
 
 def test_checks_compiled_out_give_the_same_run(mm, mm_compiled, rng):
     x = inputs(mm, rng)
-    fast = polyc.compile(mm, config="tiny", checks=False)
+    fast = polyc.compile(mm, config="tiny", schedule=mm, checks=False)
     assert fast.c_source == mm_compiled.c_source  # only the flags differ
     assert fast.module.built.path != mm_compiled.module.built.path
     out1, r1 = mm_compiled.run(**x)
@@ -177,7 +181,7 @@ def test_report_forms(mm_compiled, mm, rng):
 
 
 def test_print_compiled(mm, rng):
-    compiled = polyc.compile(mm, config="edge-npu")
+    compiled = polyc.compile(mm, config="edge-npu", schedule=mm)
     before = str(compiled)
     assert "mm_float32 for edge-npu: 16x16 MAC array" in before
     assert "DRAM-direct" in before and "not run yet" in before
@@ -224,7 +228,7 @@ def check_trace_schema(data):
 
 
 def test_trace_is_bounded(mm, rng):
-    compiled = polyc.compile(mm, config="tiny", trace_limit=1)
+    compiled = polyc.compile(mm, config="tiny", schedule=mm, trace_limit=1)
     _, report = compiled.run(**inputs(mm, rng))
     assert len(report.events) == 1 and report.events_dropped == 1
     assert "1 dropped" in str(report)
@@ -337,7 +341,7 @@ def test_library_and_program_kernels_equal_the_interpreter(case, rng):
     name, kern, params = _library_cases()[case]
     x = inputs(kern, rng) if not kern.params else _program_inputs(kern, rng)
     want = polyc.interpret(kern, {k: v.copy() for k, v in x.items()}, **params)
-    out, report = polyc.compile(kern, config="tiny").run(**x, **params)
+    out, report = polyc.compile(kern, config="tiny", schedule=kern).run(**x, **params)
     for k, v in want.items():
         np.testing.assert_allclose(out[k], v, rtol=1e-6, atol=1e-6, err_msg=name)
     assert report.cycles == sum(s.instances * s.cycles_per_instance

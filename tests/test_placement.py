@@ -1,0 +1,339 @@
+"""Placement: footprints, copies, hoisting, double buffering, fusion on chip, the
+memory planner and the errors of place / tensorize / map_vector, on the simulator.
+
+Numbers are checked against the interpreter on the untransformed kernel: float32
+within ``1e-4`` relative (the engines sum in their own order), integers exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import islpy as isl
+import numpy as np
+import pytest
+
+import polyc
+import schedules as S
+from polyc import compute as pc
+from polyc import ops
+from polyc.errors import (
+    ArgumentError,
+    IllegalTransformError,
+    PlacementError,
+    ScheduleError,
+)
+from polyc.program import Program
+from schedules import footprint as F
+from schedules import isltree
+from tests.placecheck import check
+
+
+def _prefix(kernel, band, depth=None):
+    mark = isltree.find_named(kernel.schedule, band, "test")
+    node = isltree.band_below(mark)
+    depth = node.band_n_member() if depth is None else depth
+    return F.prefix_map(kernel, node.child(0) if depth else mark)
+
+
+def _tiled_matmul():
+    k = ops.matmul(64, 48, 40)
+    k = S.tile(k, "S0", {"i": 32, "j": 16})
+    k = S.tile(k, "S1", {"i": 32, "j": 16, "k": 8})
+    return S.fuse(k, ["S0_t", "S1_t"], depth=2, name="T")
+
+
+def _inputs(kernel, rng):
+    out = {}
+    for a in kernel.free_inputs:
+        shape = a.concrete_shape({})
+        if a.dtype.is_float:
+            out[a.name] = rng.standard_normal(shape).astype(a.dtype.numpy)
+        else:
+            out[a.name] = rng.integers(-100, 100, shape).astype(a.dtype.numpy)
+    return out
+
+
+def _dma(report, label: str) -> list:
+    return [e for e in report.events if e.kind == "dma" and e.label == label]
+
+
+# footprints against hand-written isl sets ------------------------------------------
+
+
+def test_footprint_of_a_matmul_tile():
+    k = _tiled_matmul()
+    fp = F.footprint(k, _prefix(k, "S1_t"), "A")
+    want = isl.Map(
+        "{ [p0, p1, p2] -> A[a, b] : 0 <= p0 <= 1 and 0 <= p1 <= 2 and 0 <= p2 <= 4 "
+        "and 32p0 <= a <= 32p0 + 31 and 8p2 <= b <= 8p2 + 7 }"
+    )
+    assert fp.is_equal(want)
+    box = F.box_of(fp)
+    assert box.extent == (32, 8) and box.exact
+    # the output tile does not move with k: its footprint at T is the same box
+    out = F.footprint(k, _prefix(k, "T"), "out", "write")
+    assert out.is_equal(
+        isl.Map(
+            "{ [p0, p1] -> out[a, b] : 0 <= p0 <= 1 and 0 <= p1 <= 2 and "
+            "32p0 <= a <= 32p0 + 31 and 16p1 <= b <= 16p1 + 15 }"
+        )
+    )
+
+
+def test_footprint_of_a_strided_padded_convolution_tile():
+    k = ops.conv2d((1, 3, 7, 7), (4, 3, 3, 3), padding=1, stride=2)
+    k = S.tile(k, "S1", {"h": 2})
+    prefix = _prefix(k, "S1_t")
+    fp = F.footprint(k, prefix, "input")
+    # rows 4p - 1 .. 4p + 3 of the input, clipped by the padding condition
+    want = isl.Map(
+        "{ [p] -> input[0, c, r, s] : 0 <= p <= 1 and 0 <= c <= 2 and 0 <= s <= 6 "
+        "and r >= 0 and r <= 6 and 4p - 1 <= r <= 4p + 3 }"
+    )
+    assert fp.is_equal(want)
+    assert F.box_of(fp).extent == (1, 3, 4, 7)
+    # the MAC array runs the rectangular hull: its footprint takes the halo
+    hull = F.hull_instances(F.tile_box(prefix, "S1"), F.tile_instances(prefix, "S1"))
+    fp = F.footprint(k, prefix, "input", hulls={"S1": hull})
+    want = isl.Map(
+        "{ [p] -> input[0, c, r, s] : 0 <= p <= 1 and 0 <= c <= 2 and "
+        "4p - 1 <= r <= 4p + 3 and -1 <= s <= 7 }"
+    )
+    assert fp.is_equal(want)
+
+
+def test_footprint_of_a_stencil_tile_is_not_its_box():
+    A = pc.placeholder("A", (10, 10))
+    B = pc.compute(
+        "B",
+        (8, 8),
+        lambda i, j: A[i, j + 1] + A[i + 2, j + 1] + A[i + 1, j] + A[i + 1, j + 2],
+    )
+    k = S.tile(pc.kernel("cross", [B]), "S0", {"i": 4, "j": 4})
+    fp = F.footprint(k, _prefix(k, "S0_t"), "A")
+    want = isl.Map(
+        "{ [p, q] -> A[a, b] : 0 <= p <= 1 and 0 <= q <= 1 and ("
+        "(4p <= a <= 4p + 5 and 4q + 1 <= b <= 4q + 4) or "
+        "(4p + 1 <= a <= 4p + 4 and 4q <= b <= 4q + 5)) }"
+    )
+    assert fp.is_equal(want)
+    box = F.box_of(fp)
+    assert box.extent == (6, 6) and not box.exact  # the corners are not read
+
+
+# copies ----------------------------------------------------------------------------
+
+
+def _placed_matmul(slots=None, b_depth=None):
+    k = S.tensorize(_tiled_matmul(), "S1")
+    k = S.map_vector(k, "S0")
+    k = S.place(k, "T", "out", "l1", config="tiny")
+    k = S.place(k, "S1_t", "A", "l1", config="tiny", slots=slots)
+    if b_depth is None:
+        return S.place(k, "S1_t", "B", "l1", config="tiny", slots=slots)
+    return S.place(k, "T", "B", "l1", config="tiny", depth=b_depth)
+
+
+def test_hand_placed_matmul_equals_the_interpreter(rng):
+    k = _placed_matmul()
+    x = _inputs(k, rng)
+    compiled = polyc.compile(k.original, config="tiny", schedule=k)
+    out, report = compiled.run(x)
+    check(k, out, x, "placed matmul")
+    assert report.mode == "placed"
+    assert report.mac_array_macs == 64 * 48 * 40 and report.scalar_instances == 0
+    # A and B move once per tile of (i, j, k), the output once per (i, j)
+    assert len(_dma(report, "A in")) == 2 * 3 * 5
+    assert len(_dma(report, "out out")) == 2 * 3
+    assert not _dma(report, "out in")  # written whole in the tile: no copy-in
+    assert report.dram_bytes == 4 * (3 * 64 * 40 + 2 * 40 * 48 + 64 * 48)
+    assert [s.name for s in S.replay(k.original, k.history).history] == [
+        s.name for s in k.history
+    ]
+
+
+def test_a_hoisted_copy_happens_once(rng):
+    # B at the top of the band: its footprint is the whole of B, copied once
+    k = _placed_matmul(b_depth=0)
+    x = _inputs(k, rng)
+    out, report = polyc.compile(k.original, config="tiny", schedule=k).run(x)
+    check(k, out, x, "hoisted")
+    assert len(_dma(report, "B in")) == 1
+    assert len(_dma(report, "A in")) == 30
+    buf = next(b for b in S.placement.buffers(k.schedule) if b.array == "B")
+    assert buf.extent == (40, 48) and buf.slots == 1
+
+
+def test_double_buffering_overlaps_dma_with_compute(rng):
+    def run(slots):
+        k = _placed_matmul(slots=slots)
+        return polyc.compile(k.original, config="tiny", schedule=k).run(
+            _inputs(k, rng)
+        )[1]
+
+    double, single = run(2), run(1)
+    macs = [e for e in double.events if e.kind == "mac"]
+    loads = _dma(double, "A in") + _dma(double, "B in")
+    under = [d for d in loads if any(m.start < d.end and d.start < m.end for m in macs)]
+    assert len(under) >= 20  # the loads for tile t + 1 run during tile t's MACs
+    macs = [e for e in single.events if e.kind == "mac"]
+    loads = _dma(single, "A in") + _dma(single, "B in")
+    assert not [
+        d for d in loads if any(m.start < d.end and d.start < m.end for m in macs)
+    ]
+    assert double.cycles < single.cycles
+
+
+def test_a_fused_producer_consumer_keeps_the_intermediate_on_chip(rng):
+    A = pc.placeholder("A", (64, 32))
+    Bt = pc.compute("B", (64, 32), lambda i, j: pc.exp(A[i, j]) + 1.0)
+    C = pc.compute("C", (64, 32), lambda i, j: Bt[i, j] * 2.0)
+    kern = pc.kernel("producer_consumer", [C])
+    compiled = polyc.compile(kern, config="edge-npu")
+    assert [lc.layer.name for lc in compiled.choice.layers] == ["S0+S1"]
+    x = _inputs(kern, rng)
+    out, report = compiled.run(x)
+    check(kern, out, x, "fused")
+    assert report.dram_bytes == 2 * 64 * 32 * 4  # A in, C out; nothing of B
+    assert not [e for e in report.events if e.label.startswith("B ")]
+    assert "B_sram_0: B[" in str(compiled) and "copy none" in str(compiled)
+
+
+# the memory planner ----------------------------------------------------------------
+
+
+def test_buffers_of_one_layer_never_overlap_and_layers_reuse_space(rng):
+    from polyc import placemarks as pm
+
+    x = pc.placeholder("x", (64, 32))
+    y = pc.compute("y", (64, 32), lambda i, j: x[i, j] * 3.0)
+    z = pc.compute("z", (64, 32), lambda i, j: pc.sqrt(pc.abs(x[i, j])))
+    kern = pc.kernel("two", [y, z])  # independent: two layers
+    compiled = polyc.compile(kern, config="tiny")
+    scopes = []
+    for _, node in isltree.walk(compiled.kernel.schedule):
+        name = isltree.mark_name(node)
+        if name and pm.kind(name) == "scope":
+            scopes.append(pm.ScopeMark.parse(name).allocations)
+    assert len(scopes) == 2
+    for layer in scopes:  # live at once: disjoint, aligned to the level's 16 B
+        spans = sorted((a.offset, a.offset + a.bytes) for a in layer)
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+        assert all(a.offset % 16 == 0 for a in layer)
+    assert min(a.offset for a in scopes[1]) == 0  # the second layer reuses space
+    data = _inputs(kern, rng)
+    out, _ = compiled.run(data)
+    check(kern, out, data, "two layers")
+
+
+def test_placement_error_names_the_level_capacity_buffers_and_sizes():
+    k = ops.matmul(64, 48, 40)
+    with pytest.raises(
+        PlacementError,
+        match=r"place: the buffers do not fit in level l1 because it holds 16,384 "
+        r"bytes and 3 buffers live at once ask for 30,208 bytes: out_l1_0 \(out\) "
+        r"12,288 B, A_l1_0 \(A\) 10,240 B, B_l1_0 \(B\) 7,680 B\. Use smaller tiles",
+    ):
+        S.place(k, "S1", ["out", "A", "B"], "l1", config="tiny", depth=0)
+
+
+# errors of the transformations -----------------------------------------------------
+
+
+def test_place_errors():
+    k = _tiled_matmul()
+    with pytest.raises(ArgumentError, match=r"place: tiny has no memory level 'sram'"):
+        S.place(k, "T", "out", "sram", config="tiny")
+    with pytest.raises(ArgumentError, match=r"place: 'dram' is DRAM because"):
+        S.place(k, "T", "out", "dram", config="tiny")
+    with pytest.raises(ArgumentError, match=r"place: there is no array 'D'"):
+        S.place(k, "T", "D", "l1", config="tiny")
+    with pytest.raises(ScheduleError, match=r"place: depth 3 is outside band 'T'"):
+        S.place(k, "T", "out", "l1", config="tiny", depth=3)
+    with pytest.raises(ScheduleError, match=r"place: there is no band named 'X'"):
+        S.place(k, "X", "out", "l1", config="tiny")
+    with pytest.raises(ArgumentError, match=r"place: slots=5 is not supported"):
+        S.place(k, "T", "out", "l1", config="tiny", slots=5)
+    with pytest.raises(ArgumentError, match=r"place: padding \{1: 3\} of out"):
+        S.place(k, "T", "out", "l1", config="tiny", pad={"out": {1: 3}})
+    with pytest.raises(ArgumentError, match=r"place: layout \(0, 0\) of out"):
+        S.place(k, "T", "out", "l1", config="tiny", layout={"out": (0, 0)})
+    y, z = _pair()
+    two = pc.kernel("two", [y, z])
+    with pytest.raises(ArgumentError, match=r"place: no statement below the position"):
+        S.place(two, "S0", "b", "l1", config="tiny")
+
+
+def _pair():
+    x = pc.placeholder("x", (4,))
+    a = pc.compute("a", (4,), lambda i: x[i] + 1.0)
+    b = pc.compute("b", (4,), lambda i: x[i] * 2.0)
+    return a, b
+
+
+def test_tensorize_errors():
+    k = _tiled_matmul()
+    with pytest.raises(ArgumentError, match=r"tensorize: band 'T' runs S0, S1"):
+        S.tensorize(k, "T")
+    with pytest.raises(ArgumentError, match=r"tensorize: S0: out\[i, j\] = 0.0 is not"):
+        S.tensorize(k, "S0")
+    with pytest.raises(ArgumentError, match=r"tensorize: j cannot be MAC dimension m"):
+        S.tensorize(k, "S1", m=("j",))
+    # a triangular domain: its tiles' hulls hold products that are not in it
+    prog = Program("syrk")
+    A2 = prog.array("A", (8, 8), "float32")
+    C2 = prog.array("C", (8, 8), "float32", role="inout")
+    with (
+        prog.loop("i", 0, 8) as i,
+        prog.loop("j", 0, i + 1) as j,
+        prog.loop("k", 0, 8) as kk,
+    ):
+        C2[i, j] = C2[i, j] + A2[i, kk] * A2[j, kk]
+    syrk = prog.kernel()
+    band = polyc.tree.band_names(syrk.schedule)[0]
+    with pytest.raises(
+        IllegalTransformError,
+        match=r"tensorize: the MAC array would run S0\[i=0, j=1, k=0\], which is in "
+        r"the rectangular hull of a tile of S0 but not in its domain",
+    ):
+        S.tensorize(syrk, band)
+
+
+def test_folding_a_non_zero_init_is_refused():
+    k = ops.linear((4, 6), (5, 6), bias=True)
+    k = S.tile(k, "S0", {"b0": 2})
+    with pytest.raises(ArgumentError, match=r"S0 cannot be folded into the MAC calls"):
+        S.tensorize(k, "S1", init="S0")
+
+
+def test_map_vector_refuses_a_recurrence():
+    prog = Program("scan")
+    x = prog.array("x", (16,), "float32", role="inout")
+    with prog.loop("i", 1, 16) as i:
+        x[i] = x[i] + x[i - 1]
+    kern = prog.kernel()
+    band = polyc.tree.band_names(kern.schedule)[0]
+    with pytest.raises(
+        ArgumentError,
+        match=r"map_vector: S0 cannot run as one vector operation per tile of band "
+        rf"'{band}' because S0\[i=1\] -> S0\[i=2\] depend on each other",
+    ):
+        S.map_vector(kern, band)
+
+
+def test_a_recurrence_runs_on_the_scalar_core_from_its_buffer(rng):
+    prog = Program("scan")
+    x = prog.array("x", (64,), "float32", role="inout")
+    with prog.loop("i", 1, 64) as i:
+        x[i] = x[i] * 0.5 + x[i - 1]
+    kern = prog.kernel()
+    band = polyc.tree.band_names(kern.schedule)[0]
+    placed = S.place(kern, band, "x", "l1", config="tiny", depth=0)
+    data = {"x": rng.standard_normal(64).astype(np.float32)}
+    out, report = polyc.compile(kern, config="tiny", schedule=placed).run(
+        {"x": data["x"].copy()}
+    )
+    check(kern, out, data, "scan")
+    assert report.scalar_instances == 63 and len(_dma(report, "x in")) == 1
+    assert report.level("l1").bytes_read > 0
