@@ -4,7 +4,7 @@
 
 Side by side in one run, for each kernel: the kernel compiled for the host
 (``polyc.build``, no simulator), and the same kernel run on the simulator in
-DRAM-direct mode (``polyc.compile(..., config="edge-npu")``) with the per-access
+DRAM-direct mode (``polyc.compile(kernel, config="edge-npu", schedule=kernel)``) with the per-access
 checks on and compiled out. Times are whole calls as a user makes them (input
 preparation, context, run, report). Writes ``bench/results/sim_overhead.json``; the
 table goes in the README.
@@ -55,8 +55,8 @@ def measure(name: str, kernel, repeat: int) -> dict:
     rng = np.random.default_rng(0)
     x = numpy_inputs(kernel, rng)
     host = polyc.build(kernel)
-    checked = polyc.compile(kernel, config="edge-npu")
-    fast = polyc.compile(kernel, config="edge-npu", checks=False)
+    checked = polyc.compile(kernel, config="edge-npu", schedule=kernel)
+    fast = polyc.compile(kernel, config="edge-npu", schedule=kernel, checks=False)
     want = host(x)
     for compiled in (checked, fast):
         got, report = compiled.run(x)

@@ -32,7 +32,16 @@ from codegen import maccall
 from codegen.cexpr import CExpr, c_type
 from codegen.emit import _ident
 from codegen.placed_info import collect, functions, pw_to_c
-from codegen.sim import CTX, SimEmitter, _cstr, _i64_list, buf_var, mask_var, stmt_var
+from codegen.sim import (
+    CTX,
+    SimEmitter,
+    _cstr,
+    _i64_list,
+    buf_var,
+    count_var,
+    mask_var,
+    stmt_var,
+)
 from polyc import loops, tree
 from polyc import placemarks as pm
 from polyc.errors import CodegenError
@@ -99,6 +108,20 @@ class PlacedEmitter(SimEmitter):
         if vec:
             out.append(c.Line(f"uint64_t {VMASK} = 0;"))
             out.append(c.Statement(f"(void){VMASK}"))
+        return out
+
+    def flush(self) -> list[c.Generable]:
+        """Hand the scalar statements' counts to the runtime (the others never
+        count: their work is charged by their engine's calls)."""
+        out: list[c.Generable] = []
+        for s in self.kernel.statements:
+            if self.info.engine.get(s.name) != "scalar":
+                continue
+            n, r, w = count_var(s.name), mask_var(s.name, False), mask_var(s.name, True)
+            out.append(
+                c.Statement(f"pc_scalar({CTX}, {stmt_var(s.name)}, {n}, {r}, {w})")
+            )
+            out.append(c.Statement(f"{n} = 0, {r} = 0, {w} = 0"))
         return out
 
     # tree walking ---------------------------------------------------------------

@@ -245,7 +245,8 @@ def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
 def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) -> Kernel:
     level = spec.memory[search.engine_level(spec)].name
     st = cand.structure
-    for array in _place_order(layer):
+    order = _place_order(layer)
+    for array in order:
         users = [s for s in layer.stmts if array in _arrays(s)]
         band, depth = _position(layer, cand, where, users, array)
         pad = _pitch(k, st, array)
@@ -260,6 +261,7 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
             pad=pad,
             layout=layout,
             slots=_slots(layer, cand, where, users, array),
+            plan=array == order[-1],  # plan once the layer's buffers are all in
         )
     return k
 

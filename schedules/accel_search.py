@@ -6,7 +6,7 @@ and the best tile sizes of each under the cost model (:mod:`schedules.costmodel`
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 import numpy as np
@@ -156,8 +156,11 @@ def _channels_last(layer: Layer, stmt: Statement, con):
     return best
 
 
-def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
-    """Every structure worth modelling for ``layer``."""
+def structures(
+    kernel: Kernel, layer: Layer, spec: Spec, private: bool, all_orders: bool = True
+):
+    """Every structure worth modelling for ``layer`` (with ``all_orders=False``,
+    in the natural order of the tile loops only)."""
     per_stmt = []
     for s in layer.stmts:
         opts = []
@@ -179,7 +182,7 @@ def structures(kernel: Kernel, layer: Layer, spec: Spec, private: bool):
     # the order of the tile loops matters for what a copy can be hoisted out of:
     # with no private loops every array moves with every loop, so one order does
     orders = [tuple(shared_free)]
-    if _has_private(layer):
+    if _has_private(layer) and all_orders:
         orders = list(itertools.permutations(shared_free))
         if len(orders) > 6:
             orders = [tuple(shared_free), tuple(reversed(shared_free))]
@@ -247,10 +250,23 @@ def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Cand
     )
     found: list[Candidate] = []
     for private in (False, True):
-        for st in structures(kernel, layer, spec, private):
+        for st in structures(kernel, layer, spec, private, all_orders=False):
             found.extend(_best(kernel, layer, spec, st, level, capacity, keep))
-        if found:
-            break
+        if not found:
+            continue
+        # the two best structures again, in every order of their tile loops
+        tops: list[Structure] = []
+        for c in sorted(found, key=lambda c: c.cycles):
+            key = replace(c.structure, order=())
+            if key not in tops:
+                tops.append(key)
+            if len(tops) == 2:
+                break
+        natural = {c.structure for c in found}
+        for st in structures(kernel, layer, spec, private, all_orders=True):
+            if replace(st, order=()) in tops and st not in natural:
+                found.extend(_best(kernel, layer, spec, st, level, capacity, keep))
+        break
     best = min((c.cycles for c in found), default=1.0)
     found.sort(
         key=lambda c: (
@@ -266,7 +282,7 @@ def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Cand
 
 
 def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Candidate]:
-    model = LayerModel(kernel, layer, spec, st, level)
+    model = _model(kernel, layer, spec, st, level)
     values = []
     exact = {
         (name, g[2][-1]) for name, g in st.groups if len(g[2]) > 1
@@ -312,6 +328,15 @@ def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Can
             )
         )
     return out
+
+
+def _model(kernel, layer, spec, st: Structure, level) -> LayerModel:
+    """The layer's model for ``st``: structures that differ in slots only share
+    their expressions (slots enter the numeric evaluation alone)."""
+    key = ("accel.model", layer.index, layer.name, spec, replace(st, stream_slots=0))
+    model = kernel.analysis(key, lambda k: LayerModel(k, layer, spec, st, level))
+    model.st = st
+    return model
 
 
 def formula(kernel: Kernel, layer: Layer, spec: Spec, cand: Candidate) -> str:

@@ -20,14 +20,15 @@ Path = tuple[int, ...]
 
 
 def walk(schedule: isl.Schedule) -> Iterator[tuple[Path, isl.ScheduleNode]]:
-    """Pre-order ``(path, node)`` over the whole tree."""
-
-    def visit(node: isl.ScheduleNode, path: Path):
+    """Pre-order ``(path, node)`` over the whole tree (an explicit stack: nested
+    generators would cost the depth of the tree per node)."""
+    stack = [((), schedule.get_root())]
+    while stack:
+        path, node = stack.pop()
         yield path, node
-        for i in range(node.n_children()):
-            yield from visit(node.child(i), path + (i,))
-
-    yield from visit(schedule.get_root(), ())
+        n = node.n_children()
+        for i in range(n - 1, -1, -1):
+            stack.append((path + (i,), node.child(i)))
 
 
 def at(schedule: isl.Schedule, path: Path) -> isl.ScheduleNode:

@@ -28,6 +28,7 @@ a placement that does not fit raises ``PlacementError``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -67,6 +68,7 @@ def place(
     slots: int | None = None,
     pad: Mapping[str, Mapping[int, int]] | None = None,
     layout: Mapping[str, Sequence[int]] | None = None,
+    plan: bool = True,
 ) -> Kernel:
     """Give ``arrays`` on-chip buffers in ``level`` for each tile of band ``band``.
 
@@ -98,6 +100,8 @@ def place(
             first (default: the array's order): ``{"input": (0, 2, 3, 1)}`` keeps
             an NCHW tile channels-last on chip, so that a MAC call runs over a
             filter row and all channels at once. The copies transpose.
+        plan: run the memory planner over every buffer of the kernel now (the
+            default); several placements in a row may plan only at the last one.
 
     Raises:
         ScheduleError: unknown band, or a depth past the band's members.
@@ -116,26 +120,27 @@ def place(
     mark = isltree.find_named(schedule, band, op)
     node, prefix = _position(kernel, mark, band, depth, op)
     plans = [_plan(kernel, prefix, name, node, op) for name in names]
-    taken = {b.name for b in buffers(schedule)}
+    taken = set(_BUFFER_NAME.findall(str(schedule)))
     marks = []
-    for plan in plans:
-        n = sum(1 for t in taken if t.startswith(f"{plan.array}_{level}_"))
-        buf_name = f"{plan.array}_{level}_{n}"
+    for one in plans:
+        n = sum(1 for t in taken if t.startswith(f"{one.array}_{level}_"))
+        buf_name = f"{one.array}_{level}_{n}"
         taken.add(buf_name)
-        count = slots if slots is not None else (2 if plan.runs > 1 else 1)
+        count = slots if slots is not None else (2 if one.runs > 1 else 1)
         if count not in (1, 2, 3, 4):
             raise ArgumentError(
                 f"{op}: slots={count!r} is not supported because a buffer has 1 to "
                 "4 slots. Pass 1 (single buffer) or 2 (double buffering)."
             )
         mark = _buffer_mark(
-            kernel, spec, plan, buf_name, level_index, count, pad, layout, op
+            kernel, spec, one, buf_name, level_index, count, pad, layout, op
         )
-        outer = _enclosing_level(node, plan.array)
+        outer = _enclosing_level(node, one.array)
         marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
-    schedule = replan(kernel, spec, schedule)
+    if plan:
+        schedule = replan(kernel, spec, schedule)
     new = kernel.with_schedule(
         schedule,
         step(
@@ -148,6 +153,7 @@ def place(
             slots=slots,
             pad=pad or None,
             layout=layout or None,
+            plan=None if plan else False,
         ),
     )
     return new
@@ -464,6 +470,9 @@ def _extension(tiles: isl.Set, stmt: str) -> isl.ScheduleNode:
 # the memory plan ------------------------------------------------------------------
 
 
+_BUFFER_NAME = re.compile(r"@buffer (\w+):")
+
+
 def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     """Every ``@buffer`` mark of a schedule, in tree order."""
     out = []
@@ -516,8 +525,13 @@ def replan(kernel: Kernel, spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
 
 
 def _drop_scopes(schedule: isl.Schedule) -> isl.Schedule:
-    while True:
-        new = isltree.replace_mark(schedule, lambda n: pm.kind(n) == "scope", None)
-        if new is schedule:
-            return schedule
-        schedule = new
+    """The schedule without its ``@scope`` marks (deleted last first, so that the
+    paths of the others stay valid)."""
+    paths = [
+        path
+        for path, node in isltree.walk(schedule)
+        if (name := isltree.mark_name(node)) and pm.kind(name) == "scope"
+    ]
+    for path in reversed(paths):
+        schedule = isltree.at(schedule, path).delete().get_schedule()
+    return schedule

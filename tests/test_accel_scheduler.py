@@ -113,3 +113,18 @@ def test_a_hand_schedule_is_compiled_as_given(rng):
     compiled = polyc.compile(kernel, config="tiny", schedule=tiled)
     assert compiled.kernel is tiled and compiled.mode == "DRAM-direct"
     assert "schedule: given by hand" not in str(compiled)  # nothing placed
+
+
+def test_the_benchmark_baseline_formula_is_the_dram_direct_simulation(rng):
+    from accelerator import load_config
+    from bench.roofline import baseline_cycles
+
+    for kernel in (
+        ops.conv2d((1, 3, 9, 9), (4, 3, 3, 3), bias=False, padding=1, dtype="float16"),
+        ops.softmax((4, 12), dtype="float16"),
+        ops.matmul(6, 5, 7, dtype="int8"),
+    ):
+        for config in ("tiny", "datacenter"):
+            compiled = polyc.compile(kernel, config=config, schedule=kernel)
+            _, report = compiled.run(_inputs(kernel, rng))
+            assert baseline_cycles(kernel, load_config(config)) == report.cycles
