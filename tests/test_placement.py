@@ -337,3 +337,35 @@ def test_a_recurrence_runs_on_the_scalar_core_from_its_buffer(rng):
     check(kern, out, data, "scan")
     assert report.scalar_instances == 63 and len(_dma(report, "x in")) == 1
     assert report.level("l1").bytes_read > 0
+
+
+def test_fusing_mac_rows_needs_matching_pitches():
+    from polyc.errors import CodegenError
+
+    kernel = ops.conv2d((1, 4, 8, 8), (8, 4, 3, 3), bias=False, padding=1)
+    k = S.tile(kernel, "S0", {"n": 1, "o": 8})
+    k = S.tile(k, "S1", {"n": 1, "o": 8})
+    k = S.fuse(k, ["S0_t", "S1_t"], depth=2, name="T")
+    k = S.tensorize(k, "S1", m=("h", "w"), n=("o",), k=("rc",))
+    k = S.map_vector(k, "S0")
+    k = S.place(k, "T", ["input", "weight", "out"], "l1", config="tiny")
+    with pytest.raises(
+        CodegenError,
+        match=r"codegen: iterators h, w of S1 cannot fuse into MAC dimension m "
+        r"because the buffer strides of h are not one pitch times the inner "
+        r"iterator's in every access",
+    ):
+        polyc.compile(kernel, config="tiny", schedule=k)
+    # padded to the input's row pitch (10 = 8 + the halo), the rows fuse
+    k = S.tile(kernel, "S0", {"n": 1, "o": 8})
+    k = S.tile(k, "S1", {"n": 1, "o": 8})
+    k = S.fuse(k, ["S0_t", "S1_t"], depth=2, name="T")
+    k = S.tensorize(k, "S1", m=("h", "w"), n=("o",), k=("rc",))
+    k = S.map_vector(k, "S0")
+    k = S.place(k, "T", ["input", "weight"], "l1", config="tiny", plan=False)
+    k = S.place(k, "T", "out", "l1", config="tiny", pad={"out": {3: 10}})
+    rng = np.random.default_rng(1)
+    x = _inputs(kernel, rng)
+    out, report = polyc.compile(kernel, config="tiny", schedule=k).run(x)
+    check(kernel, out, x, "pitched")
+    assert len([e for e in report.events if e.kind == "mac"]) == 9  # one per tap
