@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import cgen as c
 
-from codegen.placed_info import constant_extent, functions, max_extent, pw_to_c
+from codegen.placed_info import (
+    bvar,
+    constant_extent,
+    functions,
+    max_extent,
+    pw_to_c,
+)
 from codegen.sim import CTX, _cstr
 from polyc import placemarks as pm
 from polyc.errors import CodegenError
@@ -107,8 +113,6 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
 
 
 def _bvar(b: pm.BufferMark) -> str:
-    from codegen.placed import bvar
-
     return bvar(b.name)
 
 

@@ -5,11 +5,8 @@ what the marks of placement and engine mapping ask for (:mod:`polyc.placemarks`)
 
 - ``@scope``: ``pc_alloc`` of the layer's buffers at the planner's offsets before
   the subtree, ``pc_free`` after it;
-- ``pc_in_<buf>`` / ``pc_out_<buf>`` (copy statements of a ``@buffer``): the slot
-  toggles (double buffering), the tile's origin is computed, and ``pc_dma`` moves
-  the tile's box between the buffer and DRAM (or the enclosing buffer of the same
-  array); a box that leaves its array is clipped and the rest of the slot
-  zero-filled from the level's zero block;
+- ``pc_in_<buf>`` / ``pc_out_<buf>`` (copy statements of a ``@buffer``): DMA of
+  the tile's box (see :mod:`codegen.copies`);
 - ``pc_mac_<stmt>`` under ``@tensorize``: ``pc_mac`` calls over strided views of
   the buffers (see :mod:`codegen.maccall`) instead of the statement's loops;
 - ``@vector``: the statements' loops run on the buffers for their values (checked
@@ -30,8 +27,8 @@ import cgen as c
 from accelerator.spec import OP_CLASSES
 from codegen import maccall
 from codegen.cexpr import CExpr, c_type
-from codegen.emit import _ident
-from codegen.placed_info import collect, functions, pw_to_c
+from codegen.copies import CopyEmitter
+from codegen.placed_info import bvar, collect, ovar, pvar, slotvar
 from codegen.sim import (
     CTX,
     SimEmitter,
@@ -51,23 +48,7 @@ from polyc.ir import Statement
 VMASK = "pc_vmask"
 
 
-def bvar(buf: str) -> str:
-    return f"pc_b_{_ident(buf)}"
-
-
-def pvar(buf: str) -> str:
-    return f"pc_p_{_ident(buf)}"
-
-
-def slotvar(buf: str) -> str:
-    return f"pc_slot_{_ident(buf)}"
-
-
-def ovar(buf: str, d: int) -> str:
-    return f"pc_o_{_ident(buf)}_{d}"
-
-
-class PlacedEmitter(SimEmitter):
+class PlacedEmitter(CopyEmitter, SimEmitter):
     """Emit a placed, engine-mapped kernel for the simulator."""
 
     def __init__(self, kernel, function=None):
@@ -367,134 +348,9 @@ class PlacedEmitter(SimEmitter):
         out.append(c.Statement(f"pc_v_{s} = 0, pc_vr_{s} = 0, pc_vp_{s} = -1"))
         return out
 
-    # copies ------------------------------------------------------------------------
-    def _copy_in(self, b: pm.BufferMark, n: loops.Call) -> list[c.Generable]:
-        args = _args(n)
-        lines = _bind_args(args)
-        lo = [pw_to_c(f, args) for f in functions(b.lo)]
-        lines.append(
-            c.Statement(f"{slotvar(b.name)} = ({slotvar(b.name)} + 1) % {b.slots}")
-        )
-        for d, e in enumerate(lo):
-            lines.append(c.Statement(f"{ovar(b.name, d)} = {e}"))
-        if b.copy_in:
-            hi = [pw_to_c(f, args) for f in functions(b.hi)]
-            lines += self._dma(b, [ovar(b.name, d) for d in range(len(lo))], hi, True)
-        return [c.Comment(f"{pm.IN}{b.name}"), c.Block(lines)]
-
-    def _copy_out(self, b: pm.BufferMark, n: loops.Call) -> list[c.Generable]:
-        if not b.copy_out:
-            return []
-        args = _args(n)
-        lines = _bind_args(args)
-        lo = [pw_to_c(f, args) for f in functions(b.wlo or b.lo)]
-        hi = [pw_to_c(f, args) for f in functions(b.whi or b.hi)]
-        lines += self._dma(b, lo, hi, False)
-        return [c.Comment(f"{pm.OUT}{b.name}"), c.Block(lines)]
-
-    def _dma(self, b: pm.BufferMark, lo, hi, inbound: bool) -> list[c.Generable]:
-        """Move the box [lo, hi] between the buffer and its outer end."""
-        arr = self.kernel.arrays[b.array]
-        shape = arr.concrete_shape({})
-        lines: list[c.Generable] = []
-        nd = len(lo)
-        for d in range(nd):
-            l_, h_ = lo[d], hi[d]
-            if b.clamp and inbound:
-                l_, h_ = f"max({l_}, 0)", f"min({h_}, {shape[d] - 1})"
-            lines.append(c.Line(f"const long pc_l{d} = {l_}, pc_h{d} = {h_};"))
-        parent = self.info.parent.get(b.name)
-        lines += self.flush()
-        if b.clamp and inbound:
-            clipped = " || ".join(
-                f"pc_l{d} != {lo[d]} || pc_h{d} != {hi[d]}" for d in range(nd)
-            )
-            zero = f"pc_b_pc_zero_{_ident(b.level)}"
-            lines.append(
-                c.If(
-                    clipped or "0",
-                    c.Statement(
-                        f"pc_dma({CTX}, -1, {b.elem_bytes}, 1, "
-                        f"((const int64_t[]){{{b.slot}}}), {bvar(b.name)}, "
-                        f"{slotvar(b.name)} * {b.slot}, ((const int64_t[]){{1}}), "
-                        f"{zero}, 0, ((const int64_t[]){{0}}), "
-                        f"{_cstr('zero ' + b.array)})"
-                    ),
-                )
-            )
-        split = _split_dim(b)
-        index = [f"pc_l{d}" for d in range(nd)]
-        sizes = [f"pc_h{d} - pc_l{d} + 1" for d in range(nd)]
-        if split is None:
-            lines.append(self._dma_call(b, parent, shape, index, sizes, inbound))
-            return lines
-        # several DMA calls along one dimension: each takes the first free channel
-        d = split
-        index[d], sizes[d] = "pc_c", "pc_e - pc_c + 1"
-        lines.append(
-            c.Line(f"const long pc_q = (pc_h{d} - pc_l{d} + {b.chunks}) / {b.chunks};")
-        )
-        body = c.Block(
-            [
-                c.Line(f"const long pc_e = min(pc_c + pc_q - 1, pc_h{d});"),
-                self._dma_call(b, parent, shape, index, sizes, inbound),
-            ]
-        )
-        lines.append(
-            c.For(f"long pc_c = pc_l{d}", f"pc_c <= pc_h{d}", "pc_c += pc_q", body)
-        )
-        return lines
-
-    def _dma_call(self, b, parent, shape, index, sizes, inbound) -> c.Statement:
-        mine = self._buffer_at(b, index)
-        if parent is not None:
-            other = self._buffer_at(self.info.buffers[parent], index)
-        else:
-            strides = _row_major(shape)
-            off = " + ".join(f"{s} * {i}" for s, i in zip(strides, index)) or "0"
-            other = (buf_var(b.array), off, strides)
-        dst, src = (mine, other) if inbound else (other, mine)
-        label = f"{b.array} {'in' if inbound else 'out'}"
-        return c.Statement(
-            f"pc_dma({CTX}, -1, {b.elem_bytes}, {max(len(index), 1)}, "
-            f"{_i64_list(sizes or ['1'])}, "
-            f"{dst[0]}, {dst[1]}, {_i64_list([str(s) for s in dst[2]] or ['1'])}, "
-            f"{src[0]}, {src[1]}, {_i64_list([str(s) for s in src[2]] or ['1'])}, "
-            f"{_cstr(label)})"
-        )
-
-    def _buffer_at(self, b: pm.BufferMark, index: list[str]):
-        """``(buffer id, element offset, strides)`` of element ``index`` of ``b``."""
-        return (bvar(b.name), self._offset(b, index), b.strides)
-
-
-def _split_dim(b: pm.BufferMark) -> int | None:
-    """The outermost dimension of the box longer than one element: cutting it
-    gives calls over disjoint byte ranges (so the runtime overlaps them)."""
-    if b.chunks <= 1:
-        return None
-    for d, e in enumerate(b.extent):
-        if e > 1:
-            return d
-    return None
-
 
 def _args(n: loops.Call) -> list[str]:
     return [loops.to_c(a) for a in n.args]
-
-
-def _bind_args(args: list[str]) -> list[c.Generable]:
-    return [c.Line(f"const long pc_a{i} = {a};") for i, a in enumerate(args)] + [
-        c.Statement(f"(void)pc_a{i}") for i in range(len(args))
-    ]
-
-
-def _row_major(shape) -> list[int]:
-    out, acc = [], 1
-    for e in reversed(shape):
-        out.append(acc)
-        acc *= e
-    return list(reversed(out))
 
 
 def _distinct(loads) -> list[Load]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from codegen.emit import _ident
 from polyc import loops
 from polyc import placemarks as pm
 from polyc.errors import CodegenError
@@ -117,3 +118,22 @@ def max_extent(lo: isl.PwAff, hi: isl.PwAff) -> int:
 def constant_extent(lo: isl.PwAff, hi: isl.PwAff) -> bool:
     size = hi.sub(lo).add_constant_val(isl.Val(1))
     return size.max_val().to_python() == size.min_val().to_python()
+
+
+# C names of a buffer's variables ---------------------------------------------------
+
+
+def bvar(buf: str) -> str:
+    return f"pc_b_{_ident(buf)}"
+
+
+def pvar(buf: str) -> str:
+    return f"pc_p_{_ident(buf)}"
+
+
+def slotvar(buf: str) -> str:
+    return f"pc_slot_{_ident(buf)}"
+
+
+def ovar(buf: str, d: int) -> str:
+    return f"pc_o_{_ident(buf)}_{d}"

@@ -330,7 +330,7 @@ def _touches(s, array, it) -> bool:
 def _pitch(k: Kernel, st, array: str) -> dict | None:
     """A pitched output's padding: its dimension of the inner fused M iterator
     takes the extent of the input buffer's dimension of that iterator."""
-    from schedules.placement import buffers
+    from schedules.memplan import buffers
     from schedules.tensorize import contraction
 
     for name in st.pitched:

@@ -13,11 +13,11 @@ import numpy as np
 
 from accelerator.spec import Spec
 from polyc.ir import Kernel, Statement
+from schedules.costeval import candidates
 from schedules.costmodel import (
     STREAM_SLOTS,
     LayerModel,
     Structure,
-    candidates,
     symbol,
 )
 from schedules.layers import Layer

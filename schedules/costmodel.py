@@ -33,8 +33,8 @@ import sympy as sp
 from accelerator.spec import OP_CLASSES, Spec
 from polyc.expr import ops_count
 from polyc.ir import Kernel, Statement
+from schedules.costeval import descriptors, numeric
 from schedules.layers import Layer
-from schedules.memplan import round_up
 from schedules.placement import CHUNK_BYTES
 
 #: slots of an operand buffer streamed through a statement's reduction loops: the
@@ -324,7 +324,7 @@ class LayerModel:
             align = self.level.alignment_bytes
             sram += slots * np.ceil(elems * size / align) * align
             nbytes = moved * size
-            desc = _descriptors(ext, info["shape"], dma.max_dims)
+            desc = descriptors(ext, info["shape"], dma.max_dims)
             # a large copy is cut into ``split`` calls on as many channels
             cut = np.where(nbytes >= split * CHUNK_BYTES, split, 1)
             per_call = desc * dma.setup_cycles + lat + nbytes / cut / rate
@@ -468,43 +468,6 @@ class LayerModel:
         return total
 
 
-def numeric(e: sp.Expr, env: dict, memo: dict):
-    """Evaluate ``e`` with numpy arrays for its symbols (what ``lambdify`` does,
-    without generating code for every expression)."""
-    if e in memo:
-        return memo[e]
-    if e.is_Symbol:
-        out = env[e]
-    elif e.is_Number:
-        out = float(e)
-    else:
-        args = [numeric(a, env, memo) for a in e.args]
-        if e.is_Add:
-            out = sum(args[1:], args[0])
-        elif e.is_Mul:
-            out = args[0]
-            for a in args[1:]:
-                out = out * a
-        elif e.is_Pow:
-            out = np.power(args[0], args[1])
-        elif isinstance(e, sp.ceiling):
-            out = np.ceil(args[0] - 1e-9)
-        elif isinstance(e, sp.floor):
-            out = np.floor(args[0] + 1e-9)
-        elif isinstance(e, sp.Max):
-            out = args[0]
-            for a in args[1:]:
-                out = np.maximum(out, a)
-        elif isinstance(e, sp.Min):
-            out = args[0]
-            for a in args[1:]:
-                out = np.minimum(out, a)
-        else:  # pragma: no cover - the model builds only the forms above
-            raise TypeError(f"cost model: cannot evaluate {e!r}")
-    memo[e] = out
-    return out
-
-
 def _arrays_of(stmt: Statement) -> set[str]:
     return {ld.array for ld in (stmt.target, *stmt.reads)}
 
@@ -516,64 +479,3 @@ def _touches(stmt: Statement, array: str, it: str) -> bool:
         if ld.array == array
         for a in ld.index
     )
-
-
-def _descriptors(ext: list[np.ndarray], shape, max_dims: int) -> np.ndarray:
-    """DMA descriptors of a box copy: dimensions that stay after merging the ones the
-    box covers fully, beyond the descriptor's dimensions, need one each (computed
-    for every candidate at once)."""
-    if not ext:
-        return np.ones(1)
-    n, nd = len(ext[0]), len(ext)
-    rows = np.arange(n)
-    kept = np.ones((n, nd + 1))  # sizes of the dimensions kept, innermost first
-    count = np.zeros(n, dtype=int)
-    full = np.zeros(n, dtype=bool)
-    for d in reversed(range(nd)):
-        e = np.minimum(ext[d], shape[d])
-        skip = e <= 1
-        merge = ~skip & (count > 0) & full
-        new = ~skip & ~merge
-        last = np.maximum(count - 1, 0)
-        kept[rows, last] = np.where(merge, kept[rows, last] * e, kept[rows, last])
-        kept[rows, count] = np.where(new, e, kept[rows, count])
-        count = count + new
-        full = np.where(skip, full, e >= shape[d])
-    extra = count - max_dims
-    pos = np.arange(nd + 1)[None, :]
-    mask = (
-        (pos >= (count - extra)[:, None])
-        & (pos < count[:, None])
-        & (extra > 0)[:, None]
-    )
-    return np.prod(np.where(mask, kept, 1.0), axis=1)
-
-
-def candidates(extent: int, cap: int = 11) -> list[int]:
-    """Tile sizes worth trying for a loop of ``extent`` iterations: the extent, the
-    powers of two below it and its larger divisors, thinned to ``cap`` values
-    spread on a log scale from 1 to the extent (so that small memories find small
-    tiles and large ones large tiles)."""
-    out = {extent}
-    p = 1
-    while p < extent:
-        out.add(p)
-        p *= 2
-    for d in range(1, math.isqrt(extent) + 1):
-        if extent % d == 0:
-            for v in (d, extent // d):
-                if 8 * v >= extent or v % 8 == 0:
-                    out.add(v)
-    vals = sorted(out)
-    while len(vals) > cap:
-        # drop the value closest (in log) to its neighbours, never the ends
-        gaps = [
-            math.log(vals[i + 1]) - math.log(vals[i - 1])
-            for i in range(1, len(vals) - 1)
-        ]
-        del vals[1 + gaps.index(min(gaps))]
-    return vals
-
-
-def aligned(n: int, to: int) -> int:
-    return round_up(n, to)

@@ -12,16 +12,24 @@ the buffers with their sizes.
 
 A level whose copies zero-fill halos keeps a small block of zeros (the source of
 those fills) at its top for the whole kernel.
+
+:func:`replan` plans every ``@buffer`` of a schedule and writes the result as one
+``@scope`` mark per layer (the code generator allocates a layer's buffers there).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import islpy as isl
+
 from accelerator.spec import Spec
+from polyc import placemarks as pm
 from polyc.errors import PlacementError
 from polyc.placemarks import Allocation
+from schedules import isltree
 
 #: bytes of the zero block a level keeps for zero-filling copies (one element of
 #: any dtype, repeated with stride 0; the alignment rounds it up)
@@ -141,3 +149,76 @@ def _overflow(spec: Spec, req: Request, live: list[Request], capacity: int):
         f"{total:,} bytes: {listing}. Use smaller tiles, one slot instead of two, "
         "or another level."
     )
+
+
+# the @scope marks of a schedule ---------------------------------------------------
+
+
+_BUFFER_NAME = re.compile(r"@buffer (\w+):")
+
+
+def buffer_names(schedule: isl.Schedule) -> list[str]:
+    """Names of the buffers of a schedule (read off its text: cheaper than a walk)."""
+    return _BUFFER_NAME.findall(str(schedule))
+
+
+def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
+    """Every ``@buffer`` mark of a schedule, in tree order."""
+    out = []
+    for _, node in isltree.walk(schedule):
+        name = isltree.mark_name(node)
+        if name and pm.kind(name) == "buffer":
+            out.append(pm.BufferMark.parse(name))
+    return out
+
+
+def replan(spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
+    """Plan every buffer (each lives for its layer) and write one ``@scope`` mark
+    per layer that has buffers.
+
+    Raises:
+        PlacementError: when a layer's buffers do not fit.
+    """
+    schedule = _drop_scopes(schedule)
+    layer_paths = isltree.layers(schedule)
+    requests, per_layer = [], {}
+    zero_levels = set()
+    for path, node in isltree.walk(schedule):
+        name = isltree.mark_name(node)
+        if not name or pm.kind(name) != "buffer":
+            continue
+        b = pm.BufferMark.parse(name)
+        layer = layer_paths.index(isltree.layer_top(schedule, path))
+        requests.append(
+            Request(b.name, b.array, b.level_index, b.slots, b.slot_bytes, layer, layer)
+        )
+        per_layer.setdefault(layer, []).append(b.name)
+        if b.clamp:
+            zero_levels.add(b.level_index)
+    allocs = plan(spec, requests, sorted(zero_levels))
+    for layer in sorted(per_layer, reverse=True):
+        scope = pm.ScopeMark(tuple(allocs[n] for n in per_layer[layer]))
+        node = isltree.at(schedule, layer_paths[layer])
+        schedule = node.insert_mark(isl.Id(scope.text())).get_schedule()
+    for level in sorted(zero_levels):
+        z = zero_block(spec, level)
+        schedule = (
+            schedule.get_root()
+            .child(0)
+            .insert_mark(isl.Id(pm.ScopeMark((z,)).text()))
+            .get_schedule()
+        )
+    return schedule
+
+
+def _drop_scopes(schedule: isl.Schedule) -> isl.Schedule:
+    """The schedule without its ``@scope`` marks (deleted last first, so that the
+    paths of the others stay valid)."""
+    paths = [
+        path
+        for path, node in isltree.walk(schedule)
+        if (name := isltree.mark_name(node)) and pm.kind(name) == "scope"
+    ]
+    for path in reversed(paths):
+        schedule = isltree.at(schedule, path).delete().get_schedule()
+    return schedule

@@ -28,7 +28,6 @@ a placement that does not fit raises ``PlacementError``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -120,7 +119,7 @@ def place(
     mark = isltree.find_named(schedule, band, op)
     node, prefix = _position(kernel, mark, band, depth, op)
     plans = [_plan(kernel, prefix, name, node, op) for name in names]
-    taken = set(_BUFFER_NAME.findall(str(schedule)))
+    taken = set(memplan.buffer_names(schedule))
     marks = []
     for one in plans:
         n = sum(1 for t in taken if t.startswith(f"{one.array}_{level}_"))
@@ -140,7 +139,7 @@ def place(
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
     if plan:
-        schedule = replan(kernel, spec, schedule)
+        schedule = memplan.replan(spec, schedule)
     new = kernel.with_schedule(
         schedule,
         step(
@@ -465,73 +464,3 @@ def _extension(tiles: isl.Set, stmt: str) -> isl.ScheduleNode:
     ident = isl.Map.identity(isl.Space.map_from_set(tiles.get_space()))
     ext = ident.intersect_domain(tiles).set_tuple_name(isl.dim_type.out, stmt)
     return isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
-
-
-# the memory plan ------------------------------------------------------------------
-
-
-_BUFFER_NAME = re.compile(r"@buffer (\w+):")
-
-
-def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
-    """Every ``@buffer`` mark of a schedule, in tree order."""
-    out = []
-    for _, node in isltree.walk(schedule):
-        name = isltree.mark_name(node)
-        if name and pm.kind(name) == "buffer":
-            out.append(pm.BufferMark.parse(name))
-    return out
-
-
-def replan(kernel: Kernel, spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
-    """Plan every buffer (each lives for its layer) and write one ``@scope`` mark
-    per layer that has buffers.
-
-    Raises:
-        PlacementError: when a layer's buffers do not fit.
-    """
-    schedule = _drop_scopes(schedule)
-    layer_paths = isltree.layers(schedule)
-    requests, per_layer = [], {}
-    zero_levels = set()
-    for path, node in isltree.walk(schedule):
-        name = isltree.mark_name(node)
-        if not name or pm.kind(name) != "buffer":
-            continue
-        b = pm.BufferMark.parse(name)
-        layer = layer_paths.index(isltree.layer_top(schedule, path))
-        requests.append(
-            memplan.Request(
-                b.name, b.array, b.level_index, b.slots, b.slot_bytes, layer, layer
-            )
-        )
-        per_layer.setdefault(layer, []).append(b.name)
-        if b.clamp:
-            zero_levels.add(b.level_index)
-    allocs = memplan.plan(spec, requests, sorted(zero_levels))
-    for layer in sorted(per_layer, reverse=True):
-        scope = pm.ScopeMark(tuple(allocs[n] for n in per_layer[layer]))
-        node = isltree.at(schedule, layer_paths[layer])
-        schedule = node.insert_mark(isl.Id(scope.text())).get_schedule()
-    for level in sorted(zero_levels):
-        z = memplan.zero_block(spec, level)
-        schedule = (
-            schedule.get_root()
-            .child(0)
-            .insert_mark(isl.Id(pm.ScopeMark((z,)).text()))
-            .get_schedule()
-        )
-    return schedule
-
-
-def _drop_scopes(schedule: isl.Schedule) -> isl.Schedule:
-    """The schedule without its ``@scope`` marks (deleted last first, so that the
-    paths of the others stay valid)."""
-    paths = [
-        path
-        for path, node in isltree.walk(schedule)
-        if (name := isltree.mark_name(node)) and pm.kind(name) == "scope"
-    ]
-    for path in reversed(paths):
-        schedule = isltree.at(schedule, path).delete().get_schedule()
-    return schedule

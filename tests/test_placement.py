@@ -161,7 +161,7 @@ def test_a_hoisted_copy_happens_once(rng):
     check(k, out, x, "hoisted")
     assert len(_dma(report, "B in")) == 1
     assert len(_dma(report, "A in")) == 30
-    buf = next(b for b in S.placement.buffers(k.schedule) if b.array == "B")
+    buf = next(b for b in S.memplan.buffers(k.schedule) if b.array == "B")
     assert buf.extent == (40, 48) and buf.slots == 1
 
 

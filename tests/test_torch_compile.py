@@ -184,4 +184,6 @@ def test_accelerator_target_keeps_the_compiled_kernel_for_its_report():
     (rec,) = torch_compile.records()
     (kernel,) = rec.compiled
     layers = [c.name for c in model_report(kernel).layers]
-    assert layers == ["0", "1", "2"]
+    # placed by the accelerator scheduler: engine operations are not a statement's
+    # own cost, so they show as the "(other)" row (polyc.frontend.torch_report)
+    assert layers in (["0", "1", "2"], ["0", "1", "2", "(other)"])

@@ -1,0 +1,153 @@
+"""DMA copies of placed buffers: what ``pc_in_<buf>`` and ``pc_out_<buf>`` become.
+
+A copy-in toggles the buffer's slot, sets the tile's origin and, when the buffer is
+filled from outside, moves the tile's box in with ``pc_dma`` (from DRAM, or from the
+enclosing buffer of the same array); a box that leaves its array is clipped to it
+after the slot is zero-filled from the level's zero block. A copy-out moves the
+written box back. A large copy is cut along its outermost dimension into
+``chunks`` calls over disjoint byte ranges, each taking the first free channel.
+"""
+
+from __future__ import annotations
+
+import cgen as c
+
+from codegen.emit import _ident
+from codegen.placed_info import bvar, functions, ovar, pw_to_c, slotvar
+from codegen.sim import CTX, _cstr, _i64_list, buf_var
+from polyc import loops
+from polyc import placemarks as pm
+
+
+def bind_args(args: list[str]) -> list[c.Generable]:
+    """``const long pc_a<i> = <arg>;`` for a call's arguments (the prefix)."""
+    return [c.Line(f"const long pc_a{i} = {a};") for i, a in enumerate(args)] + [
+        c.Statement(f"(void)pc_a{i}") for i in range(len(args))
+    ]
+
+
+def _args(n: loops.Call) -> list[str]:
+    return [loops.to_c(a) for a in n.args]
+
+
+class CopyEmitter:
+    """The copy statements of :class:`codegen.placed.PlacedEmitter` (a mixin: it
+    uses the emitter's buffers, offsets and ``flush``)."""
+
+    def _copy_in(self, b: pm.BufferMark, n: loops.Call) -> list[c.Generable]:
+        args = _args(n)
+        lines = bind_args(args)
+        lo = [pw_to_c(f, args) for f in functions(b.lo)]
+        lines.append(
+            c.Statement(f"{slotvar(b.name)} = ({slotvar(b.name)} + 1) % {b.slots}")
+        )
+        for d, e in enumerate(lo):
+            lines.append(c.Statement(f"{ovar(b.name, d)} = {e}"))
+        if b.copy_in:
+            hi = [pw_to_c(f, args) for f in functions(b.hi)]
+            lines += self._dma(b, [ovar(b.name, d) for d in range(len(lo))], hi, True)
+        return [c.Comment(f"{pm.IN}{b.name}"), c.Block(lines)]
+
+    def _copy_out(self, b: pm.BufferMark, n: loops.Call) -> list[c.Generable]:
+        if not b.copy_out:
+            return []
+        args = _args(n)
+        lines = bind_args(args)
+        lo = [pw_to_c(f, args) for f in functions(b.wlo or b.lo)]
+        hi = [pw_to_c(f, args) for f in functions(b.whi or b.hi)]
+        lines += self._dma(b, lo, hi, False)
+        return [c.Comment(f"{pm.OUT}{b.name}"), c.Block(lines)]
+
+    def _dma(self, b: pm.BufferMark, lo, hi, inbound: bool) -> list[c.Generable]:
+        """Move the box [lo, hi] between the buffer and its outer end."""
+        arr = self.kernel.arrays[b.array]
+        shape = arr.concrete_shape({})
+        lines: list[c.Generable] = []
+        nd = len(lo)
+        for d in range(nd):
+            l_, h_ = lo[d], hi[d]
+            if b.clamp and inbound:
+                l_, h_ = f"max({l_}, 0)", f"min({h_}, {shape[d] - 1})"
+            lines.append(c.Line(f"const long pc_l{d} = {l_}, pc_h{d} = {h_};"))
+        parent = self.info.parent.get(b.name)
+        lines += self.flush()
+        if b.clamp and inbound:
+            clipped = " || ".join(
+                f"pc_l{d} != {lo[d]} || pc_h{d} != {hi[d]}" for d in range(nd)
+            )
+            zero = f"pc_b_pc_zero_{_ident(b.level)}"
+            lines.append(
+                c.If(
+                    clipped or "0",
+                    c.Statement(
+                        f"pc_dma({CTX}, -1, {b.elem_bytes}, 1, "
+                        f"((const int64_t[]){{{b.slot}}}), {bvar(b.name)}, "
+                        f"{slotvar(b.name)} * {b.slot}, ((const int64_t[]){{1}}), "
+                        f"{zero}, 0, ((const int64_t[]){{0}}), "
+                        f"{_cstr('zero ' + b.array)})"
+                    ),
+                )
+            )
+        split = _split_dim(b)
+        index = [f"pc_l{d}" for d in range(nd)]
+        sizes = [f"pc_h{d} - pc_l{d} + 1" for d in range(nd)]
+        if split is None:
+            lines.append(self._dma_call(b, parent, shape, index, sizes, inbound))
+            return lines
+        # several DMA calls along one dimension: each takes the first free channel
+        d = split
+        index[d], sizes[d] = "pc_c", "pc_e - pc_c + 1"
+        lines.append(
+            c.Line(f"const long pc_q = (pc_h{d} - pc_l{d} + {b.chunks}) / {b.chunks};")
+        )
+        body = c.Block(
+            [
+                c.Line(f"const long pc_e = min(pc_c + pc_q - 1, pc_h{d});"),
+                self._dma_call(b, parent, shape, index, sizes, inbound),
+            ]
+        )
+        lines.append(
+            c.For(f"long pc_c = pc_l{d}", f"pc_c <= pc_h{d}", "pc_c += pc_q", body)
+        )
+        return lines
+
+    def _dma_call(self, b, parent, shape, index, sizes, inbound) -> c.Statement:
+        mine = self._buffer_at(b, index)
+        if parent is not None:
+            other = self._buffer_at(self.info.buffers[parent], index)
+        else:
+            strides = _row_major(shape)
+            off = " + ".join(f"{s} * {i}" for s, i in zip(strides, index)) or "0"
+            other = (buf_var(b.array), off, strides)
+        dst, src = (mine, other) if inbound else (other, mine)
+        label = f"{b.array} {'in' if inbound else 'out'}"
+        return c.Statement(
+            f"pc_dma({CTX}, -1, {b.elem_bytes}, {max(len(index), 1)}, "
+            f"{_i64_list(sizes or ['1'])}, "
+            f"{dst[0]}, {dst[1]}, {_i64_list([str(s) for s in dst[2]] or ['1'])}, "
+            f"{src[0]}, {src[1]}, {_i64_list([str(s) for s in src[2]] or ['1'])}, "
+            f"{_cstr(label)})"
+        )
+
+    def _buffer_at(self, b: pm.BufferMark, index: list[str]):
+        """``(buffer id, element offset, strides)`` of element ``index`` of ``b``."""
+        return (bvar(b.name), self._offset(b, index), b.strides)
+
+
+def _split_dim(b: pm.BufferMark) -> int | None:
+    """The outermost dimension of the box longer than one element: cutting it
+    gives calls over disjoint byte ranges (so the runtime overlaps them)."""
+    if b.chunks <= 1:
+        return None
+    for d, e in enumerate(b.extent):
+        if e > 1:
+            return d
+    return None
+
+
+def _row_major(shape) -> list[int]:
+    out, acc = [], 1
+    for e in reversed(shape):
+        out.append(acc)
+        acc *= e
+    return list(reversed(out))
