@@ -15,6 +15,7 @@ reported with the array it goes through.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import islpy as isl
 
@@ -76,30 +77,93 @@ class Deps:
     union maps from source instance to sink instance (``S0[i, j] -> S1[i, j, k]``)."""
 
     def __init__(self, kernel: Kernel):
-        reads, writes, refs = _tagged(kernel)
-        self.refs = refs
+        self._kernel = kernel
         self._kernel_name = kernel.name
-        # a leading 0 leaves room for a pseudo statement at time [1, ...]
-        sched = _prefixed(tree.flat_map(kernel._shared.program_schedule))
-        tagged_sched = _tag_schedule(sched, reads.union(writes))
-        empty_set = isl.UnionSet.empty(kernel.context.get_space())
+        self._reads, self._writes, self.refs = _tagged(kernel)
+        self._empty_set = isl.UnionSet.empty(kernel.context.get_space())
 
-        info = isl.UnionAccessInfo.from_sink(reads)
-        info = info.set_must_source(writes).set_schedule_map(tagged_sched)
-        flow = info.compute_flow()
-        self.flow_tagged = flow.get_may_dependence()
-        #: tagged reads with no source: ``[S[i] -> tag[]] -> A[...]``
-        self.live_in_accesses = flow.get_may_no_source()
-        self.live_in = self.live_in_accesses.range()
+    @cached_property
+    def _tagged_schedule(self) -> isl.Schedule:
+        """The program-order schedule tree of tagged instances ``[S[i] -> tag[]]``.
 
-        # false dependences: sinks are writes; an intervening write kills
-        info = isl.UnionAccessInfo.from_sink(writes)
-        info = info.set_must_source(writes).set_may_source(reads)
-        false = info.set_schedule_map(tagged_sched).compute_flow().get_may_dependence()
-        self.anti_tagged = _filter_source_tags(false, _tag_set(refs, is_write=False))
-        self.output_tagged = _filter_source_tags(false, _tag_set(refs, is_write=True))
+        The tree form lets isl order instances of different sequence children without
+        comparing whole time vectors (faster than the flat map on long programs).
+        """
+        accesses = self._reads.union(self._writes)
+        to_instance = accesses.domain().unwrap().domain_map()
+        program = self._kernel._shared.program_schedule
+        return program.pullback_union_pw_multi_aff(
+            isl.UnionPwMultiAff.from_union_map(to_instance)
+        )
 
-        # a pseudo statement after everything reads every element of the outputs
+    # flow: the only analysis the interpreter's reads and the roofline need -----------
+    @cached_property
+    def _flow(self):
+        info = isl.UnionAccessInfo.from_sink(self._reads)
+        info = info.set_must_source(self._writes).set_schedule(self._tagged_schedule)
+        return info.compute_flow()
+
+    @cached_property
+    def flow_tagged(self) -> isl.UnionMap:
+        return self._flow.get_may_dependence()
+
+    @cached_property
+    def live_in_accesses(self) -> isl.UnionMap:
+        """Tagged reads with no source: ``[S[i] -> tag[]] -> A[...]``."""
+        return self._flow.get_may_no_source()
+
+    @cached_property
+    def live_in(self) -> isl.UnionSet:
+        """Elements read before any write (their values come from the caller)."""
+        return self.live_in_accesses.range()
+
+    @cached_property
+    def flow(self) -> isl.UnionMap:
+        return _untag(self.flow_tagged)
+
+    # false dependences: sinks are writes; an intervening write kills -------------------
+    @cached_property
+    def _false(self) -> isl.UnionMap:
+        info = isl.UnionAccessInfo.from_sink(self._writes)
+        info = info.set_must_source(self._writes).set_may_source(self._reads)
+        return (
+            info.set_schedule(self._tagged_schedule).compute_flow().get_may_dependence()
+        )
+
+    @cached_property
+    def anti_tagged(self) -> isl.UnionMap:
+        return _filter_source_tags(self._false, _tag_set(self.refs, is_write=False))
+
+    @cached_property
+    def output_tagged(self) -> isl.UnionMap:
+        return _filter_source_tags(self._false, _tag_set(self.refs, is_write=True))
+
+    @cached_property
+    def anti(self) -> isl.UnionMap:
+        return _untag(self.anti_tagged)
+
+    @cached_property
+    def output(self) -> isl.UnionMap:
+        return _untag(self.output_tagged)
+
+    # live-out ---------------------------------------------------------------------------
+    @cached_property
+    def live_out(self) -> isl.UnionSet:
+        """Elements of output arrays whose final value is visible at the end: every
+        element written (its last write is the visible one)."""
+        outputs = {a.name for a in self._kernel.outputs}
+        out = self._empty_set
+        sets: list[isl.Set] = []
+        self._writes.range().foreach_set(sets.append)
+        for elements in sets:
+            if elements.get_tuple_name() in outputs:
+                out = out.union(isl.UnionSet.from_set(elements))
+        return out.coalesce()
+
+    @cached_property
+    def live_out_instances(self) -> isl.UnionSet:
+        """Statement instances whose write is the final value of an output element."""
+        kernel = self._kernel
         end_reads = None
         for a in kernel.outputs:
             dims = ", ".join(f"x{d}" for d in range(a.ndim))
@@ -108,20 +172,15 @@ class Deps:
             )
             end_reads = piece if end_reads is None else end_reads.union(piece)
         if end_reads is None:
-            self.live_out_instances = empty_set
-            self.live_out = empty_set
-        else:
-            info = isl.UnionAccessInfo.from_sink(end_reads).set_must_source(writes)
-            end_sched = _end_schedule(end_reads, _width(sched))
-            info = info.set_schedule_map(tagged_sched.union(end_sched))
-            last = info.compute_flow().get_may_dependence()
-            #: statement instances whose write is the final value of an output element
-            self.live_out_instances = _untag_domain(last).domain()
-            self.live_out = last.domain().apply(writes)
-
-        self.flow = _untag(self.flow_tagged)
-        self.anti = _untag(self.anti_tagged)
-        self.output = _untag(self.output_tagged)
+            return self._empty_set
+        # a leading 0 leaves room for a pseudo statement at time [1, ...]
+        sched = _prefixed(tree.flat_map(kernel._shared.program_schedule))
+        tagged_sched = _tag_schedule(sched, self._reads.union(self._writes))
+        info = isl.UnionAccessInfo.from_sink(end_reads).set_must_source(self._writes)
+        end_sched = _end_schedule(end_reads, _width(sched))
+        info = info.set_schedule_map(tagged_sched.union(end_sched))
+        last = info.compute_flow().get_may_dependence()
+        return _untag_domain(last).domain()
 
     @property
     def validity(self) -> isl.UnionMap:

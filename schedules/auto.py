@@ -26,6 +26,10 @@ hanging the compiler.
 
 from __future__ import annotations
 
+import os
+import select
+import signal
+import time
 from collections.abc import Mapping
 
 import islpy as isl
@@ -50,6 +54,8 @@ FUSION = ("max", "smart", "none")
 #: random 4-statement program hits the limit after ~0.8 s (isl counts only some of
 #: its work, so the budget is kept well below the point where time runs away)
 DEFAULT_BUDGET = 600_000
+#: wall-clock bound on one call of isl's scheduler (see bounded_compute)
+DEFAULT_SECONDS = 5.0
 
 
 def auto(
@@ -61,6 +67,7 @@ def auto(
     params: Mapping[str, int] | None = None,
     cache: Cache | None = None,
     max_operations: int = DEFAULT_BUDGET,
+    max_seconds: float = DEFAULT_SECONDS,
 ) -> Kernel:
     """A schedule for ``kernel`` computed from its dependences (see module docstring).
 
@@ -73,13 +80,18 @@ def auto(
             (default 1024 each).
         cache: cache capacities for the cost model (default: this host's).
         max_operations: isl's operation budget for the scheduler.
+        max_seconds: a wall-clock bound on each call of isl's scheduler. isl does not
+            count every step against its operation budget (some problems spin in
+            its LP solver for minutes), so the scheduler runs in a forked child that
+            is stopped at the deadline.
 
     When isl finds no schedule (it can fail on legal programs), ``auto`` retries
     without fusion and then keeps the program order, tiling and marking what it can.
 
     Raises:
         ArgumentError: an unknown fusion strategy.
-        BudgetError: when isl's scheduler runs past ``max_operations``.
+        BudgetError: when isl's scheduler runs past ``max_operations`` or
+            ``max_seconds``.
     """
     if fusion not in FUSION:
         raise ArgumentError(
@@ -87,18 +99,22 @@ def auto(
             f"{', '.join(FUSION)}. Pass one of those."
         )
     try:
-        sched = isl_schedule(kernel, fusion, max_operations)
+        sched = isl_schedule(kernel, fusion, max_operations, max_seconds=max_seconds)
     except ScheduleError:
         # isl can fail to find a schedule for legal programs ("unable to carry
         # dependences"); fall back to no fusion, then to the program order
         try:
-            sched = isl_schedule(kernel, "none", max_operations)
+            sched = isl_schedule(
+                kernel, "none", max_operations, max_seconds=max_seconds
+            )
         except ScheduleError:
             sched = kernel.original.schedule
     model = Model(kernel, params, cache)
     if tile and _time_tiling_does_not_pay(sched, model):
         try:
-            alt = isl_schedule(kernel, fusion, max_operations, outer_coincidence=True)
+            alt = isl_schedule(
+                kernel, fusion, max_operations, True, max_seconds=max_seconds
+            )
         except ScheduleError:
             alt = None
         if alt is not None and _has_coincident(stree.from_isl(alt)):
@@ -115,13 +131,18 @@ def auto(
 
 
 def isl_schedule(
-    kernel: Kernel, fusion: str, max_operations: int, outer_coincidence: bool = False
+    kernel: Kernel,
+    fusion: str,
+    max_operations: int,
+    outer_coincidence: bool = False,
+    max_seconds: float = DEFAULT_SECONDS,
 ) -> isl.Schedule:
-    """isl's schedule for the kernel's dependences under an operation budget;
-    ``outer_coincidence`` asks isl to put dependence-free loops outermost.
+    """isl's schedule for the kernel's dependences under an operation budget and a
+    wall-clock deadline; ``outer_coincidence`` asks isl to put dependence-free loops
+    outermost.
 
     Raises:
-        BudgetError: when isl runs past ``max_operations``.
+        BudgetError: when isl runs past ``max_operations`` or ``max_seconds``.
     """
     deps = kernel.deps.validity.intersect_params(kernel.context)
     ctx = isl.DEFAULT_CONTEXT
@@ -144,7 +165,7 @@ def isl_schedule(
         sc = sc.set_context(kernel.context)
         proximity = deps.union(_input_reuse(kernel)) if fusion == "max" else deps
         sc = sc.set_validity(deps).set_proximity(proximity).set_coincidence(deps)
-        return sc.compute_schedule()
+        return bounded_compute(sc, max_seconds)
     except isl.Error as err:
         failure = str(err)  # raised below, outside this handler: isl errors do
         # not compare, and chained exceptions get compared by test tools
@@ -155,6 +176,12 @@ def isl_schedule(
         ctx.set_schedule_serialize_sccs(saved[1])
         ctx.set_schedule_separate_components(saved[3])
         ctx.set_schedule_outer_coincidence(saved[4])
+    if failure == _TIMEOUT:
+        raise BudgetError(
+            f"auto: isl's scheduler ran past its deadline of {max_seconds:g} s "
+            f"because {kernel.name} ({len(kernel.statements)} statements) is a hard "
+            "scheduling problem for it. Pass a larger max_seconds=, or fusion='none'."
+        )
     if "operations" in failure:
         raise BudgetError(
             f"auto: isl's scheduler ran past its budget of {max_operations} "
@@ -166,6 +193,61 @@ def isl_schedule(
         f"auto: isl's scheduler failed because isl says: {failure}. Try another "
         "fusion strategy, or schedule the kernel by hand."
     )
+
+
+_TIMEOUT = "polyc: deadline"
+
+
+def bounded_compute(sc: isl.ScheduleConstraints, seconds: float) -> isl.Schedule:
+    """``sc.compute_schedule()`` stopped after ``seconds`` of wall time.
+
+    The computation runs in a forked child (copy-on-write: nothing is re-imported)
+    that writes the schedule back as text through a pipe; at the deadline the child
+    is killed and ``isl.Error(_TIMEOUT)`` is raised. Without fork (not POSIX) the
+    call runs in this process, bounded only by isl's operation budget.
+    """
+    if not hasattr(os, "fork"):
+        return sc.compute_schedule()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: compute, report, and leave without running any cleanup
+        status = 0
+        try:
+            os.close(read_end)
+            try:
+                text = "ok\n" + str(sc.compute_schedule())
+            except isl.Error as err:
+                text = "error\n" + str(err)
+            data = text.encode()
+            while data:
+                data = data[os.write(write_end, data) :]
+        except BaseException:
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            ready = (
+                select.select([read_end], [], [], max(left, 0))[0] if left > 0 else []
+            )
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                raise isl.Error(_TIMEOUT)
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+    kind, _, body = b"".join(chunks).decode().partition("\n")
+    if kind == "ok":
+        return isl.Schedule(body)
+    raise isl.Error(body or "the scheduler's process stopped without an answer")
 
 
 def _input_reuse(kernel: Kernel) -> isl.UnionMap:

@@ -3,10 +3,12 @@ model says so, fusion options, the operation budget."""
 
 from __future__ import annotations
 
+import islpy as isl
 import pytest
 
 import schedules as S
 from polyc import compute as pc
+from polyc.errors import BudgetError
 from schedules import examples as ex
 from schedules import stree
 from schedules.cost import Cache, Model
@@ -121,3 +123,21 @@ def test_cost_model_footprint_of_a_matmul_tile():
     assert model.footprint([], nb.band, {0: 32, 1: 32}) == (2 * 32 * 1024 + 32 * 32) * 4
     # half of 512 KiB holds three 128 x 128 float tiles (192 KiB) but not 256 x 256
     assert model.tile_sizes([], nb.band) == {0: 128, 1: 128, 2: 128}
+
+
+def test_isl_scheduler_is_stopped_at_its_deadline():
+    """isl's operation budget does not bound every loop of its scheduler; a
+    wall-clock deadline does (the scheduler runs in a forked child)."""
+    import time
+
+    from schedules.auto import bounded_compute
+
+    k = ex.matmul(32)
+    start = time.monotonic()
+    with pytest.raises(
+        BudgetError, match=r"ran past its deadline of 0 s because matmul"
+    ):
+        S.auto(k, max_seconds=0)
+    assert time.monotonic() - start < 5
+    sc = isl.ScheduleConstraints.on_domain(k.domain).set_validity(k.deps.validity)
+    assert str(bounded_compute(sc, 30.0)) == str(sc.compute_schedule())
