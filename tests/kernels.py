@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from polyc import compute as pc
 from polyc.program import Program
+from schedules import examples
 
 
 def matmul(M=4, N=3, K=5, dtype="float32"):
@@ -15,21 +16,8 @@ def matmul(M=4, N=3, K=5, dtype="float32"):
 
 
 def jacobi2d(dtype="float64"):
-    """PolyBench jacobi-2d: a time loop around two 5-point stencils."""
-    p = Program("jacobi2d")
-    T, N = p.param("T"), p.param("N", minimum=3)
-    A = p.array("A", (N, N), dtype, role="inout")
-    B = p.array("B", (N, N), dtype, role="inout")
-    with p.loop("t", 0, T):
-        with p.loop("i", 1, N - 1) as i, p.loop("j", 1, N - 1) as j:
-            B[i, j] = 0.2 * (
-                A[i, j] + A[i, j - 1] + A[i, j + 1] + A[i + 1, j] + A[i - 1, j]
-            )
-        with p.loop("i", 1, N - 1) as i, p.loop("j", 1, N - 1) as j:
-            A[i, j] = 0.2 * (
-                B[i, j] + B[i, j - 1] + B[i, j + 1] + B[i + 1, j] + B[i - 1, j]
-            )
-    return p.kernel()
+    """PolyBench jacobi-2d with symbolic ``T`` and ``N``."""
+    return examples.jacobi2d(None, None, dtype)
 
 
 def lu(dtype="float64"):
@@ -46,22 +34,8 @@ def lu(dtype="float64"):
 
 
 def seidel2d(dtype="float64"):
-    p = Program("seidel2d")
-    T, N = p.param("T"), p.param("N", minimum=3)
-    A = p.array("A", (N, N), dtype, role="inout")
-    with p.loop("t", 0, T), p.loop("i", 1, N - 1) as i, p.loop("j", 1, N - 1) as j:
-        A[i, j] = (
-            A[i - 1, j - 1]
-            + A[i - 1, j]
-            + A[i - 1, j + 1]
-            + A[i, j - 1]
-            + A[i, j]
-            + A[i, j + 1]
-            + A[i + 1, j - 1]
-            + A[i + 1, j]
-            + A[i + 1, j + 1]
-        ) / 9.0
-    return p.kernel()
+    """PolyBench seidel-2d with symbolic ``T`` and ``N``."""
+    return examples.seidel2d(None, None, dtype)
 
 
 def producer_consumer(N=16):
