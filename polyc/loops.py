@@ -185,7 +185,18 @@ def _band_depths(schedule: isl.Schedule) -> dict[str, tuple[int, tuple[str, ...]
     return out
 
 
-def _rename(nodes: tuple, depths, names: dict[str, str], reserved) -> tuple:
+#: marks that name the band's outer loop; dropped where isl elides that loop
+LOOP_MARKS = ("@parallel", "@vectorize", "@unroll")
+
+
+def _rename(
+    nodes: tuple, depths, names: dict[str, str], reserved, first: str | None = None
+) -> tuple:
+    """Rename isl's loops to member names. ``first`` is isl's name for the outer loop
+    of the band whose attribute marks are being walked: a loop mark (``@parallel``)
+    whose first loop is another one (isl dropped a single-iteration outer member)
+    names a loop that does not exist, and is dropped rather than moved to a loop that
+    the legality check never looked at."""
     out = []
     for n in nodes:
         if isinstance(n, Mark) and n.name in depths:
@@ -197,9 +208,14 @@ def _rename(nodes: tuple, depths, names: dict[str, str], reserved) -> tuple:
                 if member and member not in taken and member not in inner:
                     inner[iso] = member
                     taken.add(member)
-            out.append(Mark(n.name, _rename(n.body, depths, inner, reserved)))
+            body = _rename(n.body, depths, inner, reserved, f"c{depth}")
+            out.append(Mark(n.name, body))
         elif isinstance(n, Mark):
-            out.append(Mark(n.name, _rename(n.body, depths, names, reserved)))
+            body = _rename(n.body, depths, names, reserved, first)
+            if n.name.split("(")[0] in LOOP_MARKS and not _first_loop_is(n.body, first):
+                out.extend(body)
+            else:
+                out.append(Mark(n.name, body))
         elif isinstance(n, For):
             out.append(
                 For(
@@ -224,6 +240,15 @@ def _rename(nodes: tuple, depths, names: dict[str, str], reserved) -> tuple:
         else:
             out.append(n)
     return tuple(out)
+
+
+def _first_loop_is(body: tuple, iso: str | None) -> bool:
+    """Whether the first loop under a chain of marks is isl's loop ``iso``."""
+    while body and isinstance(body[0], Mark):
+        body = body[0].body
+    return (
+        iso is None or not body or not isinstance(body[0], For) or (body[0].var == iso)
+    )
 
 
 def _subst(e: LExpr, names: dict[str, str]) -> LExpr:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 import schedules as S
+from codegen.host import generate
 from polyc import IllegalTransformError
+from polyc.program import Program
 from schedules import examples as ex
 from tests.sched_support import assert_same, compile_c, jacobi_time_tiled
 
@@ -166,3 +168,19 @@ def test_parallel_mark_is_checked_again_by_later_transformations():
         r'iterations of the @parallel loop k of band "S1"',
     ):
         S.permute(k, "S1", ["k", "i", "j"])
+
+
+def test_parallel_mark_on_a_band_whose_outer_loop_isl_elides_is_not_moved_inward():
+    """Found by the property test: the tile band's outer member has one iteration, so
+    isl emits no loop for it; the @parallel mark (checked on that member) must not
+    land on the next loop, which carries the output dependence on Y[1, 0]."""
+    p = Program("elided")
+    X = p.array("X", (8,), "int32", role="input")
+    Y = p.array("Y", (2,), "int32", role="inout")
+    with p.loop("i", 0, 4) as i:
+        Y[1] = X[i]
+    k = S.strip_mine(S.shift(p.kernel(), "L0", {"i": 2}), "L0", "i", 3)
+    k = S.parallel(S.tile(k, "L0", {"i_o": 3, "i": 2}, name="T"), "T")
+    assert "for i_t in 1..2" in k.loop_nest() and "@parallel" not in k.loop_nest()
+    assert "omp parallel" not in generate(k).text
+    assert_same(k.original, k)
