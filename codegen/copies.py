@@ -17,6 +17,7 @@ from codegen.placed_info import bvar, functions, ovar, pw_to_c, slotvar
 from codegen.sim import CTX, _cstr, _i64_list, buf_var
 from polyc import loops
 from polyc import placemarks as pm
+from polyc.errors import CodegenError
 
 
 def bind_args(args: list[str]) -> list[c.Generable]:
@@ -111,13 +112,57 @@ class CopyEmitter:
         )
         return lines
 
-    def _dma_call(self, b, parent, shape, index, sizes, inbound) -> c.Statement:
+    def _dma_call(self, b, parent, shape, index, sizes, inbound) -> c.Generable:
+        phased = [d for d in range(len(index)) if b.phase(d) > 1]
+        outer = self.info.buffers[parent] if parent is not None else None
+        if outer is not None and (phased or outer.phases):
+            raise CodegenError(
+                f"codegen: {b.name} nests in {outer.name} but one of them is stored "
+                "in phases because the scheduler or a hand placement asked so. "
+                "Place polyphase buffers directly from DRAM."
+            )
+        if not phased:
+            return self._dma_one(b, outer, shape, index, sizes, inbound, {})
+        # one DMA per phase: the box rows of one residue, at f times the stride
+        index, sizes = list(index), list(sizes)
+        heads = []
+        for d in phased:
+            f, o = b.phase(d), ovar(b.name, d)
+            first, hi = index[d], f"({index[d]}) + ({sizes[d]}) - 1"
+            index[d], sizes[d] = f"pc_s{d}", f"pc_n{d}"
+            heads.append(
+                (
+                    d,
+                    f,
+                    [
+                        c.Line(
+                            f"const long pc_s{d} = {first} + "
+                            f"((({o} + pc_f{d} - ({first})) % {f}) + {f}) % {f};"
+                        ),
+                        c.Line(f"const long pc_n{d} = ({hi} - pc_s{d}) / {f} + 1;"),
+                        c.If(f"pc_s{d} > {hi}", c.Statement("continue")),
+                    ],
+                )
+            )
+        scale = {d: f for d, f, _ in heads}
+        body: c.Generable = self._dma_one(b, None, shape, index, sizes, inbound, scale)
+        for d, f, head in reversed(heads):
+            body = c.For(
+                f"long pc_f{d} = 0",
+                f"pc_f{d} < {f}",
+                f"pc_f{d}++",
+                c.Block([*head, body]),
+            )
+        return body
+
+    def _dma_one(self, b, outer, shape, index, sizes, inbound, scale) -> c.Statement:
         mine = self._buffer_at(b, index)
-        if parent is not None:
-            other = self._buffer_at(self.info.buffers[parent], index)
+        if outer is not None:
+            other = self._buffer_at(outer, index)
         else:
             strides = _row_major(shape)
             off = " + ".join(f"{s} * {i}" for s, i in zip(strides, index)) or "0"
+            strides = [s * scale.get(d, 1) for d, s in enumerate(strides)]
             other = (buf_var(b.array), off, strides)
         dst, src = (mine, other) if inbound else (other, mine)
         label = f"{b.array} {'in' if inbound else 'out'}"
@@ -140,7 +185,7 @@ def _split_dim(b: pm.BufferMark) -> int | None:
     if b.chunks <= 1:
         return None
     for d, e in enumerate(b.extent):
-        if e > 1:
+        if e > 1 and b.phase(d) == 1:
             return d
     return None
 

@@ -59,8 +59,7 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
         bufs[key] = em.info.buffers[name]
 
     def coef(key: str, it: str) -> int:
-        b, ld = bufs[key], loads[key]
-        return sum(st * a.coefficient(it) for st, a in zip(b.strides, ld.index))
+        return buffer_coefficient(stmt, bufs[key], loads[key], it)
 
     extents = {it: max_extent(lo, hi) for it, lo, hi in zip(its, lo_f, hi_f)}
     exact = {it: constant_extent(lo, hi) for it, lo, hi in zip(its, lo_f, hi_f)}
@@ -110,6 +109,24 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
     if tm.init:
         inner.append(c.Statement(f"pc_fresh_{stmt.name} = 0"))
     return [c.Comment(f"{pm.MAC}{stmt.name}"), c.Block(lines + inner)]
+
+
+def buffer_coefficient(stmt, b: pm.BufferMark, ld, it: str) -> int:
+    """Element stride of iterator ``it`` through access ``ld`` in buffer ``b``. In
+    a polyphase dimension of factor ``f`` the iterator must move by multiples of
+    ``f`` (it then stays in one phase and moves ``coefficient / f`` rows)."""
+    out = 0
+    for d, (st, a) in enumerate(zip(b.strides, ld.index)):
+        q, r = divmod(a.coefficient(it), b.phase(d))
+        if r:
+            raise CodegenError(
+                f"codegen: {it} of {stmt.name} cannot run inside one MAC call over "
+                f"{b.name} because it moves {a.coefficient(it)} elements along "
+                f"dimension {d}, which is stored in {b.phase(d)} phases. Loop over "
+                f"{it} around the call or place {b.array} without phases."
+            )
+        out += st * q
+    return out
 
 
 def _bvar(b: pm.BufferMark) -> str:

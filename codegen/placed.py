@@ -247,7 +247,12 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
     def _offset(self, buf: pm.BufferMark, index: list[str]) -> str:
         terms = [f"{slotvar(buf.name)} * {buf.slot}"]
         for d, (idx, st) in enumerate(zip(index, buf.strides)):
-            terms.append(f"{st} * (({idx}) - {ovar(buf.name, d)})")
+            r = f"(({idx}) - {ovar(buf.name, d)})"
+            f = buf.phase(d)
+            if f > 1:  # polyphase: r >= 0 inside the box, so C's / and % floor
+                terms.append(f"{buf.pstrides[d]} * ({r} % {f}) + {st} * ({r} / {f})")
+            else:
+                terms.append(f"{st} * {r}")
         return " + ".join(terms)
 
     def check(self, stmt, ld: Load, r: CExpr, iters, is_write):

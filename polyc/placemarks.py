@@ -72,7 +72,11 @@ class BufferMark:
     stride of each array dimension inside one slot, ``slot`` the elements between
     slots. ``lo``/``hi`` bound the buffer's box per tile and ``wlo``/``whi`` the
     box written back (isl text over the prefix). ``clamp``: the box may leave the
-    array, so copies are clipped to it and the rest is zero-filled.
+    array, so copies are clipped to it and the rest is zero-filled. ``phases``
+    (empty, or one factor per array dimension) stores a dimension polyphase: the
+    element at box offset ``r`` of a dimension with factor ``f > 1`` sits at
+    ``(r % f) * pstrides[d] + (r / f) * strides[d]`` (the rows of one parity
+    together, so a stride-2 access becomes a stride-1 one).
     """
 
     name: str
@@ -92,6 +96,12 @@ class BufferMark:
     wlo: str = ""
     whi: str = ""
     chunks: int = 1  # DMA calls per copy, so that several channels share it
+    phases: tuple[int, ...] = ()  # polyphase factor per dimension (1: plain)
+    pstrides: tuple[int, ...] = ()  # element stride between phases per dimension
+
+    def phase(self, d: int) -> int:
+        """The polyphase factor of dimension ``d`` (1 when it is stored plainly)."""
+        return self.phases[d] if self.phases else 1
 
     @property
     def slot_bytes(self) -> int:
@@ -111,6 +121,9 @@ class BufferMark:
             f"{self.slots} slot{'s' if self.slots > 1 else ''}, "
             f"copy {copies or 'none'}"
         )
+        split = [str(d) for d, f in enumerate(self.phases) if f > 1]
+        if split:
+            head += f", polyphase dim {','.join(split)}"
         fields = [
             f"array={self.array}",
             f"level={self.level}",
@@ -129,6 +142,9 @@ class BufferMark:
             f"whi={self.whi}",
             f"chunks={self.chunks}",
         ]
+        if any(f > 1 for f in self.phases):
+            fields.append(f"phases={','.join(map(str, self.phases))}")
+            fields.append(f"pstrides={','.join(map(str, self.pstrides))}")
         return " | ".join([head, *fields])
 
     @classmethod
@@ -153,6 +169,8 @@ class BufferMark:
             wlo=f.get("wlo", ""),
             whi=f.get("whi", ""),
             chunks=int(f.get("chunks", "1")),
+            phases=_ints(f.get("phases", "")),
+            pstrides=_ints(f.get("pstrides", "")),
         )
 
 

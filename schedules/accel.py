@@ -33,10 +33,11 @@ from polyc.ir import Kernel
 from schedules import accel_search as search
 from schedules import stree
 from schedules.bands import permute
+from schedules.costmodel import polyphase
 from schedules.fusion import fuse
 from schedules.io import apply_schedule
 from schedules.layers import Layer, split, sub_kernel, top_children
-from schedules.placement import place
+from schedules.placement import box_extent, place
 from schedules.tensorize import map_vector, tensorize
 from schedules.tiling import tile
 
@@ -251,6 +252,10 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
         band, depth = _position(layer, cand, where, users, array)
         pad = _pitch(k, st, array)
         layout = {a: o for a, o in st.layouts if a == array} or None
+        phase = None
+        ph = _polyphase(k, st, array)
+        if ph is not None:
+            pad, phase = _phase_pad(k, array, ph, band, depth)
         k = place(
             k,
             band,
@@ -260,6 +265,7 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
             depth=depth,
             pad=pad,
             layout=layout,
+            phase=phase,
             slots=_slots(layer, cand, where, users, array),
             plan=array == order[-1],  # plan once the layer's buffers are all in
         )
@@ -329,7 +335,9 @@ def _touches(s, array, it) -> bool:
 
 def _pitch(k: Kernel, st, array: str) -> dict | None:
     """A pitched output's padding: its dimension of the inner fused M iterator
-    takes the extent of the input buffer's dimension of that iterator."""
+    takes the input buffer's pitch, the stride of the outer fused M iterator in
+    the input buffer over the inner one's (the input row's extent, or half the
+    padded row for a stride-2 input stored in phases)."""
     from schedules.memplan import buffers
     from schedules.tensorize import contraction
 
@@ -338,12 +346,41 @@ def _pitch(k: Kernel, st, array: str) -> dict | None:
         if s.target.array != array:
             continue
         a_ld = s.reads[contraction(s).a]
-        w = st.groups_of(name)[0][-1]
+        h, w = st.groups_of(name)[0][-2:]
         a_buf = [b for b in buffers(k.schedule) if b.array == a_ld.array][-1]
         d_a = next(d for d, aff in enumerate(a_ld.index) if aff.coefficient(w))
         d_c = next(d for d, aff in enumerate(s.target.index) if aff.coefficient(w))
-        return {array: {d_c: a_buf.extent[d_a]}}
+        pitch = a_buf.extent[d_a]
+        outer, inner = _stride(a_buf, a_ld, h), _stride(a_buf, a_ld, w)
+        if a_buf.phases and inner and outer % inner == 0:
+            pitch = outer // inner
+        return {array: {d_c: max(pitch, s.target.index[d_c].coefficient(w))}}
     return None
+
+
+def _stride(buf, ld, it: str) -> int:
+    """Element stride of ``it`` through ``ld`` in ``buf`` (phase-aware)."""
+    return sum(
+        st * (a.coefficient(it) // buf.phase(d))
+        for d, (st, a) in enumerate(zip(buf.strides, ld.index))
+    )
+
+
+def _polyphase(k: Kernel, st, array: str):
+    for name in st.phased:
+        ph = polyphase(k.statement(name), st.groups_of(name))
+        if ph is not None and ph.array == array:
+            return ph
+    return None
+
+
+def _phase_pad(k: Kernel, array: str, ph, band: str, depth: int):
+    """Padding and phases of a polyphase operand: its inner M dimension padded
+    to a multiple of the inner iterator's step (a phase row is a whole pitch)."""
+    e = box_extent(k, band, array, depth)[ph.inner]
+    padded = -(-e // ph.multiple) * ph.multiple
+    pad = {array: {ph.inner: padded}} if padded != e else None
+    return pad, {array: {ph.dim: ph.factor}}
 
 
 def _slots(layer, cand, where, users, array) -> int | None:

@@ -18,6 +18,7 @@ from schedules.costmodel import (
     STREAM_SLOTS,
     LayerModel,
     Structure,
+    polyphase,
     symbol,
 )
 from schedules.layers import Layer
@@ -100,13 +101,15 @@ def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
 
 
 def mac_groups(layer: Layer, stmt: Statement):
-    """MAC mappings to try: ``((m, n, k), pitched, layouts)``.
+    """MAC mappings to try: ``((m, n, k), pitched, layouts, phased)``.
 
     Each dimension is the longest iterator of its role (a convolution's channels,
     not its filter taps). M may also fuse its two innermost iterators over a padded
     output pitch (several output rows per call). K may fuse the filter-row tap with
     the channels when the operands sit channels-last in their buffers (``layouts``
     moves the channel dimension innermost), so that one call covers a row of taps.
+    A pitched M over a strided input may store that input in phases (``phased``,
+    see :func:`schedules.costmodel.polyphase`).
     """
     con = contraction(stmt)
 
@@ -123,11 +126,15 @@ def mac_groups(layer: Layer, stmt: Statement):
     fused = _channels_last(layer, stmt, con)
     if fused is not None:
         k_options.append(fused)
-    return [
-        ((mm, n, kk), pitched, layouts)
-        for mm, pitched in ms_options
-        for kk, layouts in k_options
-    ]
+    out = []
+    for mm, pitched in ms_options:
+        for kk, layouts in k_options:
+            out.append(((mm, n, kk), pitched, layouts, False))
+            # a strided convolution's input in phases: the fused rows stop
+            # skipping the rows of the other parity
+            if pitched and polyphase(stmt, (mm, n, kk)) is not None:
+                out.append(((mm, n, kk), pitched, layouts, True))
+    return out
 
 
 def _channels_last(layer: Layer, stmt: Statement, con):
@@ -165,13 +172,13 @@ def structures(
     for s in layer.stmts:
         opts = []
         if folds_into(layer, s) is not None:
-            opts.append(("fold", None, False, ()))
+            opts.append(("fold", None, False, (), False))
         for eng in engines(kernel, s, spec):
             if eng == "mac":
-                for groups, pitched, layouts in mac_groups(layer, s):
-                    opts.append((eng, groups, pitched, layouts))
+                for groups, pitched, layouts, phased in mac_groups(layer, s):
+                    opts.append((eng, groups, pitched, layouts, phased))
             else:
-                opts.append((eng, None, False, ()))
+                opts.append((eng, None, False, (), False))
         per_stmt.append(opts)
     if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
         first = next((i for i, o in enumerate(per_stmt) if len(o) > 1), 0)
@@ -197,6 +204,7 @@ def structures(
         groups = tuple((s.name, c[1]) for s, c in zip(layer.stmts, combo) if c[1])
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
         layouts = tuple(x for c in combo for x in c[3])
+        phased = tuple(s.name for s, c in zip(layer.stmts, combo) if c[4])
         streams = (STREAM_SLOTS, 2) if _has_private(layer) else (2,)
         for order in orders:
             for slots in streams:
@@ -208,6 +216,7 @@ def structures(
                     tuple(free),
                     layouts,
                     slots,
+                    phased,
                 )
 
 

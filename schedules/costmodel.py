@@ -53,12 +53,56 @@ class Structure:
     free: tuple[tuple, ...] = ()  # ("s", p) or ("p", stmt, iterator)
     layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()  # buffer dim orders
     stream_slots: int = STREAM_SLOTS  # slots of operands streamed by reductions
+    phased: tuple[str, ...] = ()  # pitched mac statements whose A rows are polyphase
 
     def engine_of(self, stmt: str) -> str:
         return dict(self.engine)[stmt]
 
     def groups_of(self, stmt: str) -> tuple[tuple[str, ...], ...]:
         return dict(self.groups)[stmt]
+
+
+@dataclass(frozen=True)
+class Polyphase:
+    """A pitched MAC statement's A operand stored in phases: along ``dim`` the
+    outer fused M iterator moves by ``factor`` rows, so the rows of one residue
+    sit together and it moves one row of a phase; dimension ``inner`` (where the
+    inner M iterator moves by ``multiple``) is padded to a multiple of
+    ``multiple``, so that a phase row is a whole pitch ``padded / multiple`` of
+    the inner iterator's steps."""
+
+    array: str
+    dim: int
+    factor: int
+    inner: int
+    multiple: int
+
+    def pitch(self, padded):
+        return padded / self.multiple
+
+
+def polyphase(stmt: Statement, groups) -> Polyphase | None:
+    """How to store the A operand of a pitched MAC statement in phases so that the
+    fused M rows of a strided convolution stop skipping rows (``None`` when its
+    outer M iterator moves by one row, or some iterator of a MAC dimension would
+    cross phases inside a call)."""
+    from schedules.tensorize import contraction
+
+    con = contraction(stmt)
+    a = stmt.reads[con.a]
+    m = groups[0]
+    if len(m) != 2:
+        return None
+    h, w = m
+    dims = [d for d, aff in enumerate(a.index) if aff.coefficient(h)]
+    inner = [d for d, aff in enumerate(a.index) if aff.coefficient(w)]
+    if len(dims) != 1 or len(inner) != 1 or dims == inner:
+        return None
+    d, e = dims[0], inner[0]
+    f = abs(a.index[d].coefficient(h))
+    if f < 2 or any(a.index[d].coefficient(it) % f for g in groups for it in g):
+        return None
+    return Polyphase(a.array, d, f, e, abs(a.index[e].coefficient(w)))
 
 
 @dataclass
@@ -90,6 +134,12 @@ class LayerModel:
         self.level = spec.memory[level]
         self.vars = list(st.free)
         self.syms = [symbol(layer, v) for v in self.vars]
+        self._phases = {}
+        for name in st.phased:
+            stmt = kernel.statement(name)
+            ph = polyphase(stmt, st.groups_of(name))
+            if ph is not None:
+                self._phases[ph.array] = ph
         self._arrays = {}
         for name in layer.arrays:
             self._arrays[name] = self._array(name)
@@ -241,10 +291,17 @@ class LayerModel:
         info = (
             self._arrays[a.array] if a.array in self._arrays else self._array(a.array)
         )
+        ph = self._phases.get(a.array)
+        if ph is not None:
+            return ph.pitch(self._padded(ph, info["extents"][ph.inner]))
         for d, aff in enumerate(a.index):
             if aff.coefficient(w):
                 return info["extents"][d]
         return sp.Integer(1)
+
+    @staticmethod
+    def _padded(ph: Polyphase, extent):
+        return ph.multiple * sp.ceiling(extent / ph.multiple)
 
     def vector_cycles(self, stmt: Statement):
         v = self.spec.vector
@@ -318,6 +375,13 @@ class LayerModel:
                 moved *= np.minimum(e, dim)
             if name in self._pitched_outputs():
                 elems = self._pitched_elements(name, ext, ev)
+            ph = self._phases.get(name)
+            phases = 1
+            if ph is not None:  # one copy per phase; rows and pitch rounded up
+                phases = ph.factor
+                inner = ph.multiple * np.ceil(ext[ph.inner] / ph.multiple)
+                rows = ph.factor * np.ceil(ext[ph.dim] / ph.factor)
+                elems = elems / (ext[ph.inner] * ext[ph.dim]) * inner * rows
             slots = np.where(
                 copies > 1, self.st.stream_slots if info["streamed"] else 2, 1
             )
@@ -327,6 +391,7 @@ class LayerModel:
             desc = descriptors(ext, info["shape"], dma.max_dims)
             # a large copy is cut into ``split`` calls on as many channels
             cut = np.where(nbytes >= split * CHUNK_BYTES, split, 1)
+            cut = cut * phases
             per_call = desc * dma.setup_cycles + lat + nbytes / cut / rate
             ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
             dram_bytes += copies * nbytes * ways

@@ -28,6 +28,7 @@ a placement that does not fit raises ``PlacementError``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -67,6 +68,7 @@ def place(
     slots: int | None = None,
     pad: Mapping[str, Mapping[int, int]] | None = None,
     layout: Mapping[str, Sequence[int]] | None = None,
+    phase: Mapping[str, Mapping[int, int]] | None = None,
     plan: bool = True,
 ) -> Kernel:
     """Give ``arrays`` on-chip buffers in ``level`` for each tile of band ``band``.
@@ -99,6 +101,11 @@ def place(
             first (default: the array's order): ``{"input": (0, 2, 3, 1)}`` keeps
             an NCHW tile channels-last on chip, so that a MAC call runs over a
             filter row and all channels at once. The copies transpose.
+        phase: per array, dimensions stored polyphase ``{array: {dim: factor}}``:
+            the box rows of one residue modulo ``factor`` sit together (one DMA
+            per phase gathers them), so a convolution of stride 2 reads each
+            phase with stride 1 and a MAC call fuses output rows over the
+            halved pitch. A layout change only: the copies stay the same.
         plan: run the memory planner over every buffer of the kernel now (the
             default); several placements in a row may plan only at the last one.
 
@@ -115,6 +122,7 @@ def place(
     level_index = _level(spec, level, op)
     pad = {a: dict(v) for a, v in (pad or {}).items()}
     layout = {a: tuple(v) for a, v in (layout or {}).items()}
+    phase = {a: dict(v) for a, v in (phase or {}).items()}
     schedule = kernel.schedule
     mark = isltree.find_named(schedule, band, op)
     node, prefix = _position(kernel, mark, band, depth, op)
@@ -132,7 +140,7 @@ def place(
                 "4 slots. Pass 1 (single buffer) or 2 (double buffering)."
             )
         mark = _buffer_mark(
-            kernel, spec, one, buf_name, level_index, count, pad, layout, op
+            kernel, spec, one, buf_name, level_index, count, pad, layout, op, phase
         )
         outer = _enclosing_level(node, one.array)
         marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
@@ -152,6 +160,7 @@ def place(
             slots=slots,
             pad=pad or None,
             layout=layout or None,
+            phase=phase or None,
             plan=None if plan else False,
         ),
     )
@@ -174,6 +183,14 @@ def _level(spec: Spec, level: str, op: str) -> int:
             f"({', '.join(m.name for m in spec.sram_levels)})."
         )
     return index
+
+
+def box_extent(kernel: Kernel, band: str, array: str, depth: int | None = None):
+    """The buffer box ``place(kernel, band, array, ..., depth=depth)`` would give
+    ``array`` (its extent per dimension), to choose padding before placing."""
+    mark = isltree.find_named(kernel.schedule, band, "place")
+    node, prefix = _position(kernel, mark, band, depth, "place")
+    return _plan(kernel, prefix, array, node, "place").box.extent
 
 
 def _position(kernel, mark, band, depth, op):
@@ -345,7 +362,9 @@ def _walk_node(node: isl.ScheduleNode):
             yield (i, *p), sub
 
 
-def _buffer_mark(kernel, spec, plan, name, level_index, slots, pad, layout, op):
+def _buffer_mark(
+    kernel, spec, plan, name, level_index, slots, pad, layout, op, phase=None
+):
     array = kernel.arrays[plan.array]
     extent = plan.box.extent
     padded = list(extent)
@@ -366,12 +385,23 @@ def _buffer_mark(kernel, spec, plan, name, level_index, slots, pad, layout, op):
             f"each of its {len(extent)} dimensions once, outermost first. Pass a "
             "permutation such as (0, 2, 3, 1)."
         )
-    inner = row_major([padded[d] for d in order])
+    factors = _phases(plan.array, (phase or {}).get(plan.array, {}), extent, op)
+    halves = [-(-e // f) for e, f in zip(padded, factors)]
+    inner = row_major([halves[d] for d in order])
     st = [0] * len(extent)
     for pos, d in enumerate(order):
         st[d] = inner[pos]
     st = tuple(st)
-    span = 1 + sum((e - 1) * s for e, s in zip(extent, st)) if extent else 1
+    total = math.prod(halves)
+    pst = [0] * len(extent)
+    for d in reversed(range(len(extent))):
+        if factors[d] > 1:
+            pst[d] = total
+            total *= factors[d]
+    span = 1 + sum(
+        (-(-e // f) - 1) * s + (f - 1) * ps
+        for e, f, s, ps in zip(extent, factors, st, pst)
+    )
     align = spec.memory[level_index].alignment_bytes
     isz = array.dtype.itemsize
     slot = memplan.round_up(span * isz, align) // isz
@@ -395,7 +425,26 @@ def _buffer_mark(kernel, spec, plan, name, level_index, slots, pad, layout, op):
         hi=str(plan.box.multi("hi")),
         wlo=wlo,
         whi=whi,
+        phases=tuple(factors) if any(f > 1 for f in factors) else (),
+        pstrides=tuple(pst) if any(f > 1 for f in factors) else (),
     )
+
+
+def _phases(array: str, want: dict, extent, op: str) -> list[int]:
+    """Polyphase factor per dimension of ``array``'s buffer (1: stored plainly)."""
+    factors = [1] * len(extent)
+    for d, f in want.items():
+        if not (isinstance(d, int) and 0 <= d < len(extent)) or not (
+            isinstance(f, int) and f >= 1
+        ):
+            raise ArgumentError(
+                f"{op}: phase {want} of {array} is not valid because its buffer box "
+                f"is {extent} and a polyphase dimension must exist with an integer "
+                "factor of at least 1. Pass {dim: 2} for the rows of a stride-2 "
+                "convolution."
+            )
+        factors[d] = f
+    return factors
 
 
 #: a copy is cut into several DMA calls only when each moves at least this much

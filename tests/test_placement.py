@@ -369,3 +369,68 @@ def test_fusing_mac_rows_needs_matching_pitches():
     out, report = polyc.compile(kernel, config="tiny", schedule=k).run(x)
     check(kernel, out, x, "pitched")
     assert len([e for e in report.events if e.kind == "mac"]) == 9  # one per tap
+
+
+def _strided_conv_placed(kernel, phase, pad, out_pitch, m=("h", "w")):
+    k = S.tile(kernel, "S0", {"n": 1, "o": 8})
+    k = S.tile(k, "S1", {"n": 1, "o": 8})
+    k = S.fuse(k, ["S0_t", "S1_t"], depth=2, name="T")
+    k = S.tensorize(k, "S1", m=m, n=("o",), k=("rc",))
+    k = S.map_vector(k, "S0")
+    k = S.place(
+        k,
+        "T",
+        ["input", "weight"],
+        "l1",
+        config="tiny",
+        plan=False,
+        phase=phase,
+        pad=pad,
+    )
+    return S.place(k, "T", "out", "l1", config="tiny", pad={"out": {3: out_pitch}})
+
+
+def test_polyphase_input_makes_a_stride_2_conv_fuse_rows_at_half_the_pitch():
+    # stride 2, padding 1: the box (rows -1..9) leaves the array and is clipped
+    kernel = ops.conv2d((1, 4, 9, 9), (8, 4, 3, 3), bias=False, stride=2, padding=1)
+    rng = np.random.default_rng(3)
+    x = _inputs(kernel, rng)
+    # plain: the fused output rows take the input's pitch 11, every other one unused
+    plain = _strided_conv_placed(kernel, None, None, 11)
+    out, rep_plain = polyc.compile(kernel, config="tiny", schedule=plain).run(x)
+    check(kernel, out, x, "plain")
+    # rows in two phases, the row padded to 12: the pitch is 6, one column unused
+    k = _strided_conv_placed(kernel, {"input": {2: 2}}, {"input": {3: 12}}, 6)
+    from schedules.memplan import buffers
+
+    (buf,) = [b for b in buffers(k.schedule) if b.array == "input"]
+    assert buf.phases == (1, 1, 2, 1) and buf.strides == (288, 72, 12, 1)
+    assert "polyphase dim 2" in buf.text()
+    out, report = polyc.compile(kernel, config="tiny", schedule=k).run(x)
+    check(kernel, out, x, "polyphase")
+    assert len(_dma(report, "input in")) == 2  # one DMA per phase
+    assert len([e for e in report.events if e.kind == "mac"]) == 9
+    def mac(r):
+        return next(e.busy for e in r.engines if e.name == "mac_array")
+
+    assert mac(report) < mac(rep_plain)  # M of 4 rows at pitch 6, not 11
+
+
+def test_polyphase_errors():
+    from polyc.errors import CodegenError
+
+    kernel = ops.conv2d((1, 4, 9, 9), (8, 4, 3, 3), bias=False, stride=2, padding=1)
+    with pytest.raises(
+        ArgumentError,
+        match=r"place: phase \{7: 2\} of input is not valid because its buffer box "
+        r"is \(1, 4, 11, 11\) and a polyphase dimension must exist",
+    ):
+        _strided_conv_placed(kernel, {"input": {7: 2}}, None, 11)
+    # h moves 2 rows, which crosses phases of 4: it cannot run inside one call
+    k = _strided_conv_placed(kernel, {"input": {2: 4}}, {"input": {3: 12}}, 6)
+    with pytest.raises(
+        CodegenError,
+        match=r"codegen: h of S1 cannot run inside one MAC call over input_l1_0 "
+        r"because it moves 2 elements along dimension 2, which is stored in 4 phases",
+    ):
+        polyc.compile(kernel, config="tiny", schedule=k)
