@@ -73,22 +73,18 @@ class CopyEmitter:
         parent = self.info.parent.get(b.name)
         lines += self.flush()
         if b.clamp and inbound:
-            clipped = " || ".join(
-                f"pc_l{d} != {lo[d]} || pc_h{d} != {hi[d]}" for d in range(nd)
-            )
-            zero = f"pc_b_pc_zero_{_ident(b.level)}"
-            lines.append(
-                c.If(
-                    clipped or "0",
-                    c.Statement(
-                        f"pc_dma({CTX}, -1, {b.elem_bytes}, 1, "
-                        f"((const int64_t[]){{{b.slot}}}), {bvar(b.name)}, "
-                        f"{slotvar(b.name)} * {b.slot}, ((const int64_t[]){{1}}), "
-                        f"{zero}, 0, ((const int64_t[]){{0}}), "
-                        f"{_cstr('zero ' + b.array)})"
-                    ),
-                )
-            )
+            # zero the halo only: per dimension, the slabs of the box before and
+            # after the part inside the array (corners may be zeroed twice)
+            for d in range(nd):
+                for cond, first, size in (
+                    (f"pc_l{d} > {lo[d]}", lo[d], f"pc_l{d} - ({lo[d]})"),
+                    (f"pc_h{d} < {hi[d]}", f"pc_h{d} + 1", f"({hi[d]}) - pc_h{d}"),
+                ):
+                    index = list(lo)
+                    sizes = [f"({hi[e]}) - ({lo[e]}) + 1" for e in range(nd)]
+                    index[d], sizes[d] = first, size
+                    call = self._dma_call(b, None, shape, index, sizes, True, zero=True)
+                    lines.append(c.If(cond, c.Block([call])))
         split = _split_dim(b)
         index = [f"pc_l{d}" for d in range(nd)]
         sizes = [f"pc_h{d} - pc_l{d} + 1" for d in range(nd)]
@@ -112,7 +108,11 @@ class CopyEmitter:
         )
         return lines
 
-    def _dma_call(self, b, parent, shape, index, sizes, inbound) -> c.Generable:
+    def _dma_call(
+        self, b, parent, shape, index, sizes, inbound, zero=False
+    ) -> c.Generable:
+        """One DMA of the box at ``index`` of ``sizes`` (one per phase of a
+        polyphase buffer); ``zero`` fills it from the level's zero block."""
         phased = [d for d in range(len(index)) if b.phase(d) > 1]
         outer = self.info.buffers[parent] if parent is not None else None
         if outer is not None and (phased or outer.phases):
@@ -122,7 +122,7 @@ class CopyEmitter:
                 "Place polyphase buffers directly from DRAM."
             )
         if not phased:
-            return self._dma_one(b, outer, shape, index, sizes, inbound, {})
+            return self._dma_one(b, outer, shape, index, sizes, inbound, {}, zero)
         # one DMA per phase: the box rows of one residue, at f times the stride
         index, sizes = list(index), list(sizes)
         heads = []
@@ -145,7 +145,9 @@ class CopyEmitter:
                 )
             )
         scale = {d: f for d, f, _ in heads}
-        body: c.Generable = self._dma_one(b, None, shape, index, sizes, inbound, scale)
+        body: c.Generable = self._dma_one(
+            b, None, shape, index, sizes, inbound, scale, zero
+        )
         for d, f, head in reversed(heads):
             body = c.For(
                 f"long pc_f{d} = 0",
@@ -155,9 +157,13 @@ class CopyEmitter:
             )
         return body
 
-    def _dma_one(self, b, outer, shape, index, sizes, inbound, scale) -> c.Statement:
+    def _dma_one(
+        self, b, outer, shape, index, sizes, inbound, scale, zero=False
+    ) -> c.Statement:
         mine = self._buffer_at(b, index)
-        if outer is not None:
+        if zero:
+            other = (f"pc_b_pc_zero_{_ident(b.level)}", "0", [0] * len(index))
+        elif outer is not None:
             other = self._buffer_at(outer, index)
         else:
             strides = _row_major(shape)
@@ -165,7 +171,7 @@ class CopyEmitter:
             strides = [s * scale.get(d, 1) for d, s in enumerate(strides)]
             other = (buf_var(b.array), off, strides)
         dst, src = (mine, other) if inbound else (other, mine)
-        label = f"{b.array} {'in' if inbound else 'out'}"
+        label = f"zero {b.array}" if zero else f"{b.array} {('out', 'in')[inbound]}"
         return c.Statement(
             f"pc_dma({CTX}, -1, {b.elem_bytes}, {max(len(index), 1)}, "
             f"{_i64_list(sizes or ['1'])}, "
@@ -180,14 +186,17 @@ class CopyEmitter:
 
 
 def _split_dim(b: pm.BufferMark) -> int | None:
-    """The outermost dimension of the box longer than one element: cutting it
-    gives calls over disjoint byte ranges (so the runtime overlaps them)."""
+    """The outermost dimension in the buffer's layout of the box longer than one
+    element: cutting it gives calls over disjoint byte ranges (so the runtime
+    overlaps them; a polyphase dimension is cut before its phases are)."""
     if b.chunks <= 1:
         return None
-    for d, e in enumerate(b.extent):
-        if e > 1 and b.phase(d) == 1:
-            return d
-    return None
+    dims = [d for d, e in enumerate(b.extent) if e > 1]
+    if not dims:
+        return None
+    return max(
+        dims, key=lambda d: (b.pstrides[d] if b.phase(d) > 1 else 0, b.strides[d])
+    )
 
 
 def _row_major(shape) -> list[int]:
