@@ -12,7 +12,7 @@ import islpy as isl
 import numpy as np
 
 from accelerator.spec import Spec
-from polyc.ir import Kernel, Statement
+from polyc.ir import Kernel, Statement, access_map, array_extent
 from schedules.costeval import candidates
 from schedules.costmodel import (
     STREAM_SLOTS,
@@ -247,6 +247,24 @@ def _free(layer: Layer, private: bool) -> list[tuple]:
     return [v for _, v in sorted(out, key=lambda x: _key(x[1])) if v in keep]
 
 
+def may_leave(kernel: Kernel, layer: Layer) -> bool:
+    """Whether some access of the layer leaves its array (a padded convolution),
+    so that a copy may be clipped and its level needs a zero block."""
+
+    def compute(kernel: Kernel) -> bool:
+        params = kernel.params
+        for s in layer.stmts:
+            for ld in (s.target, *s.reads):
+                arr = kernel.arrays[ld.array]
+                inside = array_extent(arr, params)
+                if not access_map(s, ld, params).range().is_subset(inside):
+                    return True
+        return False
+
+    key = ("accel.may_leave", tuple(s.name for s in layer.stmts))
+    return kernel.analysis(key, compute)
+
+
 def _key(var: tuple):
     return (0, var[1], "") if var[0] == "s" else (1, var[1], var[2])
 
@@ -254,9 +272,9 @@ def _key(var: tuple):
 def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Candidate]:
     """The ``keep`` best candidates that fit, best first (deterministic)."""
     level = engine_level(spec)
-    capacity = spec.memory[level].capacity_bytes - 2 * max(
-        ZERO_BYTES, spec.memory[level].alignment_bytes
-    )
+    capacity = spec.memory[level].capacity_bytes
+    if may_leave(kernel, layer):  # a halo: the level keeps a zero block
+        capacity -= 2 * max(ZERO_BYTES, spec.memory[level].alignment_bytes)
     found: list[Candidate] = []
     for private in (False, True):
         for st in structures(kernel, layer, spec, private, all_orders=False):
