@@ -12,7 +12,7 @@ import islpy as isl
 import numpy as np
 
 from accelerator.spec import Spec
-from polyc.ir import Kernel, Statement, access_map, array_extent
+from polyc.ir import Kernel, Statement, array_extent, params_head
 from schedules.costeval import candidates
 from schedules.costmodel import (
     STREAM_SLOTS,
@@ -248,21 +248,38 @@ def _free(layer: Layer, private: bool) -> list[tuple]:
 
 
 def may_leave(kernel: Kernel, layer: Layer) -> bool:
-    """Whether some access of the layer leaves its array (a padded convolution),
-    so that a copy may be clipped and its level needs a zero block."""
+    """Whether a tile's box may leave its array (a padded convolution, whose
+    domain skips the padding but whose boxes are rectangular hulls), so that a
+    copy may be clipped and its level needs a zero block: some access leaves the
+    array over the bounding box of its statement's domain."""
 
     def compute(kernel: Kernel) -> bool:
         params = kernel.params
         for s in layer.stmts:
+            box = _bounding_box(s)
             for ld in (s.target, *s.reads):
-                arr = kernel.arrays[ld.array]
-                inside = array_extent(arr, params)
-                if not access_map(s, ld, params).range().is_subset(inside):
+                inside = array_extent(kernel.arrays[ld.array], params)
+                idx = ", ".join(a.to_isl() for a in ld.index)
+                text = f"{{ {s.name}[{', '.join(s.iterators)}] -> {ld.array}[{idx}] }}"
+                acc = isl.Map(params_head(params) + text).intersect_domain(box)
+                if not acc.range().is_subset(inside):
                     return True
         return False
 
     key = ("accel.may_leave", tuple(s.name for s in layer.stmts))
     return kernel.analysis(key, compute)
+
+
+def _bounding_box(stmt: Statement) -> isl.Set:
+    """The smallest box holding ``stmt``'s domain (its iterators' ranges)."""
+    dom = stmt.domain
+    box = isl.Set.universe(dom.get_space())
+    for i in range(dom.dim(isl.dim_type.set)):
+        lo = dom.dim_min(i).min_val().to_python()
+        hi = dom.dim_max(i).max_val().to_python()
+        box = box.lower_bound_val(isl.dim_type.set, i, isl.Val(lo))
+        box = box.upper_bound_val(isl.dim_type.set, i, isl.Val(hi))
+    return box
 
 
 def _key(var: tuple):

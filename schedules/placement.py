@@ -398,10 +398,9 @@ def _buffer_mark(
         if factors[d] > 1:
             pst[d] = total
             total *= factors[d]
-    span = 1 + sum(
-        (-(-e // f) - 1) * s + (f - 1) * ps
-        for e, f, s, ps in zip(extent, factors, st, pst)
-    )
+    span = 1 + sum((e - 1) * s for e, s in zip(extent, st)) if extent else 1
+    if any(f > 1 for f in factors):  # every phase whole: MAC rows run over padding
+        span = total
     align = spec.memory[level_index].alignment_bytes
     isz = array.dtype.itemsize
     slot = memplan.round_up(span * isz, align) // isz

@@ -34,6 +34,14 @@ CASES = {
     "conv": lambda: ops.conv2d(
         (1, 16, 20, 20), (32, 16, 3, 3), bias=False, padding=1, dtype="float16"
     ),
+    "conv_s2": lambda: ops.conv2d(
+        (1, 32, 28, 28),
+        (64, 32, 3, 3),
+        bias=False,
+        stride=2,
+        padding=1,
+        dtype="float16",
+    ),
     "bmm": lambda: ops.batch_matmul(4, 64, 64, 32, dtype="float16"),
     "softmax": lambda: ops.softmax((64, 96), dtype="float16"),
     "gelu": lambda: ops.gelu((64, 64)),
@@ -128,3 +136,37 @@ def test_the_benchmark_baseline_formula_is_the_dram_direct_simulation(rng):
             compiled = polyc.compile(kernel, config=config, schedule=kernel)
             _, report = compiled.run(_inputs(kernel, rng))
             assert baseline_cycles(kernel, load_config(config)) == report.cycles
+
+
+def test_a_stride_2_conv_reads_its_input_in_phases(rng):
+    from schedules.memplan import buffers
+    from tests.placecheck import check
+
+    # float32: the interpreter's order of fp16 roundings is not the array's
+    kernel = ops.conv2d(
+        (1, 32, 28, 28), (64, 32, 3, 3), bias=False, stride=2, padding=1
+    )
+    compiled = polyc.compile(kernel, config="datacenter", checks=True)
+    (inp,) = [b for b in buffers(compiled.kernel.schedule) if b.array == "input"]
+    assert inp.phases == (1, 1, 2, 1)  # rows of one parity together
+    data = _inputs(kernel, rng)
+    out, report = compiled.run(data)
+    check(kernel, out, data, "phased by the scheduler")
+    # one DMA per phase of each copy-in, the halo zeroed slab by slab
+    loads = [e for e in report.events if e.kind == "dma" and e.label == "input in"]
+    zeros = [e for e in report.events if e.kind == "dma" and e.label == "zero input"]
+    assert len(loads) % 2 == 0 and zeros
+    assert max(e.amount for e in zeros) < inp.slot_bytes // 8
+
+
+def test_the_level_keeps_a_zero_block_only_for_layers_that_leave_their_arrays():
+    from schedules.accel_search import may_leave
+    from schedules.layers import split
+
+    for kernel, leaves in (
+        (ops.matmul(64, 64, 64), False),
+        (ops.conv2d((1, 4, 8, 8), (8, 4, 3, 3), bias=False, padding=1), True),
+        (ops.conv2d((1, 4, 8, 8), (8, 4, 3, 3), bias=False), False),
+    ):
+        (layer,) = split(kernel)
+        assert may_leave(kernel, layer) is leaves

@@ -410,6 +410,7 @@ def test_polyphase_input_makes_a_stride_2_conv_fuse_rows_at_half_the_pitch():
     check(kernel, out, x, "polyphase")
     assert len(_dma(report, "input in")) == 2  # one DMA per phase
     assert len([e for e in report.events if e.kind == "mac"]) == 9
+
     def mac(r):
         return next(e.busy for e in r.engines if e.name == "mac_array")
 
