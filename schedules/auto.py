@@ -16,7 +16,12 @@
 3. The outermost loop that carries no dependence is marked ``@parallel``: a
    coincident tile loop moved to the front, or, for a band with none (a time-tiled
    stencil), the inner tile loop of a wavefront (the outer tile loop skewed by the
-   next one).
+   next one); only where one fork of it runs enough work to pay for the fork/join
+   (:data:`schedules.cost.MIN_PARALLEL_WORK`).
+
+Before tiling, when isl has left the contiguous loop (stride-1 accesses) of a nest
+above nested bands (the filter loops of a convolution), the nested bands are merged
+and that loop is permuted innermost.
 
 Each decision is made through the public transformations, so ``kernel.history``
 shows them and :func:`schedules.replay` repeats them. isl runs under an operation
@@ -33,20 +38,18 @@ import time
 from collections.abc import Mapping
 
 import islpy as isl
-import numpy as np
 
 from polyc.errors import (
     ArgumentError,
     BudgetError,
-    IllegalTransformError,
     ScheduleError,
 )
 from polyc.ir import Kernel, access_map
 from schedules import stree
-from schedules.bands import permute, skew, split_band
-from schedules.cost import Cache, Model
+from schedules.autopar import attempt, band_at, mark_parallel_below, parallel_tiles
+from schedules.bands import merge_bands, permute
+from schedules.cost import MIN_PARALLEL_WORK, Cache, Model
 from schedules.io import apply_schedule
-from schedules.marks import parallel as mark_parallel
 from schedules.tiling import tile as tile_band
 
 FUSION = ("max", "smart", "none")
@@ -68,6 +71,7 @@ def auto(
     cache: Cache | None = None,
     max_operations: int = DEFAULT_BUDGET,
     max_seconds: float = DEFAULT_SECONDS,
+    min_parallel_work: int = MIN_PARALLEL_WORK,
 ) -> Kernel:
     """A schedule for ``kernel`` computed from its dependences (see module docstring).
 
@@ -84,6 +88,9 @@ def auto(
             count every step against its operation budget (some problems spin in
             its LP solver for minutes), so the scheduler runs in a forked child that
             is stopped at the deadline.
+        min_parallel_work: statement instances one entry of a loop (one
+            fork/join) must run for the loop to be marked ``@parallel`` (see
+            :data:`schedules.cost.MIN_PARALLEL_WORK`).
 
     When isl finds no schedule (it can fail on legal programs), ``auto`` retries
     without fusion and then keeps the program order, tiling and marking what it can.
@@ -109,7 +116,7 @@ def auto(
             )
         except ScheduleError:
             sched = kernel.original.schedule
-    model = Model(kernel, params, cache)
+    model = Model(kernel, params, cache, min_parallel_work)
     if tile and _time_tiling_does_not_pay(sched, model):
         try:
             alt = isl_schedule(
@@ -126,7 +133,7 @@ def auto(
     for name in _outermost_bands(out):
         out = _optimise_band(out, name, model, tile, parallel)
     if parallel:
-        out = _mark_parallel_below(out, model)
+        out = mark_parallel_below(out, model)
     return out
 
 
@@ -303,131 +310,76 @@ def _outermost_bands(kernel: Kernel) -> list[str]:
     return out
 
 
-def _band(kernel: Kernel, name: str):
-    root = stree.from_isl(kernel.schedule)
-    path, nb = stree.find(root, name, "auto")
-    band_path = path + (0,) * (1 + len(nb.attrs))
-    return stree.bands_above(root, band_path), nb
-
-
 def _optimise_band(
     kernel: Kernel, name: str, model: Model, tile: bool, parallel: bool
 ) -> Kernel:
-    outer, nb = _band(kernel, name)
+    kernel, merged = _contiguous_innermost(kernel, name, model)
+    outer, nb = band_at(kernel, name)
     band = nb.band
     sizes = None
-    tileable = tile and band.permutable and band.n_member >= 2
+    # a merged band is not marked permutable (its members' dependence distances
+    # are not all non-negative), but its long members often are: the exact check
+    # of ``tile`` decides
+    tileable = tile and (band.permutable or merged) and band.n_member >= 2
+    inner = model.innermost(outer, band)
     if tileable and not model.iteration_fits(outer, band):
-        sizes = model.tile_sizes(outer, band)
+        sizes = model.tile_sizes(outer, band, inner)
     if sizes is None:
         return kernel
-    inner = model.innermost(outer, band)
     order = [p for p in range(band.n_member) if p != inner] + [inner]
     if order != list(range(band.n_member)):
         kernel = permute(kernel, name, [nb.members[p] for p in order])
-        outer, nb = _band(kernel, name)
+        outer, nb = band_at(kernel, name)
         sizes = {order.index(p): s for p, s in sizes.items()}
-    kernel = tile_band(
-        kernel, name, {nb.members[p]: s for p, s in sorted(sizes.items())}
-    )
+    by_member = {nb.members[p]: s for p, s in sorted(sizes.items())}
+    tiled = attempt(lambda: tile_band(kernel, name, by_member), None)
+    if tiled is None:
+        return kernel
+    kernel = tiled
     if parallel:
-        kernel = _parallel_tiles(kernel, f"{name}_t")
+        kernel = parallel_tiles(kernel, f"{name}_t", model)
     return kernel
 
 
-#: statement instances a parallel loop must run per entry to pay for the fork/join
-MIN_PARALLEL_WORK = 100_000
+def _contiguous_innermost(
+    kernel: Kernel, name: str, model: Model
+) -> tuple[Kernel, bool]:
+    """Merge the chain of bands nested below band ``name`` into it when the loop the
+    cost model wants innermost (stride-1 accesses) sits in an outer band of the
+    chain, and permute that loop to the end; ``(kernel, merged)``.
+
+    isl splits a nest into nested bands where its dependence distances stop being
+    non-negative (the filter loops of a convolution below the output loops), so
+    the contiguous output loop ``w`` ends up above the filter loops ``rh, rw``.
+    Each step is a checked transformation; a refused one keeps the nest as it is.
+    """
+    chain = _nested_chain(kernel, name)
+    if len(chain) < 2:
+        return kernel, False
+    merged = kernel
+    for inner in chain[1:]:
+        merged = attempt(lambda k=merged, i=inner: merge_bands(k, name, i), None)
+        if merged is None:
+            return kernel, False
+    outer, nb = band_at(merged, name)
+    best = model.innermost(outer, nb.band)
+    n_last = len(band_at(kernel, chain[-1])[1].members)
+    if best >= nb.band.n_member - n_last:  # already in the innermost band
+        return kernel, False
+    order = [m for p, m in enumerate(nb.members) if p != best] + [nb.members[best]]
+    permuted = attempt(lambda: permute(merged, name, order), None)
+    if permuted is None:
+        return kernel, False
+    return permuted, True
 
 
-def _mark_parallel_below(kernel: Kernel, model: Model) -> Kernel:
-    """Mark the outermost dependence-free loop on every path that has none yet
-    (bands that were not tiled, e.g. the space loops of a stencil's time step),
-    when one entry of it runs at least ``MIN_PARALLEL_WORK`` instances."""
-    tried: set = set()
-    while True:
-        root = stree.from_isl(kernel.schedule)
-        todo = None
-        for path, node in stree.walk(root):
-            nb = stree.named_at(node)
-            if nb is None or "@parallel" in nb.attrs or not any(nb.band.coincident):
-                continue
-            if _marked_above(root, path) or (path, nb.name) in tried:
-                continue
-            if _work_per_entry(root, path, nb, model) < MIN_PARALLEL_WORK:
-                continue
-            todo = (path, nb)
-            break
-        if todo is None:
-            return kernel
-        tried.add((todo[0], todo[1].name))
-        kernel = _parallel_band(kernel, todo[1])
-
-
-def _work_per_entry(root, path, nb: stree.Named, model: Model) -> float:
-    """Statement instances below the band divided by the times it is entered (the
-    product of the extents of the enclosing band members)."""
-    dom = stree.domain(nb.band)
-    total = 0.0
-    for name in stree.statements(nb.band):
-        total += float(np.prod(model.iterator_extents(model.kernel.statement(name))))
-    entries = 1.0
-    for band in stree.bands_above(root, path):
-        for p in range(band.n_member):
-            entries *= max(model.extent(band.member(p), dom), 1)
-    return total / entries
-
-
-def _marked_above(root: stree.Node, path: stree.Path) -> bool:
-    return any(
-        isinstance(n := stree.at(root, path[:k]), stree.Mark) and n.name == "@parallel"
-        for k in range(len(path))
-    )
-
-
-def _parallel_band(kernel: Kernel, nb: stree.Named) -> Kernel:
-    """Mark ``nb`` parallel, moving its first coincident member to the front when the
-    band is permutable."""
-    name, band = nb.name, nb.band
-    first = next(p for p in range(band.n_member) if _coincident(band, p))
-    if first and band.permutable:
-        order = [nb.members[first]] + [
-            m for p, m in enumerate(nb.members) if p != first
-        ]
-        kernel = _try(lambda: permute(kernel, name, order), kernel)
-    return _try(lambda: mark_parallel(kernel, name), kernel)
-
-
-def _parallel_tiles(kernel: Kernel, name: str) -> Kernel:
-    _, nb = _band(kernel, name)
-    band = nb.band
-    coincident = [p for p in range(band.n_member) if _coincident(band, p)]
-    if coincident:
-        first = coincident[0]
-        if first:
-            order = [nb.members[first]] + [
-                m for p, m in enumerate(nb.members) if p != first
-            ]
-            kernel = _try(lambda: permute(kernel, name, order), kernel)
-        return _try(lambda: mark_parallel(kernel, name), kernel)
-    if band.n_member < 2:
-        return kernel
-
-    def wavefront() -> Kernel:
-        k = skew(kernel, name, nb.members[0], {nb.members[1]: 1})
-        k = split_band(k, name, 1)
-        return mark_parallel(k, f"{name}_{nb.members[1]}")
-
-    return _try(wavefront, kernel)
-
-
-def _coincident(band: stree.Band, p: int) -> bool:
-    return p < len(band.coincident) and band.coincident[p]
-
-
-def _try(fn, fallback: Kernel) -> Kernel:
-    """``fn()``, or ``fallback`` when the check refuses it (the model's guess of a
-    parallel loop can be wrong; the exact check decides)."""
-    try:
-        return fn()
-    except IllegalTransformError:
-        return fallback
+def _nested_chain(kernel: Kernel, name: str) -> list[str]:
+    """``name`` and the named bands below it, each the only child of the one above
+    and carrying no attribute marks."""
+    _, nb = band_at(kernel, name)
+    chain = [name]
+    below = stree.named_at(nb.band.child)
+    while below is not None and not below.attrs:
+        chain.append(below.name)
+        below = stree.named_at(below.band.child)
+    return chain

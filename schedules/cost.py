@@ -19,7 +19,12 @@ Model (stated, not measured):
   than the tile budget: otherwise what the next iteration reuses is still in cache
   (a row-wise softmax, a small matrix).
 - *Sizes.* The same power of two ``s`` (8 to 256) for every member whose extent is
-  at least ``2 s``; the largest ``s`` that fits wins.
+  at least ``2 s``; the largest ``s`` that fits wins. The innermost point loop (the
+  one the C compiler vectorises) is left whole when its extent is at most
+  ``WHOLE_INNER`` (256) and a tile still fits: cutting a short contiguous row
+  into tiles gives short vector loops with a partial remainder tile (measured on
+  conv2d 3x3 64->64 56x56: ``w`` whole runs about 2x faster than ``w`` tiled by
+  16), while one such row is only a few cache lines.
 - *Time tiling.* A band none of whose members is dependence-free (a skewed stencil)
   is tiled only when one iteration of its outer loop touches more than half of the
   last-level cache, or when no schedule with parallel loops exists: otherwise the
@@ -30,6 +35,16 @@ Model (stated, not measured):
   fewest strided (-4: a new cache line per iteration costs more than a lost SIMD
   lane), preferring members that carry no dependence (+3, so that the C compiler
   can vectorise it).
+- *Parallel loops.* A loop is marked parallel only where one entry of it (one
+  fork/join) runs at least ``MIN_PARALLEL_WORK`` = 2**24 statement instances
+  (about 17 ms at ~1 ns per instance). A fork/join costs microseconds on idle
+  cores, but on a loaded machine the join waits for a descheduled thread: the
+  Jacobi-2D run with its space loops parallel inside the 100-step time loop paid
+  (1665 - 185) ms / 200 forks = 7.4 ms per fork. At 2**24 instances the second
+  core saves about as much as one such wait costs, so a fork wins on idle cores
+  and breaks even under that load; loops below that (one time step of a stencil,
+  a cache-resident softmax) stay sequential, and the outermost parallel loop,
+  entered once, is the one marked.
 
 Problem sizes that are symbolic take the values in ``params`` (default 1024 each).
 """
@@ -48,6 +63,11 @@ from polyc.ir import Kernel
 from schedules import stree
 
 SIZES = (256, 128, 64, 32, 16, 8)
+#: statement instances one entry of a parallel loop (one OpenMP fork/join) must run
+#: (2**24, about 17 ms at ~1 ns per instance; see the module docstring)
+MIN_PARALLEL_WORK = 1 << 24
+#: the innermost point loop is kept whole up to this extent (see the docstring)
+WHOLE_INNER = 256
 DEFAULT_PARAM = 1024
 
 
@@ -92,9 +112,14 @@ class Model:
     """The cost model for one kernel at concrete problem sizes."""
 
     def __init__(
-        self, kernel: Kernel, params: Mapping[str, int] | None, cache: Cache | None
+        self,
+        kernel: Kernel,
+        params: Mapping[str, int] | None,
+        cache: Cache | None,
+        min_parallel_work: int = MIN_PARALLEL_WORK,
     ):
         self.kernel = kernel
+        self.min_parallel_work = min_parallel_work
         self.cache = cache or host_cache()
         values = {p: DEFAULT_PARAM for p in kernel.params}
         values.update(params or {})
@@ -102,6 +127,11 @@ class Model:
         head = f"[{', '.join(kernel.params)}] -> " if kernel.params else ""
         fix = " and ".join(f"{p} = {values[p]}" for p in kernel.params) or "1 = 1"
         self.fixed = isl.Set(f"{head}{{ : {fix} }}")
+
+    def pays_to_fork(self, work_per_fork: float) -> bool:
+        """Whether a parallel loop whose one entry runs ``work_per_fork`` statement
+        instances is worth a fork/join (``>= min_parallel_work``)."""
+        return work_per_fork >= self.min_parallel_work
 
     # extents -------------------------------------------------------------------
     def extent(self, upa: isl.UnionPwAff, dom: isl.UnionSet) -> int:
@@ -194,16 +224,25 @@ class Model:
 
     # choices ---------------------------------------------------------------------
     def tile_sizes(
-        self, outer: list[stree.Band], band: stree.Band
+        self, outer: list[stree.Band], band: stree.Band, inner: int | None = None
     ) -> dict[int, int] | None:
         """``{member position: size}`` by the model, or None when tiling does not pay
-        (fewer than two members long enough)."""
+        (fewer than two members long enough). ``inner``, the member that will run
+        innermost, is kept whole when it is short (see the module docstring)."""
         dom = stree.domain(band)
         extents = [self.extent(band.member(p), dom) for p in range(band.n_member)]
+        if inner is not None and extents[inner] <= WHOLE_INNER:
+            found = self._fitting(outer, band, extents, inner)
+            if found is not None:
+                return found
+        return self._fitting(outer, band, extents, None)
+
+    def _fitting(self, outer, band, extents, whole: int | None) -> dict | None:
         budget = self.cache.tile_budget
+        n_tileable = band.n_member - (whole is not None)
         for s in SIZES:
-            tiled = {p: s for p, e in enumerate(extents) if e >= 2 * s}
-            if len(tiled) < min(2, band.n_member):
+            tiled = {p: s for p, e in enumerate(extents) if e >= 2 * s and p != whole}
+            if not tiled or len(tiled) < min(2, n_tileable):
                 continue
             if self.footprint(outer, band, tiled) <= budget:
                 return tiled

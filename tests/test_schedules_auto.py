@@ -8,6 +8,7 @@ import pytest
 
 import schedules as S
 from polyc import compute as pc
+from polyc import ops
 from polyc.errors import BudgetError
 from schedules import examples as ex
 from schedules import stree
@@ -40,7 +41,8 @@ def test_auto_is_legal_and_gives_the_same_results(name):
 
 
 def test_auto_tiles_matmul_and_marks_the_outer_tile_loop_parallel():
-    a = S.auto(ex.matmul(None, "int32"), cache=TINY, params={"N": 64})
+    # 512^3 = 134M instances in the one fork of the outer tile loop
+    a = S.auto(ex.matmul(None, "int32"), cache=TINY, params={"N": 512})
     steps = [s.name for s in a.history]
     assert steps == ["apply_schedule", "permute", "tile", "parallel"]
     # the innermost point loop is j: B[k, j] and C[i, j] are contiguous along it
@@ -49,18 +51,28 @@ def test_auto_tiles_matmul_and_marks_the_outer_tile_loop_parallel():
 
 
 def test_auto_parallelises_a_time_tiled_stencil_along_a_wavefront():
-    a = S.auto(ex.seidel2d(None, None, "int32"), cache=TINY, params={"N": 64, "T": 16})
+    k = ex.seidel2d(None, None, "int32")
+    a = S.auto(k, cache=TINY, params={"N": 64, "T": 16}, min_parallel_work=0)
     assert [s.name for s in a.history][-3:] == ["skew", "split_band", "parallel"]
+    # 64 x 64 x 16 instances over ~20 wavefront steps: too little work per fork
+    small = S.auto(k, cache=TINY, params={"N": 64, "T": 16})
+    assert "parallel" not in [s.name for s in small.history]
 
 
-def test_stencil_that_fits_in_the_last_level_cache_keeps_parallel_space_loops():
+def test_stencil_that_fits_in_the_last_level_cache_keeps_its_space_loops_serial():
     # one time step of Jacobi-2D on 1000 x 1000 floats touches 8 MB < 16 MB: isl is
-    # asked for outer coincidence instead of skewed tiles; both space nests run in
-    # parallel inside the time loop
+    # asked for outer coincidence instead of skewed tiles; its space nests are
+    # dependence-free, but one step (1M instances) is too little work per fork to
+    # pay for 200 fork/joins, so nothing is marked parallel
     k = ex.jacobi2d(None, None)
     a = S.auto(k, cache=HOST, params={"N": 1000, "T": 100})
-    assert [s.name for s in a.history] == ["apply_schedule", "parallel", "parallel"]
-    assert_same(k, a, N=12, T=3)
+    assert [s.name for s in a.history] == ["apply_schedule"]
+    assert "omp parallel" not in compile_c(a)[2].text
+    # with the threshold lowered the same space loops are marked: the threshold,
+    # not the dependences, keeps them serial
+    low = S.auto(k, cache=HOST, params={"N": 1000, "T": 100}, min_parallel_work=1e5)
+    assert [s.name for s in low.history] == ["apply_schedule", "parallel", "parallel"]
+    assert_same(k, low, N=12, T=3)
     big = S.auto(k, cache=HOST, params={"N": 4000, "T": 100})  # 128 MB per step
     assert "tile" in [s.name for s in big.history]
 
@@ -141,3 +153,64 @@ def test_isl_scheduler_is_stopped_at_its_deadline():
     assert time.monotonic() - start < 5
     sc = isl.ScheduleConstraints.on_domain(k.domain).set_validity(k.deps.validity)
     assert str(bounded_compute(sc, 30.0)) == str(sc.compute_schedule())
+
+
+def test_softmax_rows_are_not_forked_for():
+    # 1024 rows of 1024: 3M instances in the row loop, below MIN_PARALLEL_WORK
+    k = ops.softmax((1024, 1024))
+    a = S.auto(k, cache=HOST)
+    assert "parallel" not in [s.name for s in a.history]
+    assert "parallel" in [s.name for s in S.auto(k, min_parallel_work=1e6).history]
+    big = S.auto(ops.softmax((8192, 4096)), cache=HOST)  # 100M instances per fork
+    assert "parallel" in [s.name for s in big.history]
+
+
+def _innermost_loops(kernel) -> dict[str, str]:
+    """For each statement, the variable of the innermost loop around its call."""
+    out, loops = {}, []
+    for line in str(kernel.loop_nest()).splitlines():
+        depth = len(line) - len(line.lstrip())
+        text = line.strip()
+        loops = [(d, v) for d, v in loops if d < depth]
+        if text.startswith("for "):
+            loops.append((depth, text.split()[1]))
+        elif "  # S" in text and loops:
+            out[text.rsplit("# ", 1)[1]] = loops[-1][1]
+    return out
+
+
+def test_auto_moves_the_contiguous_loop_of_a_convolution_innermost():
+    # isl puts the 3x3 filter loops rh, rw in bands nested below (o, h, w, rc), so
+    # w, along which out and input are contiguous, is not innermost
+    k = ops.conv2d(
+        (1, 16, 24, 24), (16, 16, 3, 3), bias=False, padding=1, dtype="int32"
+    )
+    plain = S.auto(k, tile=False, parallel=False)
+    assert _innermost_loops(plain)["S1"] == "rw"
+    # 32 KiB per tile: one o-row of the input (16 x 26 x 26 ints) does not fit
+    a = S.auto(k, cache=Cache(l1=8192, l2=65536, l3=1 << 20), min_parallel_work=0)
+    assert _innermost_loops(a)["S1"] == "w"
+    steps = [s.name for s in a.history]
+    assert steps[1:3] == ["merge_bands", "merge_bands"]
+    assert a.history[3].name == "permute" and a.history[3].args[1][-1] == "w"
+    # filter loops stay whole: only output channel, spatial and input channel loops
+    # are tiled, w (innermost, 24 long) is kept whole
+    tiled = next(s for s in a.history if s.name == "tile").args[1]
+    assert set(tiled) <= {"o", "h", "rc"} and "o" in tiled
+    assert S.replay(a.original, a.history).schedule.plain_is_equal(a.schedule)
+    assert_same(k, a)
+
+
+def test_conv_tile_keeps_the_filter_loops_and_the_short_row_whole():
+    k = ops.conv2d((1, 64, 56, 56), (64, 64, 3, 3), bias=False, padding=1)
+    a = S.auto(k, cache=HOST)
+    assert _innermost_loops(a)["S1"] == "w"
+    tiled = next(s for s in a.history if s.name == "tile").args[1]
+    assert tiled == {"o": 16, "h": 16, "rc": 16}
+    assert a.history[-1].name == "parallel"
+
+
+def test_matmul_keeps_its_single_band():
+    # one band already has the contiguous j innermost: nothing merged
+    a = S.auto(ex.matmul(None, "int32"), cache=TINY, params={"N": 512})
+    assert "merge_bands" not in [s.name for s in a.history]

@@ -234,8 +234,11 @@ def _apply(draw, kernel, action):
         return S.fuse(kernel, list(action[1]), name=_fresh())
     if kind == "reorder":
         return S.reorder(kernel, draw(st.permutations(action[1])))
-    return S.auto(
-        kernel, fusion=draw(st.sampled_from(["max", "smart", "none"])), params={"N": 8}
+    return S.auto(  # every parallel loop the model finds is marked (and checked)
+        kernel,
+        fusion=draw(st.sampled_from(["max", "smart", "none"])),
+        params={"N": 8},
+        min_parallel_work=0,
     )
 
 
