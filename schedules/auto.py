@@ -46,7 +46,13 @@ from polyc.errors import (
 )
 from polyc.ir import Kernel, access_map
 from schedules import stree
-from schedules.autopar import attempt, band_at, mark_parallel_below, parallel_tiles
+from schedules.autopar import (
+    attempt,
+    band_at,
+    is_coincident,
+    mark_parallel_below,
+    parallel_tiles,
+)
 from schedules.bands import merge_bands, permute
 from schedules.cost import MIN_PARALLEL_WORK, Cache, Model
 from schedules.io import apply_schedule
@@ -365,6 +371,11 @@ def _contiguous_innermost(
     best = model.innermost(outer, nb.band)
     n_last = len(band_at(kernel, chain[-1])[1].members)
     if best >= nb.band.n_member - n_last:  # already in the innermost band
+        return kernel, False
+    last = nb.band.n_member - 1
+    if is_coincident(nb.band, last) and not is_coincident(nb.band, best):
+        # a dependence-free innermost loop vectorises even with strided accesses
+        # (Seidel-2D's wavefront); a contiguous one carrying a recurrence does not
         return kernel, False
     order = [m for p, m in enumerate(nb.members) if p != best] + [nb.members[best]]
     permuted = attempt(lambda: permute(merged, name, order), None)

@@ -72,7 +72,7 @@ def _parallel_band(kernel: Kernel, nb: stree.Named) -> Kernel:
     """Mark ``nb`` parallel, moving its first coincident member to the front when the
     band is permutable."""
     name, band = nb.name, nb.band
-    first = next(p for p in range(band.n_member) if _coincident(band, p))
+    first = next(p for p in range(band.n_member) if is_coincident(band, p))
     if first and band.permutable:
         order = [nb.members[first]] + [
             m for p, m in enumerate(nb.members) if p != first
@@ -93,7 +93,7 @@ def parallel_tiles(kernel: Kernel, name: str, model: Model) -> Kernel:
     or a wavefront of its first two members) when a fork of it pays."""
     _, nb = band_at(kernel, name)
     band = nb.band
-    coincident = [p for p in range(band.n_member) if _coincident(band, p)]
+    coincident = [p for p in range(band.n_member) if is_coincident(band, p)]
     if coincident:
         if not _enough_work(kernel, name, model):
             return kernel
@@ -118,7 +118,8 @@ def parallel_tiles(kernel: Kernel, name: str, model: Model) -> Kernel:
     return attempt(wavefront, kernel)
 
 
-def _coincident(band: stree.Band, p: int) -> bool:
+def is_coincident(band: stree.Band, p: int) -> bool:
+    """Whether member ``p`` of ``band`` is marked coincident (dependence-free)."""
     return p < len(band.coincident) and band.coincident[p]
 
 

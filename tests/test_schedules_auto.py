@@ -214,3 +214,11 @@ def test_matmul_keeps_its_single_band():
     # one band already has the contiguous j innermost: nothing merged
     a = S.auto(ex.matmul(None, "int32"), cache=TINY, params={"N": 512})
     assert "merge_bands" not in [s.name for s in a.history]
+
+
+def test_a_dependence_free_innermost_loop_is_not_traded_for_a_recurrence():
+    # isl's outer-coincidence schedule for Seidel-2D ends in a dependence-free loop
+    # (it vectorises); the contiguous j-like loop carries j-1 -> j and would not
+    a = S.auto(ex.seidel2d(None, None), cache=HOST, params={"N": 1000, "T": 100})
+    assert "merge_bands" not in [s.name for s in a.history]
+    assert "permute" not in [s.name for s in a.history]
