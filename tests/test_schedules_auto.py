@@ -222,3 +222,33 @@ def test_a_dependence_free_innermost_loop_is_not_traded_for_a_recurrence():
     a = S.auto(ex.seidel2d(None, None), cache=HOST, params={"N": 1000, "T": 100})
     assert "merge_bands" not in [s.name for s in a.history]
     assert "permute" not in [s.name for s in a.history]
+
+
+class _Constraints:
+    """Stands in for isl.ScheduleConstraints: ``compute_schedule`` spins on the CPU
+    or sleeps (waiting like a descheduled process) before answering."""
+
+    def __init__(self, spin: bool, seconds: float):
+        self.spin, self.seconds = spin, seconds
+
+    def compute_schedule(self):
+        import time
+
+        end = time.monotonic() + self.seconds
+        while self.spin and time.monotonic() < end:
+            pass
+        if not self.spin:
+            time.sleep(self.seconds)
+        return ex.matmul(4).schedule
+
+
+def test_isl_deadline_counts_cpu_time_not_wall_time():
+    from schedules.auto import _TIMEOUT, bounded_compute
+
+    # 1.5 s of waiting but no CPU, under a 1 s bound: a loaded machine must not
+    # turn a fast schedule into a BudgetError
+    got = bounded_compute(_Constraints(spin=False, seconds=1.5), 1.0)
+    assert str(got) == str(ex.matmul(4).schedule)
+    # spinning past 1 s of CPU: the child is stopped (SIGXCPU, or the wall bound)
+    with pytest.raises(isl.Error, match=_TIMEOUT):
+        bounded_compute(_Constraints(spin=True, seconds=30), 1.0)
