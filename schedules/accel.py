@@ -384,10 +384,14 @@ def _phase_pad(k: Kernel, array: str, ph, band: str, depth: int):
 
 
 def _slots(layer, cand, where, users, array) -> int | None:
-    """Three slots for an operand streamed through the reduction loops of one
-    statement (its next two tiles load while one is in use: the loads need not
-    wait for the output's copy-out to leave DRAM bandwidth), else the default."""
+    """The structure's slots (three: the next two tiles load while one is in use,
+    so the loads need not wait for the output's copy-out to leave DRAM
+    bandwidth) for an operand copied per tile, either streamed through the
+    reduction loops of one statement or read only by the layer; else the default
+    (two for an output written per tile, one for a copy that runs once)."""
     band, depth = _position(layer, cand, where, users, array)
+    if depth and array not in {s.target.array for s in layer.stmts}:
+        return cand.structure.stream_slots
     if depth == 0 or len(users) != 1:
         return None
     s = users[0]

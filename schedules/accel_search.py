@@ -205,7 +205,7 @@ def structures(
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
         layouts = tuple(x for c in combo for x in c[3])
         phased = tuple(s.name for s, c in zip(layer.stmts, combo) if c[4])
-        streams = (STREAM_SLOTS, 2) if _has_private(layer) else (2,)
+        streams = (STREAM_SLOTS, 2)
         for order in orders:
             for slots in streams:
                 yield Structure(

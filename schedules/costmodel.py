@@ -37,8 +37,9 @@ from schedules.costeval import descriptors, numeric
 from schedules.layers import Layer
 from schedules.placement import CHUNK_BYTES
 
-#: slots of an operand buffer streamed through a statement's reduction loops: the
-#: next two tiles load while one is in use (2 is also tried where memory is short)
+#: slots of an operand buffer copied per tile (streamed through a statement's
+#: reduction loops, or only read by the layer): the next two tiles load while one
+#: is in use (2 is also tried where memory is short)
 STREAM_SLOTS = 3
 
 
@@ -383,7 +384,9 @@ class LayerModel:
                 rows = ph.factor * np.ceil(ext[ph.dim] / ph.factor)
                 elems = elems / (ext[ph.inner] * ext[ph.dim]) * inner * rows
             slots = np.where(
-                copies > 1, self.st.stream_slots if info["streamed"] else 2, 1
+                copies > 1,
+                self.st.stream_slots if info["streamed"] or not info["written"] else 2,
+                1,
             )
             align = self.level.alignment_bytes
             sram += slots * np.ceil(elems * size / align) * align
