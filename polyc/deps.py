@@ -182,12 +182,12 @@ class Deps:
         last = info.compute_flow().get_may_dependence()
         return _untag_domain(last).domain()
 
-    @property
+    @cached_property
     def validity(self) -> isl.UnionMap:
         """Every dependence a legal schedule must respect (flow, anti, output)."""
-        return self.flow.union(self.anti).union(self.output)
+        return self.flow.union(self.anti).union(self.output).coalesce()
 
-    @property
+    @cached_property
     def false(self) -> isl.UnionMap:
         return self.anti.union(self.output)
 

@@ -21,14 +21,15 @@ from polyc.frontend.torch_report import OTHER, model_report
 from tests.torchcheck import assert_close, eager
 
 
-def simulate(model, inputs, config="edge-npu"):
+def simulate(model, inputs, config="edge-npu", placed=False, **options):
     """Import, compile for ``config``, run; compare with eager; return the report.
 
-    DRAM-direct (``schedule=kernel``): the per-layer report adds up per-statement
-    costs, which placed engine operations do not carry yet."""
+    DRAM-direct (``schedule=kernel``) unless ``placed``: the per-layer report then
+    adds up per-statement costs, one row per model layer."""
     model = model.eval()
     kernel = polyc.from_torch(model, tuple(inputs))
-    compiled = polyc.compile(kernel, config=config, schedule=kernel)
+    schedule = None if placed else kernel
+    compiled = polyc.compile(kernel, config=config, schedule=schedule, **options)
     arrays = {f"arg{n}": t.numpy() for n, t in enumerate(inputs)}
     outputs, report = compiled.run(arrays)
     for a, ref in zip(kernel.outputs, eager(model, inputs)):
@@ -81,6 +82,46 @@ def test_report_text_and_data(mlp_run):
     assert data["cycles"] == report.cycles
     assert [d["name"] for d in data["layers"]] == ["fc1", "relu", "fc2", "gelu", "fc3"]
     assert OTHER not in text
+
+
+@pytest.fixture(scope="module")
+def mlp_placed():
+    torch.manual_seed(0)
+    return simulate(MLP(64, 128, 10), [torch.randn(8, 64)], placed=True)
+
+
+def test_placed_mlp_report_divides_the_engine_work_among_the_layers(mlp_placed):
+    compiled, report = mlp_placed
+    mr = model_report(compiled, report)
+    assert report.events_dropped == 0 and OTHER not in [c.name for c in mr.layers]
+    # every engine operation belongs to a row; the rows add up to the run
+    assert sum(c.cycles for c in mr.layers) == report.cycles
+    assert sum(c.dram_bytes for c in mr.layers) == report.dram_bytes
+    assert sum(c.energy_pj for c in mr.layers) == pytest.approx(report.energy_pj)
+    # layers the scheduler fused into one unit are one row, in program order
+    rows = [name for c in mr.layers for name in c.name.split(" + ")]
+    assert rows == ["fc1", "relu", "fc2", "gelu", "fc3"]
+    units = [{s.name for s in lc.layer.stmts} for lc in compiled.choice.layers]
+    for c in mr.layers:
+        touched = [u for u in units if u & set(c.statements)]
+        assert all(u <= set(c.statements) for u in touched), c.name
+    for c in mr.layers:
+        assert c.cycles > 0 and 0.0 <= c.utilization <= 1.0, c.name
+    fc2 = next(c for c in mr.layers if "fc2" in c.name.split(" + "))
+    assert fc2.macs >= 8 * 128 * 128 and fc2.dram_bytes >= 128 * 128 * 4
+    assert "placed" in str(mr).splitlines()[0] and "note:" not in str(mr)
+
+
+def test_placed_report_past_the_trace_limit_shows_the_rest_apart():
+    torch.manual_seed(0)
+    compiled, report = simulate(
+        MLP(64, 128, 10), [torch.randn(8, 64)], placed=True, trace_limit=8
+    )
+    mr = model_report(compiled, report)
+    assert report.events_dropped > 0 and mr.layers[-1].name == OTHER
+    assert sum(c.cycles for c in mr.layers) == report.cycles
+    assert sum(c.dram_bytes for c in mr.layers) == report.dram_bytes
+    assert f"dropped {report.events_dropped:,}" in str(mr)
 
 
 def test_report_needs_a_run():
@@ -141,4 +182,4 @@ def test_examples_run_and_print_the_report(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.count("polyc model report:") == 2
     assert "within rtol 1e-4, atol 1e-5" in out
-    assert "layer4.1.conv2" in out and "summary:" in out
+    assert "layer4.1.{conv2, forward, relu (2)}" in out and "summary:" in out

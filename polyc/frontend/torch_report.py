@@ -1,22 +1,24 @@
 """Per-layer cost of an imported model on the simulated accelerator.
 
 A statement made by the torch frontend carries its layer (the ``nn.Module`` path)
-in its origin, so the simulator's per-statement costs (cycles, bytes per memory
-level, energy: :class:`accelerator.report.StatementUse`) add up per layer. Each
-layer also gets its own roofline bound: the layer's statements as a kernel of their
-own, whose inputs are what it reads from other layers (or the model's inputs and
-weights) and whose outputs are what other layers read. The summary compares the
-model's simulated cycles with the sum of those bounds (each layer alone at its
-bound) and with the whole model's roofline::
+in its origin. In a DRAM-direct run the simulator's per-statement costs (cycles,
+bytes per memory level, energy: :class:`accelerator.report.StatementUse`) add up
+per layer; in a placed run the engine operations of the trace are divided among the
+layers (:mod:`accelerator.attribution`), and layers that the accelerator scheduler
+fused into one unit (``fc1 + gelu``) are one row, since their work interleaves on
+the engines. Each row also gets its own roofline bound: its statements as a kernel
+of their own, whose inputs are what it reads from other rows (or the model's inputs
+and weights) and whose outputs are what other rows read. The summary compares the
+model's simulated cycles with the sum of those bounds (each row alone at its bound)
+and with the whole model's roofline::
 
     kernel = polyc.from_torch(model.eval(), (x,))
     compiled = polyc.compile(kernel, config="edge-npu")
     outputs, report = compiled.run(arg0=x.numpy())
     print(model_report(compiled, report))
 
-Work the simulator does not attribute to a statement (engine operations, once
-placement issues them) shows as an "other" row, so the rows always add up to the
-run's totals.
+What is not attributed to a layer (engine work past the trace limit, say) shows as
+an "other" row, so the rows always add up to the run's totals.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class ModelReport:
             f"{len(self.layers)} layers"
         )
         cols = (
-            f"  {'layer':<22} {'cycles':>16} {'share':>7} {'MAC util':>9} "
+            f"  {'layer':<40} {'cycles':>16} {'share':>7} {'MAC util':>9} "
             f"{'DRAM bytes':>14} {'energy uJ':>11} {'roofline':>12} {'x bound':>10}"
         )
         rows = [head, cols]
@@ -140,7 +142,17 @@ class ModelReport:
         )
         rows.append(_row("total", total, r.cycles))
         rows.append("  " + self.summary())
+        if r.events_dropped and self.mode != "DRAM-direct":
+            rows.append(
+                f"  note: the run's trace kept {len(r.events):,} events and dropped "
+                f"{r.events_dropped:,}, so the engine work after them shows as "
+                f"{OTHER}; compile with a larger trace_limit to attribute all of it"
+            )
         return "\n".join(rows)
+
+
+def _fit(name: str, width: int) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
 
 
 def _row(name: str, c: LayerCost, total: int) -> str:
@@ -148,7 +160,7 @@ def _row(name: str, c: LayerCost, total: int) -> str:
     ratio = f"{c.ratio:,.1f}x" if c.ratio is not None else "-"
     bound = f"{c.roofline_cycles:,}" if c.roofline_cycles else "-"
     return (
-        f"  {name[:22]:<22} {c.cycles:>16,} {share:>7.1%} {c.utilization:>9.2%} "
+        f"  {_fit(name, 40):<40} {c.cycles:>16,} {share:>7.1%} {c.utilization:>9.2%} "
         f"{c.dram_bytes:>14,} {c.energy_pj / 1e6:>11,.3f} {bound:>12} {ratio:>10}"
     )
 
@@ -169,28 +181,43 @@ def model_report(compiled, report=None) -> ModelReport:
             "model_report: there is no run to report on because compiled.run() was "
             "not called. Run it first, or pass its report."
         )
-    return layer_costs(compiled.kernel, report, compiled.spec)
+    units = None
+    if compiled.choice is not None:
+        units = [[s.name for s in lc.layer.stmts] for lc in compiled.choice.layers]
+    return layer_costs(compiled.kernel, report, compiled.spec, units)
 
 
-def layer_costs(kernel: Kernel, report, spec) -> ModelReport:
-    """Group the statements' costs of ``report`` by layer (see module docstring)."""
+def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:
+    """Group the statements' costs of ``report`` by layer (see module docstring).
+
+    ``units`` are the statement lists the accelerator scheduler fused and ran as one
+    (``Choice.layers``): model layers that share one are reported as one row
+    (``fc1 + gelu``), since their work is interleaved on the engines.
+    """
+    from accelerator.attribution import attribute
     from accelerator.roofline import roofline
 
-    groups: dict[str, list[str]] = {}
-    for s in kernel.statements:
-        groups.setdefault(layer_of(s.origin) or OTHER, []).append(s.name)
+    groups = _merge_fused(_calls(kernel), units or [])
     per = {s.name: s for s in report.statements}
+    shares = attribute(report, groups) if _engine_work(report) else None
     layers = []
     for name, stmts in groups.items():
         bound = roofline(_layer_kernel(kernel, name, stmts), spec, {})
-        uses = [per[s] for s in stmts if s in per]
+        if shares is not None:
+            share = shares.shares[name]
+            cost = (share.cycles, share.dram_bytes, share.energy_pj)
+        else:
+            uses = [per[s] for s in stmts if s in per]
+            cost = (
+                sum(u.cycles for u in uses),
+                sum(_dram(u) for u in uses),
+                sum(u.energy_pj for u in uses),
+            )
         layers.append(
             LayerCost(
                 name,
                 tuple(stmts),
-                sum(u.cycles for u in uses),
-                sum(_dram(u) for u in uses),
-                sum(u.energy_pj for u in uses),
+                *cost,
                 bound.macs,
                 bound.cycles,
                 bound.peak_macs_per_cycle,
@@ -200,6 +227,94 @@ def layer_costs(kernel: Kernel, report, spec) -> ModelReport:
     if other is not None:
         layers.append(other)
     return ModelReport(kernel.name, report.config, report.mode, tuple(layers), report)
+
+
+def _calls(kernel: Kernel) -> dict[str, list[str]]:
+    """Statements grouped by model layer, one group per call in program order: a
+    module called twice (one ``nn.ReLU`` after both convolutions of a residual
+    block) gives ``relu`` and ``relu (2)``."""
+    groups: dict[str, list[str]] = {}
+    calls: dict[str, int] = {}
+    previous = None
+    for s in kernel.statements:
+        layer = layer_of(s.origin) or OTHER
+        if layer != previous:
+            calls[layer] = calls.get(layer, 0) + 1
+            previous = layer
+        name = (
+            layer
+            if calls[layer] == 1 or layer == OTHER
+            else f"{layer} ({calls[layer]})"
+        )
+        groups.setdefault(name, []).append(s.name)
+    return groups
+
+
+def _merge_fused(
+    groups: dict[str, list[str]], units: list[list[str]]
+) -> dict[str, list[str]]:
+    """Join the model layers whose statements share a fused unit (union-find), in
+    program order; a joined row is named ``a + b``."""
+    parent = {g: g for g in groups}
+
+    def find(g: str) -> str:
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    group_of = {s: g for g, stmts in groups.items() for s in stmts}
+    for unit in units:
+        roots = {find(group_of[s]) for s in unit if s in group_of}
+        first, *rest = sorted(roots, key=list(groups).index) or [None]
+        for r in rest:
+            parent[r] = first
+    merged: dict[str, list[str]] = {}
+    for g, stmts in groups.items():
+        merged.setdefault(find(g), []).extend(stmts)
+    names = {r: [g for g in groups if find(g) == r] for r in merged}
+    return {_joined(names[r]): stmts for r, stmts in merged.items()}
+
+
+def _joined(names: list[str]) -> str:
+    """``fc1 + gelu``; consecutive layers of one module are written once, in brace
+    form: ``layer1.0.{conv2, forward, relu (2)} + avgpool`` (``forward``: the
+    module's own code, such as the residual add)."""
+    parts: list[str] = []
+    run: list[str] = []
+    head: list[str] = []
+    for name in [*names, ""]:
+        path = name.split(" ")[0].split(".") if name else []
+        common = _common(head, path) if run else path
+        if run and not common:
+            parts.append(_braced(run, head))
+            run, common = [], path
+        run.append(name)
+        head = common
+    return " + ".join(parts)
+
+
+def _common(a: list[str], b: list[str]) -> list[str]:
+    k = 0
+    while k < min(len(a), len(b)) and a[k] == b[k]:
+        k += 1
+    return a[:k]
+
+
+def _braced(run: list[str], head: list[str]) -> str:
+    if len(run) == 1:
+        return run[0]
+    prefix = ".".join(head)
+    rest = [n[len(prefix) + 1 :] if n.startswith(prefix + ".") else n for n in run]
+    return (
+        prefix + ".{" + ", ".join("forward" if n == prefix else n for n in rest) + "}"
+    )
+
+
+def _engine_work(report) -> bool:
+    """Whether the run issued engine operations (a placed run): its layers' costs
+    come from the trace (:mod:`accelerator.attribution`)."""
+    return any(e.kind in ("mac", "vector", "dma") for e in report.events)
 
 
 def _dram(use) -> int:
