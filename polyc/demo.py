@@ -88,7 +88,7 @@ def run_demo(size: int = 64) -> int:
         f"  time                  lower {t_lower * 1e3:.1f} ms, interpret {t_interp * 1e3:.1f} ms, "
         f"build {t_build * 1e3:.1f} ms, run {t_run * 1e3:.2f} ms"
     )
-    # the same kernel on the simulated accelerator (DRAM-direct until placement)
+    # the same kernel on the simulated accelerator (placed by the accelerator scheduler)
     compiled = polyc.compile(kernel, config="edge-npu")
     sim_out, report = compiled.run(inputs)
     err_sim = float(np.max(np.abs(sim_out["out"] - want)))
