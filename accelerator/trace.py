@@ -134,12 +134,15 @@ def render_table(r: Report) -> str:
             f"  {m.name:<10} {_n(m.bytes_read):>14} {_n(m.bytes_written):>14} "
             f"{peak:>12}"
         )
-    if r.statements:
+    scalar = [s for s in r.statements if s.instances]
+    if scalar:
         lines += ["", "  scalar statements (instances x cycles each):"]
-        for s in r.statements:
+        for s in scalar:
             lines.append(
                 f"    {s.name:<12} {_n(s.instances):>14} x {s.cycles_per_instance}"
             )
+    elif r.statements:
+        lines += ["", "  scalar statements: none ran on the scalar core"]
     lines.append(
         f"\n  trace: {len(r.events)} events"
         + (
