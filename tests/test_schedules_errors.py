@@ -249,10 +249,10 @@ def test_unknown_fusion_strategy():
 def test_budget_error_when_isl_runs_out_of_operations():
     with pytest.raises(
         BudgetError,
-        match=r"^auto: isl's scheduler ran past its budget of 500 operations because "
+        match=r"^auto: isl's scheduler ran past its budget of 100 operations because "
         r"seidel2d \(1 statements\)",
     ):
-        S.auto(ex.seidel2d(None, None), max_operations=500)
+        S.auto(ex.seidel2d(None, None), max_operations=100)
 
 
 def test_replay_of_an_unknown_step():
