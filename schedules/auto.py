@@ -93,7 +93,7 @@ def auto(
         cache: cache capacities for the cost model (default: this host's).
         max_operations: isl's operation budget for the scheduler.
         max_seconds: a CPU-time bound on each call of isl's scheduler (see
-            :func:`bounded_compute`; four times as much wall time). isl does not
+            :func:`bounded_compute`; ten times as much wall time, plus 30 s). isl does not
             count every step against its operation budget (some problems spin in
             its LP solver for minutes), so the scheduler runs in a forked child that
             is stopped at the deadline.
@@ -216,8 +216,10 @@ _TIMEOUT = "polyc: deadline"
 
 #: wall time allowed to the scheduler's child per second of its CPU-time bound: on a
 #: loaded machine (two test workers and other jobs on 2 cores) a child gets a
-#: fraction of a core, and fdtd-2d's 2 s of isl then took over 5 s of wall time
-WALL_PER_CPU_SECOND = 4
+#: fraction of a core, and fdtd-2d's 2 s of isl then took over 5 s of wall time;
+#: ``WALL_SLACK`` seconds more cover a child that waits for a core at the start
+WALL_PER_CPU_SECOND = 10
+WALL_SLACK = 30.0
 
 
 def bounded_compute(sc: isl.ScheduleConstraints, seconds: float) -> isl.Schedule:
@@ -226,8 +228,8 @@ def bounded_compute(sc: isl.ScheduleConstraints, seconds: float) -> isl.Schedule
     The computation runs in a forked child (copy-on-write: nothing is re-imported)
     that writes the schedule back as text through a pipe. The child's CPU time is
     limited (``RLIMIT_CPU``, whole seconds, rounded up) so that the bound does not
-    depend on the machine's load; ``WALL_PER_CPU_SECOND`` times ``seconds`` of wall
-    time bound a child that does not get the CPU. Past either, the child is killed
+    depend on the machine's load; ``WALL_PER_CPU_SECOND`` times ``seconds`` (plus
+    ``WALL_SLACK``) of wall time bound a child that does not get the CPU. Past either, the child is killed
     and ``isl.Error(_TIMEOUT)`` is raised. Without fork (not POSIX) the call runs in
     this process, bounded only by isl's operation budget.
     """
@@ -253,7 +255,7 @@ def bounded_compute(sc: isl.ScheduleConstraints, seconds: float) -> isl.Schedule
             os._exit(status)
     os.close(write_end)
     chunks: list[bytes] = []
-    deadline = time.monotonic() + seconds * WALL_PER_CPU_SECOND
+    deadline = time.monotonic() + seconds * WALL_PER_CPU_SECOND + WALL_SLACK
     try:
         while True:
             left = deadline - time.monotonic()
