@@ -284,7 +284,7 @@ def _limit_cpu(seconds: float) -> None:
     """Limit this (child) process to ``seconds`` of CPU time, rounded up to whole
     seconds (the kernel sends SIGXCPU, which ends it)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    want = max(math.ceil(seconds), 1)
+    want = max(math.ceil(seconds), 0)  # 0: stopped at once
     if hard != resource.RLIM_INFINITY:
         want = min(want, hard)
     if soft == resource.RLIM_INFINITY or want < soft:
