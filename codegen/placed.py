@@ -36,6 +36,7 @@ from codegen.sim import (
     _i64_list,
     buf_var,
     count_var,
+    distinct,
     mask_var,
     stmt_var,
 )
@@ -290,7 +291,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
     def _vector_statement(self, stmt: Statement, args) -> list[c.Generable]:
         r = self.renderer(args)
         iters = [args[i] for i in stmt.iterators]
-        accesses = _distinct((stmt.target, *stmt.reads))
+        accesses = distinct((stmt.target, *stmt.reads))
         out = [self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)]
         out.append(c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"))
         out.append(c.Statement(f"pc_v_{stmt.name}++"))
@@ -356,14 +357,6 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
 
 def _args(n: loops.Call) -> list[str]:
     return [loops.to_c(a) for a in n.args]
-
-
-def _distinct(loads) -> list[Load]:
-    out: list[Load] = []
-    for ld in loads:
-        if not any(ld.array == o.array and ld.index == o.index for o in out):
-            out.append(ld)
-    return out
 
 
 def _calls_below(nodes) -> set[str]:

@@ -121,7 +121,7 @@ class SimEmitter(CEmitter):
     def statement(self, stmt: Statement, args: dict[str, str]) -> list[c.Generable]:
         r = self.renderer(args)
         iters = [args[i] for i in stmt.iterators]
-        accesses = _distinct((stmt.target, *stmt.reads))  # the target first: a write
+        accesses = distinct((stmt.target, *stmt.reads))  # the target first: a write
         checks = [
             self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)
         ]
@@ -198,7 +198,8 @@ def _i64_list(items: list[str]) -> str:
     return f"((const int64_t[]){{{', '.join(items)}}})"
 
 
-def _distinct(loads) -> list[Load]:
+def distinct(loads) -> list[Load]:
+    """The accesses of ``loads`` with duplicates (same array and index) dropped."""
     out: list[Load] = []
     for ld in loads:
         if not any(ld.array == o.array and ld.index == o.index for o in out):

@@ -27,6 +27,7 @@ from polyc.program import Program
 from schedules import footprint as F
 from schedules import isltree
 from tests.placecheck import check
+from tests.test_accel_compile import inputs as _inputs
 
 
 def _prefix(kernel, band, depth=None):
@@ -41,17 +42,6 @@ def _tiled_matmul():
     k = S.tile(k, "S0", {"i": 32, "j": 16})
     k = S.tile(k, "S1", {"i": 32, "j": 16, "k": 8})
     return S.fuse(k, ["S0_t", "S1_t"], depth=2, name="T")
-
-
-def _inputs(kernel, rng):
-    out = {}
-    for a in kernel.free_inputs:
-        shape = a.concrete_shape({})
-        if a.dtype.is_float:
-            out[a.name] = rng.standard_normal(shape).astype(a.dtype.numpy)
-        else:
-            out[a.name] = rng.integers(-100, 100, shape).astype(a.dtype.numpy)
-    return out
 
 
 def _dma(report, label: str) -> list:
