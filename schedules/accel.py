@@ -15,7 +15,11 @@ buffering and engine mapping for one hardware description.
    result is an ordinary scheduled Kernel whose history replays. Each array is
    placed below the innermost tile loop that moves its footprint (hoisted out of
    the others: a stationary operand is copied once per tile of the loops it
-   depends on), with two slots when its copy runs more than once. If a candidate
+   depends on), with two slots when its copy runs more than once. With an SRAM
+   level above the engines' one (datacenter's ``shared``), an operand the tiles
+   re-read from DRAM is staged whole there, above the tile loops, when it fits
+   and the model says that is not slower: DRAM is read once and the tiles' copies
+   come from that level (multi-level tiling, two levels). If a candidate
    turns out not to fit (alignment, exact footprints), the next one is tried; a
    layer with no candidate stays DRAM-direct.
 
@@ -75,10 +79,11 @@ class Choice:
         return sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
 
 
-def schedule(kernel: Kernel, spec: Spec) -> Choice:
+def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     """Schedule ``kernel`` for ``spec`` (see the module docstring). Never raises for
     a valid kernel: what cannot be placed runs DRAM-direct, and the choice says
-    why."""
+    why. ``stage=False`` keeps every layer in the engines' level alone (no
+    operand staged in the SRAM level above it)."""
     if not _concrete(kernel):
         return Choice(
             kernel,
@@ -97,7 +102,7 @@ def schedule(kernel: Kernel, spec: Spec) -> Choice:
             options.append([])
             choices.append(LayerChoice(layer, None, note="not a simple loop nest"))
             continue
-        cands = search.search(kernel, layer, spec)
+        cands = search.search(kernel, layer, spec, stage=stage)
         options.append(cands)
         note = "" if cands else "no tiling fits the engines' memory"
         choices.append(LayerChoice(layer, None, note=note))
@@ -250,6 +255,10 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
     for array in order:
         users = [s for s in layer.stmts if array in _arrays(s)]
         band, depth = _position(layer, cand, where, users, array)
+        if array in cand.staged:  # whole, once, above the tile loops
+            upper = spec.memory[search.upper_level(spec)].name
+            top = _outermost(layer, where)
+            k = place(k, top, array, upper, config=spec, depth=0, slots=1, plan=False)
         pad = _pitch(k, st, array)
         layout = {a: o for a, o in st.layouts if a == array} or None
         phase = None
@@ -307,6 +316,12 @@ def _position(layer: Layer, cand, where, users, array) -> tuple[str, int]:
             return layer.bands[0], 0
         return where[(first.name, first.iterators[0])][0], 0
     return best[1], best[2]
+
+
+def _outermost(layer: Layer, where) -> str:
+    """The band of the layer's outermost tile loop."""
+    first = layer.stmts[0]
+    return where.get((first.name, first.iterators[0]), (layer.bands[0], 0))[0]
 
 
 def _extent_of(layer: Layer, var: tuple) -> int:

@@ -48,6 +48,7 @@ class Candidate:
     sram_bytes: float
     engines: tuple[tuple[str, float], ...] = ()  # predicted busy cycles per engine
     transfers: float = 0.0  # DMA calls
+    staged: tuple[str, ...] = ()  # operands staged whole in the level above
 
     def size_of(self, var: tuple) -> int | None:
         return dict(self.sizes).get(var)
@@ -62,6 +63,13 @@ def engine_level(spec: Spec) -> int:
         if m.name in common:
             return spec.level_index(m.name)
     return spec.level_index(spec.vector.levels[0])
+
+
+def upper_level(spec: Spec) -> int | None:
+    """The SRAM level right above the engines' one (datacenter's ``shared``), where
+    operands re-read across tiles are staged; ``None`` with one SRAM level."""
+    i = engine_level(spec) - 1
+    return i if i > 0 and spec.memory[i].kind == "sram" else None
 
 
 def engines(kernel: Kernel, stmt: Statement, spec: Spec) -> list[str]:
@@ -286,16 +294,21 @@ def _key(var: tuple):
     return (0, var[1], "") if var[0] == "s" else (1, var[1], var[2])
 
 
-def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Candidate]:
-    """The ``keep`` best candidates that fit, best first (deterministic)."""
+def search(
+    kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8, stage: bool = True
+) -> list[Candidate]:
+    """The ``keep`` best candidates that fit, best first (deterministic). With
+    ``stage`` (and an SRAM level above the engines'), operands re-read from DRAM
+    across tiles may be staged whole in that level (see :func:`_best`)."""
     level = engine_level(spec)
+    upper = upper_level(spec) if stage else None
     capacity = spec.memory[level].capacity_bytes
     if may_leave(kernel, layer):  # a halo: the level keeps a zero block
         capacity -= 2 * max(ZERO_BYTES, spec.memory[level].alignment_bytes)
     found: list[Candidate] = []
     for private in (False, True):
         for st in structures(kernel, layer, spec, private, all_orders=False):
-            found.extend(_best(kernel, layer, spec, st, level, capacity, keep))
+            found.extend(_best(kernel, layer, spec, st, level, capacity, keep, upper))
         if not found:
             continue
         # the two best structures again, in every order of their tile loops
@@ -309,7 +322,9 @@ def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Cand
         natural = {c.structure for c in found}
         for st in structures(kernel, layer, spec, private, all_orders=True):
             if replace(st, order=()) in tops and st not in natural:
-                found.extend(_best(kernel, layer, spec, st, level, capacity, keep))
+                found.extend(
+                    _best(kernel, layer, spec, st, level, capacity, keep, upper)
+                )
         break
     best = min((c.cycles for c in found), default=1.0)
     found.sort(
@@ -325,7 +340,13 @@ def search(kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8) -> list[Cand
     return found[:keep]
 
 
-def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Candidate]:
+def _best(
+    kernel, layer, spec, st: Structure, level, capacity, keep, upper=None
+) -> list[Candidate]:
+    """The ``keep`` best tile sizes of ``st``. With an ``upper`` level, each point
+    is also modelled with its re-read operands staged there (those that fit,
+    copied once from DRAM above the tile loops) and staged where that is not
+    slower than the single-level placement (within the tie margin)."""
     model = _model(kernel, layer, spec, st, level)
     values = []
     exact = {
@@ -350,6 +371,10 @@ def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Can
         mesh = np.zeros((1, 0))
         grid = {}
     est = model.evaluate(grid)
+    top = spec.memory[upper] if upper is not None else None
+    staged = model.stageable(top)
+    if staged:
+        est = _staged(est, model.evaluate(grid, staged, top))
     ok = np.flatnonzero(est.sram_bytes <= capacity)
     if ok.size == 0:
         return []
@@ -369,9 +394,32 @@ def _best(kernel, layer, spec, st: Structure, level, capacity, keep) -> list[Can
                 float(est.sram_bytes[i]),
                 tuple((e, float(v[i])) for e, v in est.engines.items()),
                 float(est.transfers[i]),
+                tuple(a for a, use in est.staged.items() if use[i]),
             )
         )
     return out
+
+
+def _staged(one, two):
+    """Per point, the staged estimate ``two`` where it is within the tie margin of
+    the single-level ``one`` (it moves fewer DRAM bytes), else ``one``."""
+    some = np.zeros(len(one.cycles), dtype=bool)
+    for u in two.staged.values():
+        some |= u
+    use = some & (two.cycles <= one.cycles * (1 + TIE))
+
+    def pick(a, b):
+        return np.where(use, b, a)
+
+    return replace(
+        one,
+        cycles=pick(one.cycles, two.cycles),
+        dram_bytes=pick(one.dram_bytes, two.dram_bytes),
+        sram_bytes=one.sram_bytes,
+        engines={e: pick(v, two.engines[e]) for e, v in one.engines.items()},
+        transfers=pick(one.transfers, two.transfers),
+        staged={a: u & use for a, u in two.staged.items()},
+    )
 
 
 def _model(kernel, layer, spec, st: Structure, level) -> LayerModel:
@@ -386,6 +434,6 @@ def _model(kernel, layer, spec, st: Structure, level) -> LayerModel:
 def formula(kernel: Kernel, layer: Layer, spec: Spec, cand: Candidate) -> str:
     """The DRAM traffic of a candidate as a formula of its tile sizes."""
     model = LayerModel(kernel, layer, spec, cand.structure, engine_level(spec))
-    expr = model.traffic_formula()
+    expr = model.traffic_formula(cand.staged)
     names = ", ".join(f"{symbol(layer, v)}={n}" for v, n in cand.sizes)
     return f"DRAM bytes = {expr}" + (f" at {names}" if names else "")

@@ -35,6 +35,7 @@ from polyc.expr import ops_count
 from polyc.ir import Kernel, Statement
 from schedules.costeval import descriptors, numeric
 from schedules.layers import Layer
+from schedules.memplan import ZERO_BYTES
 from schedules.placement import CHUNK_BYTES
 
 #: slots of an operand buffer copied per tile (streamed through a statement's
@@ -115,6 +116,7 @@ class Estimate:
     sram_bytes: np.ndarray
     engines: dict = field(default_factory=dict)
     transfers: np.ndarray | None = None  # DMA calls
+    staged: dict = field(default_factory=dict)  # array -> staged at each point
 
 
 def symbol(layer: Layer, var: tuple) -> sp.Symbol:
@@ -226,8 +228,20 @@ class LayerModel:
             extents.append(sp.Max(*per) if len(per) > 1 else per[0])
         written = any(s.target.array == name for s in users)
         read = any(ld.array == name for s in users for ld in s.reads)
+        # the whole layer's box (a buffer staged above the tile loops)
+        whole = []
+        for d in range(arr.ndim):
+            whole.append(
+                max(
+                    int(self._extent(s, ld.index[d], set(), shape[d]))
+                    for s in users
+                    for ld in (s.target, *s.reads)
+                    if ld.array == name
+                )
+            )
         return {
             "extents": extents,
+            "whole": whole,
             "shape": shape,
             "copies": copies,
             "itemsize": arr.dtype.itemsize,
@@ -338,8 +352,36 @@ class LayerModel:
         return float(per * n)
 
     # evaluation ------------------------------------------------------------------------
-    def evaluate(self, grid: dict[sp.Symbol, np.ndarray]) -> Estimate:
-        """The model at every candidate of ``grid`` (arrays of equal length)."""
+    def stageable(self, upper) -> tuple[str, ...]:
+        """Operands that may be staged whole in the SRAM level ``upper`` (a
+        :class:`MemoryLevel` above the engines' one, or ``None``): read and not
+        written by the layer, stored plainly (no phases, no layout change), taken
+        in the layer's order while their aligned boxes fit (less a zero block)."""
+        if upper is None:
+            return ()
+        align = upper.alignment_bytes
+        room = upper.capacity_bytes - 2 * max(ZERO_BYTES, align)
+        relaid = {a for a, _ in self.st.layouts} | set(self._phases)
+        out = []
+        for name, info in self._arrays.items():
+            if info["written"] or not self._copy_in(name, info) or name in relaid:
+                continue
+            nbytes = math.prod(info["whole"]) * info["itemsize"]
+            need = -(-nbytes // align) * align
+            if need <= room:
+                out.append(name)
+                room -= need
+        return tuple(out)
+
+    def evaluate(
+        self, grid: dict[sp.Symbol, np.ndarray], staged=(), upper=None
+    ) -> Estimate:
+        """The model at every candidate of ``grid`` (arrays of equal length).
+
+        ``staged`` operands (of :meth:`stageable`) whose copy runs more than
+        once are copied whole from DRAM into the SRAM level ``upper`` once,
+        above the tile loops, and each tile's copy then comes from there (the
+        upper level's latency and bandwidth)."""
         spec = self.spec
         args = [np.asarray(grid[s], dtype=float) for s in self.syms]
         n = len(args[0]) if args else 1
@@ -365,6 +407,8 @@ class LayerModel:
         stored = []  # copies of each copied-out buffer
         want = min(spec.dram.bytes_per_cycle, self.level.bytes_per_cycle)
         split = min(dma.channels, max(1, -(-int(want) // int(rate))))
+        hop = _hops(spec, upper, self.level)  # (DRAM -> upper, upper -> engines')
+        staged_at = {}
         for name, info in self._arrays.items():
             ext = [ev(e) for e in info["extents"]]
             copies = ev(info["copies"])
@@ -391,13 +435,21 @@ class LayerModel:
             align = self.level.alignment_bytes
             sram += slots * np.ceil(elems * size / align) * align
             nbytes = moved * size
-            desc = descriptors(ext, info["shape"], dma.max_dims)
+            # staged only when the tiles re-read it: more bytes than its box
+            reread = copies * nbytes > 1.001 * staged_at_bytes(info, size)
+            use = reread & (name in staged and upper is not None)
+            staged_at[name] = use
+            src = info["whole"] if use.any() else info["shape"]
+            desc = descriptors(ext, src, dma.max_dims)
+            c_lat, c_rate, c_want, c_split = (
+                np.where(use, a, b) for a, b in zip(hop[1], (lat, rate, want, split))
+            )
             # a large copy is cut into ``split`` calls on as many channels
-            cut = np.where(nbytes >= split * CHUNK_BYTES, split, 1)
+            cut = np.where(nbytes >= c_split * CHUNK_BYTES, c_split, 1)
             cut = cut * phases
-            per_call = desc * dma.setup_cycles + lat + nbytes / cut / rate
+            per_call = desc * dma.setup_cycles + c_lat + nbytes / cut / c_rate
             ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
-            dram_bytes += copies * nbytes * ways
+            dram_bytes += np.where(use, 0, copies * nbytes * ways)
             chan += copies * per_call * cut * ways
             issues += copies * ways * cut
             transfers += copies * ways * cut
@@ -406,10 +458,32 @@ class LayerModel:
             if self._copy_out(name, info):
                 stored.append(copies)
             alone = (
-                desc * dma.setup_cycles + lat + nbytes / np.minimum(cut * rate, want)
+                desc * dma.setup_cycles
+                + c_lat
+                + nbytes / np.minimum(cut * c_rate, c_want)
             )
+            if use.any():  # the staging copy: DRAM -> upper once, before the tiles
+                s_lat, s_rate, s_want, s_split = hop[0]
+                whole = staged_at_bytes(info, size)
+                s_cut = s_split if whole >= s_split * CHUNK_BYTES else 1
+                s_desc = descriptors(
+                    [np.full(1, float(e)) for e in info["whole"]],
+                    info["shape"],
+                    dma.max_dims,
+                )[0]
+                s_call = s_desc * dma.setup_cycles + s_lat + whole / s_cut / s_rate
+                s_alone = (
+                    s_desc * dma.setup_cycles
+                    + s_lat
+                    + whole / min(s_cut * s_rate, s_want)
+                )
+                dram_bytes += np.where(use, whole, 0)
+                chan += np.where(use, s_call * s_cut, 0)
+                issues += np.where(use, s_cut, 0)
+                transfers += np.where(use, s_cut, 0)
+                alone = np.where(use, s_alone + alone, alone)
             if self._copy_in(name, info):
-                first_in += nbytes
+                first_in += np.where(use, staged_at_bytes(info, size), nbytes)
                 first_time = np.maximum(first_time, alone)
             if self._copy_out(name, info):
                 last_out += nbytes
@@ -449,6 +523,7 @@ class LayerModel:
             sram,
             {"mac": mac, "vector": vec, "dma": dma_time, "scalar": scalar},
             transfers,
+            staged_at,
         )
 
     def _expressions(self) -> list[sp.Expr]:
@@ -524,16 +599,47 @@ class LayerModel:
             out *= pitch if aff.coefficient(w) else ext[d]
         return out
 
-    def traffic_formula(self) -> sp.Expr:
-        """DRAM bytes of the layer as a formula of the tile sizes (for explanations)."""
+    def traffic_formula(self, staged=()) -> sp.Expr:
+        """DRAM bytes of the layer as a formula of the tile sizes (for explanations;
+        a ``staged`` operand moves its whole box once)."""
         total = sp.Integer(0)
         for name, info in self._arrays.items():
+            if name in staged:
+                total += sp.Integer(int(staged_at_bytes(info, info["itemsize"])))
+                continue
             moved = sp.Integer(1)
             for e, dim in zip(info["extents"], info["shape"]):
                 moved *= sp.Min(e, dim)
             ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
             total += ways * info["copies"] * moved * info["itemsize"]
         return total
+
+
+def staged_at_bytes(info: dict, itemsize: int) -> float:
+    """Bytes a staged operand moves from DRAM: its whole box, clipped to the array."""
+    return float(
+        math.prod(min(e, d) for e, d in zip(info["whole"], info["shape"])) * itemsize
+    )
+
+
+def _hops(spec: Spec, upper, level):
+    """``(latency, per-channel rate, wanted bandwidth, calls per copy)`` of the copy
+    DRAM -> ``upper`` and of ``upper`` -> ``level`` (the simulator's rules: the
+    slower end's latency, a channel at most the SRAM ends' bandwidth)."""
+    out = []
+    for a, b in ((spec.dram, upper), (upper, level)):
+        if a is None or b is None:
+            out.append((0, 1.0, 1.0, 1))
+            continue
+        ends = (a, b)
+        rate = min(
+            [spec.dma.bytes_per_cycle]
+            + [m.bytes_per_cycle for m in ends if m.kind == "sram"]
+        )
+        want = min(m.bytes_per_cycle for m in ends)
+        split = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
+        out.append((max(a.latency_cycles, b.latency_cycles), rate, want, split))
+    return out
 
 
 def _arrays_of(stmt: Statement) -> set[str]:
