@@ -123,6 +123,14 @@ class Compiled:
                 f"streamed operands in {st.stream_slots} slots; predicted "
                 f"{cand.cycles:,.0f} cycles ({busy}); {lc.tried} candidates fit"
             )
+            if cand.staged:
+                from schedules.accel_search import upper_level
+
+                top = self.spec.memory[upper_level(self.spec)].name
+                out.append(
+                    f"      staged whole in {top} (read from DRAM once, tiles "
+                    f"copied from there): {', '.join(cand.staged)}"
+                )
             if lc.formula:
                 out.append(f"      {lc.formula}")
         return out

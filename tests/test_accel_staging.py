@@ -12,6 +12,7 @@ import polyc
 from accelerator import load_config
 from polyc import ops
 from schedules import accel
+from schedules.accel_search import upper_level
 
 TOLERANCE = 0.25  # as tests/test_accel_scheduler.py
 
@@ -27,14 +28,21 @@ def test_staged_operands_come_from_shared_and_dram_is_read_once(stage, rng):
     kernel = _gemm()
     spec = load_config("datacenter")
     single = accel.schedule(kernel, spec, stage=False)
-    choice = accel.schedule(kernel, spec, stage=stage)
+    if stage:  # the scheduler behind polyc.compile, and its explanation
+        compiled = polyc.compile(kernel, config="datacenter")
+        choice = compiled.choice
+        text = str(compiled)
+        assert "staged whole in shared (read from DRAM once" in text
+        assert "A_shared_0" in text and "B_shared_0" in text
+    else:
+        choice = single
+        compiled = polyc.compile(kernel, config="datacenter", schedule=choice.kernel)
     cand = choice.layers[-1].candidate
     assert cand.staged == (("A", "B") if stage else ())
     inputs = {
         a.name: rng.integers(-8, 8, a.concrete_shape({})).astype(a.dtype.numpy)
         for a in kernel.free_inputs
     }
-    compiled = polyc.compile(kernel, config="datacenter", schedule=choice.kernel)
     got, report = compiled.run(inputs)
     a, b = (inputs[x.name].astype(np.int64) for x in kernel.free_inputs)
     np.testing.assert_array_equal(got["out"], a @ b)
@@ -57,6 +65,8 @@ def test_staged_operands_come_from_shared_and_dram_is_read_once(stage, rng):
 
 def test_one_sram_level_stages_nothing():
     kernel = _gemm()
+    assert upper_level(load_config("datacenter")) is not None
     for config in ("tiny", "edge-npu"):
+        assert upper_level(load_config(config)) is None
         choice = accel.schedule(kernel, load_config(config))
         assert all(not lc.candidate or not lc.candidate.staged for lc in choice.layers)
