@@ -14,15 +14,23 @@ reported with the array it goes through.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import cached_property
 
 import islpy as isl
 
 from polyc import tree
+from polyc.errors import BudgetError
 from polyc.ir import Kernel, access_map
 
 END = "_END"
+
+#: isl operations one dataflow analysis may take (``POLYC_DEPS_MAX_OPERATIONS``
+#: overrides): ResNet-18 (73 statements) needs 1-3 million per analysis; parametric
+#: accesses with strides (``Z[2*i + 2*j]`` against ``Z[N - i + k]``) can keep isl
+#: busy for hours (found by the slow property run)
+MAX_OPERATIONS = int(os.environ.get("POLYC_DEPS_MAX_OPERATIONS", 20_000_000))
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,35 @@ class Deps:
         self._kernel_name = kernel.name
         self._reads, self._writes, self.refs = _tagged(kernel)
         self._empty_set = isl.UnionSet.empty(kernel.context.get_space())
+        self._over_budget: dict[str, str] = {}
+
+    def _compute_flow(self, info: isl.UnionAccessInfo, what: str) -> isl.UnionFlow:
+        """``info.compute_flow()`` within :data:`MAX_OPERATIONS` isl operations.
+
+        Raises:
+            BudgetError: when isl runs past the budget.
+        """
+        if what in self._over_budget:  # do not spend the budget again
+            raise BudgetError(self._over_budget[what])
+        ctx = isl.DEFAULT_CONTEXT
+        saved = ctx.get_max_operations()
+        ctx.reset_operations()
+        ctx.set_max_operations(MAX_OPERATIONS)
+        try:
+            return info.compute_flow()
+        except isl.Error as err:
+            if "operations" not in str(err):
+                raise
+        finally:
+            ctx.set_max_operations(saved)
+            ctx.reset_operations()
+        self._over_budget[what] = (
+            f"dependences: isl's {what} analysis of {self._kernel_name} ran past its "
+            f"budget of {MAX_OPERATIONS:,} operations because its accesses are hard "
+            "for isl to summarise (parametric, strided subscripts). Fix the sizes "
+            "(kernel.with_context('N = 64')) or raise POLYC_DEPS_MAX_OPERATIONS."
+        )
+        raise BudgetError(self._over_budget[what])
 
     @cached_property
     def _tagged_schedule(self) -> isl.Schedule:
@@ -101,7 +138,7 @@ class Deps:
     def _flow(self):
         info = isl.UnionAccessInfo.from_sink(self._reads)
         info = info.set_must_source(self._writes).set_schedule(self._tagged_schedule)
-        return info.compute_flow()
+        return self._compute_flow(info, "flow")
 
     @cached_property
     def flow_tagged(self) -> isl.UnionMap:
@@ -126,9 +163,8 @@ class Deps:
     def _false(self) -> isl.UnionMap:
         info = isl.UnionAccessInfo.from_sink(self._writes)
         info = info.set_must_source(self._writes).set_may_source(self._reads)
-        return (
-            info.set_schedule(self._tagged_schedule).compute_flow().get_may_dependence()
-        )
+        info = info.set_schedule(self._tagged_schedule)
+        return self._compute_flow(info, "anti and output").get_may_dependence()
 
     @cached_property
     def anti_tagged(self) -> isl.UnionMap:
@@ -179,7 +215,7 @@ class Deps:
         info = isl.UnionAccessInfo.from_sink(end_reads).set_must_source(self._writes)
         end_sched = _end_schedule(end_reads, _width(sched))
         info = info.set_schedule_map(tagged_sched.union(end_sched))
-        last = info.compute_flow().get_may_dependence()
+        last = self._compute_flow(info, "live-out").get_may_dependence()
         return _untag_domain(last).domain()
 
     @cached_property

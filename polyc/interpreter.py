@@ -25,7 +25,7 @@ import numpy as np
 
 from polyc import tree
 from polyc.affine import Aff
-from polyc.errors import ScheduleError
+from polyc.errors import BudgetError, ScheduleError
 from polyc.expr import (
     Binary,
     Cast,
@@ -77,10 +77,16 @@ def _plan(kernel: Kernel) -> _Plan:
     width = next(iter(times.values())).dim(isl.dim_type.out) if times else 0
     order = _leaf_order(kernel)
     rank = {name: r for r, name in enumerate(order)}
-    bad = _batch_hazards(kernel, rank)
+    try:
+        bad = _batch_hazards(kernel, rank)
+    except BudgetError:  # no dependences to batch by: one instance at a time
+        bad = None
     for depth in range(width + 1):
+        if bad is None and depth < width:
+            continue
         if (
-            bad.is_empty()
+            bad is None
+            or bad.is_empty()
             or bad.intersect(_same_prefix(times_union, depth, width)).is_empty()
         ):
             doms = {

@@ -97,3 +97,32 @@ def test_lu_triangular_nest():
 def test_deps_print_names_kinds_and_arrays():
     text = str(kernels.producer_consumer().deps)
     assert "flow on B:" in text and "anti: none" in text and "live-in:" in text
+
+
+def test_analysis_past_its_operation_budget_is_a_budget_error(monkeypatch):
+    """isl's dataflow analysis can run for hours on parametric strided accesses (the
+    slow property run found one); it runs under an operation budget. The interpreter
+    then runs one instance at a time, in schedule order, without dependences."""
+    import numpy as np
+    import pytest
+
+    import polyc
+    import schedules as S
+    from polyc import deps as D
+
+    rng = np.random.default_rng(0)
+    a = rng.random((6, 6))
+    want = polyc.interpret(kernels.seidel2d(), {"A": a.copy()}, T=2)["A"]
+    monkeypatch.setattr(D, "MAX_OPERATIONS", 200)
+    k = kernels.seidel2d()
+    message = (
+        r"^dependences: isl's flow analysis of seidel2d ran past its budget of 200 "
+        r"operations because its accesses are hard for isl to summarise \(parametric, "
+        r"strided subscripts\)\. Fix the sizes"
+    )
+    with pytest.raises(polyc.BudgetError, match=message):
+        k.deps.flow
+    with pytest.raises(polyc.BudgetError, match=message):  # remembered, not redone
+        S.tile(k, "L0", {"i": 2})
+    got = polyc.interpret(k, {"A": a.copy()}, T=2)["A"]
+    np.testing.assert_array_equal(got, want)
