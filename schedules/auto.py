@@ -44,6 +44,7 @@ import islpy as isl
 from polyc.errors import (
     ArgumentError,
     BudgetError,
+    IllegalTransformError,
     ScheduleError,
 )
 from polyc.ir import Kernel, access_map
@@ -392,7 +393,7 @@ def _contiguous_innermost(
         return kernel, False
     merged = kernel
     for inner in chain[1:]:
-        merged = attempt(lambda k=merged, i=inner: merge_bands(k, name, i), None)
+        merged = _merge(merged, name, inner)
         if merged is None:
             return kernel, False
     outer, nb = band_at(merged, name)
@@ -410,6 +411,15 @@ def _contiguous_innermost(
     if permuted is None:
         return kernel, False
     return permuted, True
+
+
+def _merge(kernel: Kernel, name: str, inner: str) -> Kernel | None:
+    """``merge_bands``, or None when it is illegal or the two bands' members share a
+    name (isl's nested bands can both have a ``t``; found by the property test)."""
+    try:
+        return merge_bands(kernel, name, inner)
+    except (IllegalTransformError, ScheduleError):
+        return None
 
 
 def _nested_chain(kernel: Kernel, name: str) -> list[str]:

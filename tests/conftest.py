@@ -15,10 +15,11 @@ GOLDEN = Path(__file__).parent / "golden"
 # contraction, wrapping integers). Benchmarks use the default -O3 -march=native.
 os.environ.setdefault("POLYC_OPT", "-O2")
 
-settings.register_profile(
+settings.register_profile(  # the suite: the same examples on every run
     "ci",
     max_examples=50,
     deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
