@@ -15,6 +15,7 @@ reported with the array it goes through.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -31,6 +32,27 @@ END = "_END"
 #: accesses with strides (``Z[2*i + 2*j]`` against ``Z[N - i + k]``) can keep isl
 #: busy for hours (found by the slow property run)
 MAX_OPERATIONS = int(os.environ.get("POLYC_DEPS_MAX_OPERATIONS", 20_000_000))
+
+
+@contextmanager
+def operation_budget(max_operations: int):
+    """Bound the isl operations of the block on the default context; the previous
+    bound is restored after it. Past the bound isl raises an error that
+    :func:`over_budget` recognises."""
+    ctx = isl.DEFAULT_CONTEXT
+    saved = ctx.get_max_operations()
+    ctx.reset_operations()
+    ctx.set_max_operations(max_operations)
+    try:
+        yield
+    finally:
+        ctx.set_max_operations(saved)
+        ctx.reset_operations()
+
+
+def over_budget(err: isl.Error) -> bool:
+    """Whether isl stopped because it ran past :func:`operation_budget`."""
+    return "operations" in str(err)
 
 
 @dataclass(frozen=True)
@@ -99,18 +121,12 @@ class Deps:
         """
         if what in self._over_budget:  # do not spend the budget again
             raise BudgetError(self._over_budget[what])
-        ctx = isl.DEFAULT_CONTEXT
-        saved = ctx.get_max_operations()
-        ctx.reset_operations()
-        ctx.set_max_operations(MAX_OPERATIONS)
         try:
-            return info.compute_flow()
+            with operation_budget(MAX_OPERATIONS):
+                return info.compute_flow()
         except isl.Error as err:
-            if "operations" not in str(err):
+            if not over_budget(err):
                 raise
-        finally:
-            ctx.set_max_operations(saved)
-            ctx.reset_operations()
         self._over_budget[what] = (
             f"dependences: isl's {what} analysis of {self._kernel_name} ran past its "
             f"budget of {MAX_OPERATIONS:,} operations because its accesses are hard "

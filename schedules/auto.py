@@ -41,6 +41,7 @@ from collections.abc import Mapping
 
 import islpy as isl
 
+from polyc.deps import operation_budget, over_budget
 from polyc.errors import (
     ArgumentError,
     BudgetError,
@@ -166,7 +167,6 @@ def isl_schedule(
     saved = (
         ctx.get_schedule_whole_component(),
         ctx.get_schedule_serialize_sccs(),
-        ctx.get_max_operations(),
         ctx.get_schedule_separate_components(),
         ctx.get_schedule_outer_coincidence(),
     )
@@ -174,32 +174,30 @@ def isl_schedule(
     ctx.set_schedule_whole_component(1 if fusion == "max" else 0)
     ctx.set_schedule_separate_components(0 if fusion == "max" else 1)
     ctx.set_schedule_serialize_sccs(1 if fusion == "none" else 0)
-    ctx.reset_operations()
-    ctx.set_max_operations(max_operations)
-    failure = None
+    failure, exhausted = None, False
     try:
-        sc = isl.ScheduleConstraints.on_domain(kernel.domain)
-        sc = sc.set_context(kernel.context)
-        proximity = deps.union(_input_reuse(kernel)) if fusion == "max" else deps
-        sc = sc.set_validity(deps).set_proximity(proximity).set_coincidence(deps)
-        return bounded_compute(sc, max_seconds)
+        with operation_budget(max_operations):
+            sc = isl.ScheduleConstraints.on_domain(kernel.domain)
+            sc = sc.set_context(kernel.context)
+            proximity = deps.union(_input_reuse(kernel)) if fusion == "max" else deps
+            sc = sc.set_validity(deps).set_proximity(proximity).set_coincidence(deps)
+            return bounded_compute(sc, max_seconds)
     except isl.Error as err:
         failure = str(err)  # raised below, outside this handler: isl errors do
         # not compare, and chained exceptions get compared by test tools
+        exhausted = over_budget(err)
     finally:
-        ctx.set_max_operations(saved[2])
-        ctx.reset_operations()
         ctx.set_schedule_whole_component(saved[0])
         ctx.set_schedule_serialize_sccs(saved[1])
-        ctx.set_schedule_separate_components(saved[3])
-        ctx.set_schedule_outer_coincidence(saved[4])
+        ctx.set_schedule_separate_components(saved[2])
+        ctx.set_schedule_outer_coincidence(saved[3])
     if failure == _TIMEOUT:
         raise BudgetError(
             f"auto: isl's scheduler ran past its deadline of {max_seconds:g} s "
             f"because {kernel.name} ({len(kernel.statements)} statements) is a hard "
             "scheduling problem for it. Pass a larger max_seconds=, or fusion='none'."
         )
-    if "operations" in failure:
+    if exhausted:
         raise BudgetError(
             f"auto: isl's scheduler ran past its budget of {max_operations} "
             f"operations because {kernel.name} ({len(kernel.statements)} "
