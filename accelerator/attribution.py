@@ -52,12 +52,11 @@ class Attribution:
 def attribute(report, groups: dict[str, list[str]]) -> Attribution:
     """Divide ``report``'s cycles, DRAM bytes and energy among ``groups`` (group name
     -> statement names) from its trace events and per-statement costs."""
-    group_of = {s: g for g, stmts in groups.items() for s in stmts}
     names = list(groups)
-    index = {g: n for n, g in enumerate(names)}
+    group_of = {s: n for n, g in enumerate(names) for s in groups[g]}
     events = report.events
     complete = report.events_dropped == 0
-    owner = _owners(events, group_of, index)
+    owner = _owners(events, group_of)
     # with dropped events, only the recorded stretch of the run is divided
     span = report.cycles if complete else max((e.end for e in events), default=0)
     cycles = _timeline(events, owner, len(names), span)
@@ -80,9 +79,9 @@ def attribute(report, groups: dict[str, list[str]]) -> Attribution:
     for s, g in group_of.items():  # statements run on the scalar core
         use = per_statement.get(s)
         if use is not None:
-            energy[index[g]] += use.energy_pj
+            energy[g] += use.energy_pj
             if use.bytes_read:
-                dram[index[g]] += use.bytes_read[0] + use.bytes_written[0]
+                dram[g] += use.bytes_read[0] + use.bytes_written[0]
     for term, total in report.energy.items():
         weights = activity.get(term)
         if term == "scalar" or weights is None or not weights.sum() or not complete:
@@ -95,15 +94,15 @@ def attribute(report, groups: dict[str, list[str]]) -> Attribution:
     return Attribution(shares, complete)
 
 
-def _owners(events, group_of: dict[str, str], index: dict[str, int]) -> list[int]:
-    """The group index of every event (-1: no group)."""
+def _owners(events, group_of: dict[str, int]) -> list[int]:
+    """The group index of every event (-1: no group); ``group_of`` maps statements
+    to group indices."""
     owner = [-1] * len(events)
     last = -1
     pending: list[int] = []  # copies-in waiting for the compute they feed
     for n, e in enumerate(events):
         if e.kind in COMPUTE:
-            g = group_of.get(e.label.split(" ")[0])
-            g = index[g] if g is not None else -1
+            g = group_of.get(e.label.split(" ")[0], -1)
             for p in pending:
                 owner[p] = g
             pending.clear()

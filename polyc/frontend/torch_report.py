@@ -118,6 +118,8 @@ class ModelReport:
         }
 
     def __str__(self) -> str:
+        from codegen.sim import MODE_DRAM_DIRECT
+
         r = self.report
         head = (
             f"polyc model report: {self.kernel} on {self.config}, {self.mode}, "
@@ -142,7 +144,7 @@ class ModelReport:
         )
         rows.append(_row("total", total, r.cycles))
         rows.append("  " + self.summary())
-        if r.events_dropped and self.mode != "DRAM-direct":
+        if r.events_dropped and self.mode != MODE_DRAM_DIRECT:
             rows.append(
                 f"  note: the run's trace kept {len(r.events):,} events and dropped "
                 f"{r.events_dropped:,}, so the engine work after them shows as "
@@ -196,10 +198,12 @@ def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:
     """
     from accelerator.attribution import attribute
     from accelerator.roofline import roofline
+    from codegen.sim import MODE_DRAM_DIRECT
 
     groups = _merge_fused(_calls(kernel), units or [])
     per = {s.name: s for s in report.statements}
-    shares = attribute(report, groups) if _engine_work(report) else None
+    placed = report.mode != MODE_DRAM_DIRECT
+    shares = attribute(report, groups) if placed else None
     layers = []
     for name, stmts in groups.items():
         bound = roofline(_layer_kernel(kernel, name, stmts), spec, {})
@@ -309,12 +313,6 @@ def _braced(run: list[str], head: list[str]) -> str:
     return (
         prefix + ".{" + ", ".join("forward" if n == prefix else n for n in rest) + "}"
     )
-
-
-def _engine_work(report) -> bool:
-    """Whether the run issued engine operations (a placed run): its layers' costs
-    come from the trace (:mod:`accelerator.attribution`)."""
-    return any(e.kind in ("mac", "vector", "dma") for e in report.events)
 
 
 def _dram(use) -> int:
