@@ -296,3 +296,60 @@ def test_error_in_a_file_names_the_file(tmp_path):
         FrontendError, match=re.escape(f"{path}:4:7: from_c: cannot model 'i * i'")
     ):
         polyc.from_c(path)
+
+
+def test_missing_header_names_the_directory_to_pass():
+    source = '/* k */\n#include "no_such_header.h"\nvoid f(double A[1]) {\n#pragma scop\n  A[0] = 1;\n#pragma endscop\n}\n'
+    with pytest.raises(
+        FrontendError,
+        match=r"Pass the directory that holds no_such_header\.h \(-I DIR, "
+        r"include_dirs=\[DIR\]\)\.",
+    ):
+        polyc.from_c(source)
+
+
+@pytest.mark.parametrize("name", ["/nonexistent/file.c", "gemm.c", "kernels/gemm"])
+def test_a_string_that_reads_as_a_path_must_exist(name):
+    """A one-line string without ';' or '{' that ends in .c/.h or holds a path
+    separator is a path, not one line of C."""
+    with pytest.raises(
+        FrontendError,
+        match=re.escape(f"{name}: c frontend: cannot read the C file because it does ")
+        + r"not exist.*Check the path, or pass the C source itself",
+    ):
+        polyc.from_c(name)
+
+
+def test_a_missing_path_object(tmp_path):
+    path = tmp_path / "nope.c"
+    with pytest.raises(
+        FrontendError,
+        match=re.escape(f"{path}: c frontend: cannot read the C file because it ")
+        + r"does not exist\. Check the path\.$",
+    ):
+        polyc.from_c(path)
+
+
+def test_a_directory_is_not_a_c_file(tmp_path):
+    with pytest.raises(FrontendError, match=r"because it is a directory\. Pass the"):
+        polyc.from_c(str(tmp_path))
+
+
+def test_a_file_that_is_not_text(tmp_path):
+    path = tmp_path / "k.c"
+    path.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(FrontendError, match=r"because it is not UTF-8 text"):
+        polyc.from_c(path)
+
+
+def test_a_string_path_to_an_existing_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.c").write_text(
+        "void f(double A[4]) {\n#pragma scop\n  for (int i = 0; i < 4; i++)\n"
+        "    A[i] = 0;\n#pragma endscop\n}\n"
+    )
+    (kernel,) = polyc.from_c("k.c")
+    assert kernel.name == "f"
+    # one line of C that mentions a path is still source, not a file name
+    with pytest.raises(FrontendError, match=r"^<source>: from_c: found no #pragma"):
+        polyc.from_c('const char *p = "a/b.c";')

@@ -82,7 +82,9 @@ def from_c(
     """Kernels of a C file: one per ``#pragma scop`` region, in source order.
 
     Args:
-        path_or_source: a path to a C file, or C source text.
+        path_or_source: a path to a C file, or C source text. A string is a
+            path when it names an existing file, or when it is one line without
+            ``;`` or ``{`` that ends in ``.c``/``.h`` or contains a path separator.
         defines: macros as ``{name: value}`` (``None`` for a bare ``-Dname``) or a
             sequence of ``"NAME=VALUE"`` strings, as ``-D`` would give them.
         include_dirs: directories for ``#include "..."``, as ``-I`` would give them.
@@ -91,8 +93,8 @@ def from_c(
 
     Raises:
         FrontendError: for a construct the polyhedral model cannot hold (with its
-            file, line and column), a parse or preprocessing failure, or a file
-            without regions.
+            file, line and column), a parse or preprocessing failure, a file
+            without regions, or a path that does not exist or cannot be read.
     """
     regions = parse_c(
         path_or_source, defines=defines, include_dirs=include_dirs, function=function

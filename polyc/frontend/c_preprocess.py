@@ -2,7 +2,10 @@
 
 The source is preprocessed with the user's ``-D`` defines and ``-I`` include directories
 against small stand-in system headers (pycparser cannot read glibc's headers, which are
-full of compiler extensions; its documentation advises exactly this). ``#pragma scop``
+full of compiler extensions; its documentation advises exactly this), written for each
+call to a private temporary directory (nothing is shared between users or runs, so the
+result never depends on what ran before); any other ``<header>`` the file or its own
+headers include gets an empty stand-in there. ``#pragma scop``
 and ``#pragma endscop`` pass through the preprocessor unchanged, so pycparser sees them
 as statements.
 
@@ -18,6 +21,7 @@ mapped back to the original line by aligning the two lines' tokens.
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import os
 import re
@@ -50,7 +54,9 @@ _EXTENSIONS = {
 
 _SCOP = re.compile(r"^\s*#\s*pragma\s+scop\b")
 _ENDSCOP = re.compile(r"^\s*#\s*pragma\s+endscop\b")
-_INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(<[^>\n]+>|"[^"\n]+")', re.M)
+#: user headers followed when looking for the system headers a file needs
+_MAX_HEADERS = 256
 _TOKEN = re.compile(
     r"[A-Za-z_]\w*|\d[\w.]*(?:[eEpP][+-]\d+)?|\.\d[\w.]*|->|\+\+|--|<<=|>>=|[<>=!&|^%*/+-]=|"
     r"&&|\|\||<<|>>|\S"
@@ -97,13 +103,64 @@ class Source:
 
 
 def read_source(path_or_source) -> tuple[str, str]:
-    """``(filename, text)`` from a path or from C source text."""
-    if isinstance(path_or_source, Path):
-        return str(path_or_source), path_or_source.read_text()
+    """``(filename, text)`` from a path or from C source text.
+
+    A :class:`~pathlib.Path` is a path. A string is a path when it names an
+    existing file, or when it reads as one: a single line without ``;`` or ``{``
+    that ends in a C suffix or contains a path separator. Anything else is source.
+
+    Raises:
+        FrontendError: for a path that does not exist, is a directory or cannot
+            be read as text.
+    """
+    if isinstance(path_or_source, os.PathLike):
+        return _read_file(os.fspath(path_or_source), "Check the path.")
     text = str(path_or_source)
     if "\n" not in text and len(text) < 4096 and os.path.isfile(text):
-        return text, Path(text).read_text()
+        return _read_file(text, "")
+    if _looks_like_path(text):
+        return _read_file(
+            text.strip(),
+            "Check the path, or pass the C source itself (text with its code).",
+        )
     return "<source>", text
+
+
+def _looks_like_path(text: str) -> bool:
+    line = text.strip()
+    if not line or "\n" in line or ";" in line or "{" in line or len(line) > 4096:
+        return False
+    if line.startswith(("#", "/*", "//")):  # a one-line directive or comment
+        return False
+    suffix = os.path.splitext(line)[1].lower()
+    return suffix in (".c", ".h", ".i", ".inc") or "/" in line or os.sep in line
+
+
+def _read_file(name: str, fix: str) -> tuple[str, str]:
+    path = Path(name)
+    if path.is_dir():
+        raise FrontendError(
+            f"{name}: c frontend: cannot read the C file because it is a directory. "
+            "Pass the path of a .c file."
+        )
+    if not path.exists():
+        where = "" if path.is_absolute() else f" in {os.getcwd()}"
+        raise FrontendError(
+            f"{name}: c frontend: cannot read the C file because it does not exist"
+            f"{where}. {fix}"
+        )
+    try:
+        return name, path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        why = (
+            f"reading it failed ({err.strerror or err})"
+            if isinstance(err, OSError)
+            else f"it is not UTF-8 text ({err})"
+        )
+        raise FrontendError(
+            f"{name}: c frontend: cannot read the C file because {why}. Pass a "
+            "readable UTF-8 text file."
+        ) from None
 
 
 def find_regions(filename: str, text: str) -> list[RegionSpan]:
@@ -157,7 +214,15 @@ def preprocess(
     """
     filename, text = read_source(path_or_source)
     regions = find_regions(filename, text)
-    flags = _flags(filename, defines, include_dirs, text)
+    # a private directory of stand-in headers per call: nothing shared between
+    # users or runs, so the result never depends on what ran before
+    with tempfile.TemporaryDirectory(prefix="polyc-headers-") as headers:
+        _write_headers(Path(headers), _system_includes(filename, text, include_dirs))
+        flags = _flags(filename, defines, include_dirs, headers)
+        return _preprocess(filename, text, regions, flags)
+
+
+def _preprocess(filename, text, regions, flags) -> Source:
     lines = text.splitlines()
     macro_values: dict[int, dict[str, int]] = {}
     macro_names: dict[int, set[str]] = {}
@@ -188,29 +253,55 @@ def preprocess(
 # gcc ---------------------------------------------------------------------------------
 
 
-def _headers_dir(text: str) -> str:
-    """A directory of stand-in system headers (and empty ones for any other
-    ``<header>`` the source names, so that an unknown system header is no error)."""
-    root = Path(tempfile.gettempdir()) / f"polyc-fake-libc-{os.getuid()}"
-    for name, body in HEADERS.items():
-        _write_once(root / name, body)
-    for m in _INCLUDE.finditer(text):
-        name = m.group(1).strip()
-        if ".." not in name and not (root / name).exists():
-            _write_once(root / name, "/* polyc: stand-in for a system header */\n")
-    return str(root)
+def _system_includes(filename: str, text: str, include_dirs) -> set[str]:
+    """Every ``<header>`` the source includes, directly or through its own headers
+    (those found in its directory or ``include_dirs``), that none of those
+    directories holds: each gets a stand-in, so an unknown system header is no
+    error wherever its ``#include`` is."""
+    dirs = [Path(d) for d in include_dirs or ()]
+    # gcc looks for "header" next to the including file; source text comes on
+    # stdin, whose directory is the working directory
+    here = Path(
+        os.path.dirname(os.path.abspath(filename))
+        if filename != "<source>"
+        else os.getcwd()
+    )
+    need: set[str] = set()
+    seen: set[Path] = set()
+    todo = [(text, here)]
+    while todo and len(seen) < _MAX_HEADERS:
+        body, base = todo.pop()
+        for m in _INCLUDE.finditer(body):
+            spelled = m.group(1)
+            name = spelled[1:-1].strip()
+            angled = spelled.startswith("<")
+            look = dirs if angled else [base, here, *dirs]
+            found = next((d / name for d in look if (d / name).is_file()), None)
+            if found is None:
+                if angled and ".." not in Path(name).parts and not name.startswith("/"):
+                    need.add(name)
+                continue
+            found = found.resolve()
+            if found not in seen:
+                seen.add(found)
+                with contextlib.suppress(OSError):  # gcc will say why it cannot
+                    todo.append((found.read_text(errors="replace"), found.parent))
+    return need
 
 
-def _write_once(path: Path, body: str) -> None:
-    if path.exists() and path.read_text() == body:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(body)
-    os.replace(tmp, path)
+def _write_headers(root: Path, standins: set[str]) -> None:
+    """The stand-in system headers, and an empty one for each name in
+    ``standins`` that is not among them."""
+    files = dict(HEADERS)
+    for name in standins:
+        files.setdefault(name, "/* polyc: stand-in for a system header */\n")
+    for name, body in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
 
 
-def _flags(filename, defines, include_dirs, text) -> list[str]:
+def _flags(filename, defines, include_dirs, headers: str) -> list[str]:
     flags = ["-E", "-nostdinc", "-std=gnu11", "-x", "c"]
     for key, value in _EXTENSIONS.items():
         flags.append(f"-D{key}={value}")
@@ -218,7 +309,7 @@ def _flags(filename, defines, include_dirs, text) -> list[str]:
         flags += ["-iquote", os.path.dirname(os.path.abspath(filename)) or "."]
     for d in include_dirs or ():
         flags.append(f"-I{d}")
-    flags += ["-isystem", _headers_dir(text)]
+    flags += ["-isystem", headers]
     if isinstance(defines, dict):
         items = [k if v is None else f"{k}={v}" for k, v in defines.items()]
     else:
@@ -242,10 +333,17 @@ def _run_cpp(text: str, flags: list[str], filename: str) -> str:
             (ln for ln in proc.stderr.splitlines() if "error" in ln),
             proc.stderr.strip(),
         )
+        missing = re.search(r"fatal error: (.+?): No such file or directory", first)
+        fix = (
+            f"Pass the directory that holds {missing.group(1)} (-I DIR, "
+            "include_dirs=[DIR])."
+            if missing
+            else "Pass the include directories (include_dirs=, -I) and defines "
+            "(defines=, -D) you compile with."
+        )
         raise FrontendError(
             f"{filename}: c frontend: preprocessing failed because {CC} -E says: "
-            f"{first.strip()}. Pass the include directories (include_dirs=, -I) and "
-            "defines (defines=, -D) you compile with."
+            f"{first.strip()}. {fix}"
         )
     return proc.stdout
 
