@@ -187,3 +187,57 @@ def test_config_error_unknown_name():
 def test_spec_level_error():
     with pytest.raises(ConfigError, match=r"no memory level 'l9' because its levels"):
         load_config("tiny").level("l9")
+
+
+def test_every_problem_of_a_file_is_reported_at_once(tmp_path):
+    """A missing key no longer hides a type error further down (issue 11, #8)."""
+    text = (CONFIG_DIR / "tiny.toml").read_text()
+    text = text.replace("clock_ghz = 1.0", 'clock_ghz = "fast"')
+    text = text.replace("rows = 4  #", "#")  # mac_array.rows missing
+    text = text.replace("channels = 2", "chanels = 2")
+    text = text.replace("banks = 4", "banks = 3")
+    path = tmp_path / "many.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    msg = str(info.value)
+    head, *lines = msg.splitlines()
+    assert head.startswith(f"load_config: {path}: 5 problems because ")
+    assert head.endswith(
+        "Fix clock_ghz, mac_array.rows, memory[1].banks, dma.chanels, dma.channels "
+        "in many.toml:"
+    ), head
+    # in the file's order, each naming its key
+    assert [line.split(" because ")[0].strip() for line in lines] == [
+        "key clock_ghz is 'fast'",
+        "key mac_array.rows is missing",
+        "key memory[1].banks is 3, which does not divide capacity_bytes = 16384",
+        "key dma.chanels is unknown",
+        "key dma.channels is missing",
+    ]
+    assert all(line.startswith("  key ") for line in lines)
+
+
+def test_problems_of_one_level_do_not_echo_elsewhere():
+    """Engines name memory levels; a broken level list is reported once, not again
+    as every engine naming a level that is not there."""
+    data = _broken(lambda d: d["memory"][1].pop("name"))
+    with pytest.raises(ConfigError) as info:
+        from_dict(data, source="/cfg/b.toml")
+    assert str(info.value) == (
+        "load_config: /cfg/b.toml: key memory[1].name is missing because every "
+        "hardware description must give it. Add memory[1].name to b.toml."
+    )
+
+
+def test_every_single_problem_is_reported_alone():
+    """Each case of CASES is one problem: one line, none echoed."""
+    for edit, key, _ in CASES:
+        with pytest.raises(ConfigError) as info:
+            from_dict(_broken(edit), source="/cfg/broken.toml")
+        assert "\n" not in str(info.value), (key, str(info.value))
+
+
+def test_a_description_that_is_not_a_table():
+    with pytest.raises(ConfigError, match=r"the description is a list because"):
+        from_dict([1, 2], source="/cfg/x.toml")
