@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 
 import numpy as np
@@ -22,8 +23,19 @@ def prepare(
     temporaries zero-filled) and the parameter values.
 
     Raises:
-        InputError: for a missing or unknown input, or a wrong shape or dtype.
+        InputError: for a missing or unknown input, a key that is not a str (an
+            ``Array`` instead of its name), a parameter that is not an integer, or
+            a wrong shape or dtype.
     """
+    if not isinstance(inputs, Mapping):
+        raise InputError(
+            f"{kernel.name}: the inputs are a {type(inputs).__name__} because "
+            "kernels take a mapping from array name to array. Pass a dict, e.g. "
+            f"{{{', '.join(repr(a.name) + ': ...' for a in kernel.free_inputs)}}}."
+        )
+    for key in inputs:
+        if not isinstance(key, str):
+            raise InputError(_key_error(kernel, key))
     names = {a.name for a in kernel.free_inputs}
     unknown = sorted(set(inputs) - names - set(kernel.params))
     if unknown:
@@ -40,7 +52,9 @@ def prepare(
     given = {k: v for k, v in inputs.items() if k not in names}
     given.update(params or {})
     arrays = {k: _as_numpy(v) for k, v in inputs.items() if k in names}
-    values = kernel.param_values(arrays, {k: int(v) for k, v in given.items()})
+    values = kernel.param_values(
+        arrays, {k: _integer(kernel, k, v) for k, v in given.items()}
+    )
     out: dict[str, np.ndarray] = {}
     for a in kernel.arrays.values():
         shape = a.concrete_shape(values)
@@ -76,3 +90,29 @@ def _as_numpy(value: object) -> np.ndarray:
     if hasattr(value, "detach") and hasattr(value, "numpy"):
         value = value.detach().cpu().numpy()  # torch tensors
     return np.asarray(value)
+
+
+def _key_error(kernel: Kernel, key: object) -> str:
+    name = getattr(key, "name", None)
+    fix = (
+        f"Key it by its name: {{{name!r}: value}}."
+        if isinstance(name, str)
+        else f"Use the array names: {', '.join(a.name for a in kernel.free_inputs)}."
+    )
+    return (
+        f"{kernel.name}: input key {name or key!r} is not a str because it is a "
+        f"{type(key).__name__} object, and inputs are keyed by array name. {fix}"
+    )
+
+
+def _integer(kernel: Kernel, name: str, value: object) -> int:
+    """A parameter's value as an int (numpy integers too), else InputError."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise InputError(
+            f"{kernel.name}: parameter {name} is {value!r} because it was passed as "
+            f"a {type(value).__name__}. Pass an integer, e.g. {name}=64."
+        ) from None
