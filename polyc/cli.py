@@ -7,6 +7,11 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``polyc`` command line on ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns the exit status: 0 on success, 1 when a sweep ran but some points
+    failed, 2 for a misuse or any polyc error (its message on stderr, no traceback).
+    """
     parser = argparse.ArgumentParser(
         prog="polyc",
         description="polyc: a polyhedral loop-nest scheduling compiler for ML accelerators",
@@ -22,10 +27,23 @@ def main(argv: list[str] | None = None) -> int:
     from polyc.sweep_cli import add_parsers as add_study_parsers
 
     add_study_parsers(sub)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse has printed the usage and the error
+        return stop.code if isinstance(stop.code, int) else 2
     if args.command is None:
         parser.print_help()
         return 0
+    from polyc.errors import PolycError
+
+    try:
+        return _run(args)
+    except PolycError as err:  # a safety net: each command reports its own errors
+        print(f"polyc {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
     if args.command == "demo":
         from polyc.demo import run_demo
 

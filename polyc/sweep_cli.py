@@ -29,7 +29,7 @@ examples:
 --out DIR receives sweep.json (every record, with full reports), sweep.csv (one
 row per point), and roofline, cycles, utilization and energy plots (PNG and SVG).
 Exit status: 0 when every point ran, 1 when some failed (they are listed under the
-table and kept in the files), 2 for bad arguments.
+table and kept in the files), 2 for bad arguments (nothing ran).
 """
 
 _EXPLAIN_EPILOG = """\
@@ -37,6 +37,9 @@ examples:
   polyc explain matmul:M=64,N=64,K=64 --config edge-npu
   polyc explain conv2d:input=1x8x16x16,weight=16x8x3x3,padding=1 --config tiny \\
                 --schedule none --trace conv.json     # then open it in ui.perfetto.dev
+
+Exit status: 0, or 2 with the error on stderr (a bad argument, or an op that does
+not compile or run).
 """
 
 
@@ -166,17 +169,21 @@ def run_sweep(args) -> int:
     """``polyc sweep``: 0 when every point ran, 1 when some failed, 2 on bad input."""
     from polyc.errors import PolycError
 
+    if not args.load and not args.ops:
+        print("polyc sweep: give --ops (or --from a sweep.json)", file=sys.stderr)
+        return 2
     try:
+        if args.out:
+            _make_out(Path(args.out))
         if args.load:
             from polyc.sweep_result import SweepResult
 
             result = SweepResult.from_json(args.load)
-        elif not args.ops:
-            print("polyc sweep: give --ops (or --from a sweep.json)", file=sys.stderr)
-            return 2
         else:
             import polyc
 
+            for op in args.ops:
+                check_op_text(op, "sweep")
             points = polyc.sweep.grid(args.ops, args.schedule, args.configs)
             result = polyc.sweep(
                 points,
@@ -188,13 +195,7 @@ def run_sweep(args) -> int:
             )
         print(result.table())
         if args.out:
-            out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
-            written = [
-                result.to_json(out / "sweep.json"),
-                result.to_csv(out / "sweep.csv"),
-            ]
-            written += result.plot(out, formats=args.formats)
+            written = _write_out(result, Path(args.out), args.formats)
             print(f"\nwrote {', '.join(str(p) for p in written)}")
     except PolycError as err:
         print(f"polyc: {err}", file=sys.stderr)
@@ -202,12 +203,81 @@ def run_sweep(args) -> int:
     return 1 if result.failed else 0
 
 
+def _write_out(result, out: Path, formats) -> list[Path]:
+    try:
+        _make_out(out)
+        written = [result.to_json(out / "sweep.json"), result.to_csv(out / "sweep.csv")]
+        return written + result.plot(out, formats=formats)
+    except OSError as err:
+        raise _out_error(out, err) from None
+
+
+def _make_out(out: Path) -> None:
+    """Create ``--out`` (before the sweep runs, so that a bad path costs nothing)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _out_error(out, err) from None
+
+
+def _out_error(out: Path, err: OSError):
+    from polyc.errors import ArgumentError
+
+    name = err.filename if err.filename and str(err.filename) != str(out) else None
+    what = f"{out} ({name})" if name else str(out)
+    if isinstance(err, FileExistsError) or (out.exists() and not out.is_dir()):
+        why = "it is a file, not a directory"
+    elif isinstance(err, PermissionError):
+        why = "permission is denied"
+    else:
+        why = f"the system reports '{err.strerror or err}'"
+    return ArgumentError(
+        f"sweep: cannot write the results to {what} because {why}. Pass --out a "
+        "directory you can write to."
+    )
+
+
+def check_op_text(text: str, command: str) -> None:
+    """Refuse, before any work, an op spec the command line cannot run: an unknown
+    op or argument (see :func:`polyc.sweep_spec.op_spec`), or a size given as a
+    word, which would make a symbolic size that random inputs cannot fill.
+
+    Raises:
+        ArgumentError: naming the op text and the argument.
+    """
+    from polyc.errors import ArgumentError
+    from polyc.sweep_spec import op_signature, op_spec, parse_op
+
+    op_spec(text)
+    _, name, args, kwargs = parse_op(text)
+    sig = op_signature(name)
+    try:
+        bound = sig.bind_partial(*args, **kwargs).arguments
+    except TypeError:  # op_spec let it through: the op itself takes **kwargs
+        return
+    for key, value in bound.items():
+        param = sig.parameters[key]
+        if param.default is param.empty and isinstance(value, str):
+            shape = "Sequence" in str(param.annotation)
+            want = "a shape such as 1x8x16x16" if shape else "an integer such as 64"
+            raise ArgumentError(
+                f"{command}: op {text!r} gives {key} the word {value!r} because "
+                f"{key} must be {want} (a word would be a symbolic size, which "
+                f"{command} cannot fill with inputs). Write {key}="
+                f"{'1x8x16x16' if shape else '64'}."
+            )
+
+
 def run_explain(args) -> int:
-    """``polyc explain``: 0, or 1 with the error message when the op fails."""
+    """``polyc explain``: 0, or 2 with the error message (bad arguments, or an op
+    that fails to compile or run)."""
     from polyc.errors import PolycError
     from polyc.inspection import explain
 
     try:
+        check_op_text(args.op, "explain")
+        if args.trace:
+            _check_writable(args.trace, "--trace")
         text = explain(
             args.op,
             args.config,
@@ -219,6 +289,24 @@ def run_explain(args) -> int:
         )
     except PolycError as err:
         print(f"polyc: {err}", file=sys.stderr)
-        return 1
+        return 2
     print(text)
     return 0
+
+
+def _check_writable(name: str, flag: str) -> None:
+    """Refuse an output path whose directory does not exist (before the run)."""
+    from polyc.errors import ArgumentError
+
+    path = Path(name)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        why = "it is a directory"
+    elif not parent.is_dir():
+        why = f"its directory {parent} does not exist"
+    else:
+        return
+    raise ArgumentError(
+        f"explain: cannot write {flag} {name} because {why}. Pass a file path in "
+        "an existing directory."
+    )

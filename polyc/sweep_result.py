@@ -113,9 +113,46 @@ class SweepResult:
 
     @classmethod
     def from_json(cls, path: str | Path) -> SweepResult:
-        """A result written by :meth:`to_json` (to tabulate or plot again)."""
-        data = json.loads(Path(path).read_text())
-        return cls(data["records"], data.get("meta"))
+        """A result written by :meth:`to_json` (to tabulate or plot again).
+
+        Raises:
+            ArgumentError: when the file is missing, unreadable, not JSON, or not
+                a sweep result.
+        """
+        from polyc.errors import ArgumentError
+
+        fix = "Pass a sweep.json written by 'polyc sweep --out' or to_json()."
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            if isinstance(err, FileNotFoundError):
+                why = "it does not exist"
+            elif isinstance(err, IsADirectoryError):
+                why = "it is a directory"
+            elif isinstance(err, OSError):
+                why = f"reading it failed ({err.strerror or err})"
+            else:
+                why = f"it is not JSON ({err})"
+            raise ArgumentError(
+                f"sweep: cannot load {path} because {why}. {fix}"
+            ) from None
+        records = data.get("records") if isinstance(data, dict) else None
+        bad = not isinstance(records, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("index"), int) and "status" in r
+            for r in records
+        )
+        if bad:
+            what = (
+                f"its top-level keys are {', '.join(map(str, data)) or 'none'}"
+                if isinstance(data, dict)
+                else f"it holds a JSON {type(data).__name__}"
+            )
+            raise ArgumentError(
+                f"sweep: {path} is not a sweep result because it has no list of "
+                f"point records under 'records' ({what}). {fix}"
+            )
+        meta = data.get("meta")
+        return cls(records, meta if isinstance(meta, dict) else None)
 
     def to_csv(self, path: str | Path) -> Path:
         """Write :meth:`rows` as CSV with a header (empty cells for missing values)."""

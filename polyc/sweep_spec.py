@@ -154,6 +154,7 @@ def _library(name: str, args: tuple, kwargs: dict) -> OpSpec:
     items = [format_value(a) for a in args]
     items += [f"{k}={format_value(v)}" for k, v in kwargs.items()]
     text = f"{name}:{','.join(items)}" if items else name
+    _check_arguments(name, text, args, kwargs)
     return OpSpec(
         text=text,
         key=text,
@@ -161,6 +162,77 @@ def _library(name: str, args: tuple, kwargs: dict) -> OpSpec:
         args=tuple(_freeze(a) for a in args),
         kwargs=tuple((k, _freeze(v)) for k, v in kwargs.items()),
     )
+
+
+def _check_arguments(name: str, text: str, args: tuple, kwargs: dict) -> None:
+    """Refuse arguments that ``polyc.ops.<name>`` cannot take, when the spec is
+    made rather than when its kernel is built."""
+    import inspect
+
+    sig = op_signature(name)
+    params = sig.parameters
+    kinds = {p.kind for p in params.values()}
+    takes = ", ".join(
+        p.name
+        for p in params.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    )
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        for key in kwargs:
+            if key not in params or params[key].kind == params[key].POSITIONAL_ONLY:
+                close = difflib.get_close_matches(key, list(params), n=1)
+                hint = f"Did you mean {close[0]}?" if close else f"Remove {key}."
+                raise ArgumentError(
+                    f"op spec: op {text!r} has the unknown argument {key} because "
+                    f"polyc.ops.{name} takes {takes}. {hint}"
+                )
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as err:
+        required = [
+            p.name
+            for p in params.values()
+            if p.default is p.empty
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+        missing = [m for m in required[len(args) :] if m not in kwargs]
+        if missing:
+            example = ",".join(f"{m}=VALUE" for m in missing)
+            raise ArgumentError(
+                f"op spec: op {text!r} is missing {', '.join(missing)} because "
+                f"polyc.ops.{name} needs {', '.join(required)}. Add {example}."
+            ) from None
+        raise ArgumentError(
+            f"op spec: op {text!r} does not fit polyc.ops.{name}{sig} because {err}. "
+            "Pass the arguments that op takes."
+        ) from None
+
+
+def op_signature(name: str):
+    """The arguments ``polyc.ops.<name>`` takes. A one- or two-tensor op passes its
+    extra arguments on to ``polyc.ops.nn.<name>``, so theirs are read there."""
+    import inspect
+
+    import polyc.ops
+    from polyc.ops import nn
+
+    sig = inspect.signature(getattr(polyc.ops, name))
+    var = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    inner = getattr(nn, name, None)
+    if inner is None or not any(p.kind in var for p in sig.parameters.values()):
+        return sig
+    own = [p for p in sig.parameters.values() if p.kind not in var]
+    tensors = [p for p in own if p.kind == p.POSITIONAL_OR_KEYWORD]
+    rest = [
+        p
+        for p in list(inspect.signature(inner).parameters.values())[len(tensors) :]
+        if p.name != "name"
+    ]
+    keyword = [p for p in own if p.kind == p.KEYWORD_ONLY]
+    try:
+        return inspect.Signature([*tensors, *rest, *keyword])
+    except ValueError:  # an order Signature refuses: check nothing rather than guess
+        return sig
 
 
 def parse_op(text: str) -> tuple[str | None, str, tuple, dict]:
@@ -191,6 +263,12 @@ def parse_op(text: str) -> tuple[str | None, str, tuple, dict]:
                     "arguments first."
                 )
             args.append(parse_value(item))
+        elif not key.strip() or not val.strip():
+            raise ArgumentError(
+                f"op spec: op text {text!r} has the argument {item.strip()!r} with no "
+                f"{'name' if not key.strip() else 'value'} because nothing is on that "
+                "side of '='. Write key=value, e.g. 'matmul:M=64,N=64,K=64'."
+            )
         else:
             kwargs[key.strip()] = parse_value(val)
     return label, name, tuple(args), kwargs

@@ -216,7 +216,7 @@ def test_cli_reports_errors_without_a_traceback(tmp_path, capsys):
     src.write_text(TRANSPOSE_ADD)
     yaml = tmp_path / "s.yaml"
     yaml.write_text("{ domain: oops")
-    assert cli.main(["compile", str(src), "--schedule", str(yaml)]) == 1
+    assert cli.main(["compile", str(src), "--schedule", str(yaml)]) == 2
     # schedules.apply_schedule reads the file and names the problem
     assert (
         "polyc compile: apply_schedule: the text is not an isl schedule"
@@ -231,7 +231,7 @@ def test_cli_config_runs_each_region_on_the_simulator(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "== region f on tiny" in out and "cycles" in out
     assert "outputs match the interpreter: yes" in out
-    assert cli.main(["compile", str(src), "--config", "tiny"]) == 1
+    assert cli.main(["compile", str(src), "--config", "tiny"]) == 2
     assert "needs values for n because --config runs the kernel" in (
         capsys.readouterr().err
     )

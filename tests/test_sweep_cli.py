@@ -190,7 +190,7 @@ def test_explain_without_run_and_with_relations(capsys):
     assert "== report ==" not in text and "== compiled ==" in text
     assert "none: every statement instance is independent" in text
     assert "dependences of relu:" in text
-    assert main(["explain", "relu:input=4x4", "--config", "tinyy"]) == 1
+    assert main(["explain", "relu:input=4x4", "--config", "tinyy"]) == 2
     assert (
         "polyc: load_config: no hardware description 'tinyy'" in capsys.readouterr().err
     )

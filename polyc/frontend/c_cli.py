@@ -50,20 +50,85 @@ def run_compile(args) -> int:
     from polyc.errors import PolycError
 
     try:
+        _check_input(args.input)
         if args.print_schedule:
             return _print_schedules(args)
         if args.config:
             return _accelerator(args)
         return _source_to_source(args)
     except PolycError as err:
-        print(f"polyc compile: {err}", file=sys.stderr)
-        return 1
+        text = str(err)
+        print(
+            f"polyc {text}"
+            if text.startswith("compile:")
+            else f"polyc compile: {text}",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _check_input(name: str) -> None:
+    """Refuse an input that holds nothing to compile, before any work (the
+    frontend refuses a missing file, a directory or an unreadable one)."""
+    from polyc.errors import FrontendError
+    from polyc.frontend.c_preprocess import find_regions, read_source
+
+    filename, text = read_source(Path(name))
+    if not text.strip():
+        raise FrontendError(
+            f"compile: {name} has no loop nest to compile because the file is empty. "
+            "Pass the C file that holds the '#pragma scop' region."
+        )
+    if not find_regions(filename, text):
+        raise FrontendError(
+            f"compile: found no #pragma scop regions in {name} because the file has "
+            "none. Mark each loop nest to compile with '#pragma scop' before it and "
+            "'#pragma endscop' after it."
+        )
 
 
 def _schedule_arg(args):
+    from polyc.errors import ArgumentError
+
     if args.schedule in (None, "auto"):
         return args.schedule
-    return Path(args.schedule).read_text()
+    path = Path(args.schedule)
+    if path.is_dir():
+        why = "it is a directory"
+    elif not path.is_file():
+        why = "it does not exist"
+    else:
+        try:
+            return path.read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            why = _reason(err)
+    raise ArgumentError(
+        f"compile: cannot read the schedule file {args.schedule} because {why}. Pass "
+        "'auto' or an isl YAML file (--print-schedule writes one to start from)."
+    )
+
+
+def _write(name: str, text: str) -> None:
+    from polyc.errors import ArgumentError
+
+    try:
+        Path(name).write_text(text)
+    except OSError as err:
+        raise ArgumentError(
+            f"compile: cannot write {name} because {_reason(err)}. Pass -o a path "
+            "in an existing, writable directory."
+        ) from None
+
+
+def _reason(err: Exception) -> str:
+    """Why a read or write failed, in words that follow "because"."""
+    if isinstance(err, FileNotFoundError):
+        return "its directory does not exist"
+    if isinstance(err, IsADirectoryError):
+        return "it is a directory"
+    if isinstance(err, PermissionError):
+        return "permission is denied"
+    return f"the system reports '{getattr(err, 'strerror', None) or err}'"
 
 
 def _source_to_source(args) -> int:
@@ -76,7 +141,7 @@ def _source_to_source(args) -> int:
         include_dirs=args.include_dirs,
     )
     if args.output:
-        Path(args.output).write_text(result.text)
+        _write(args.output, result.text)
     else:
         sys.stdout.write(result.text)
     for r in result.regions:
@@ -100,7 +165,7 @@ def _print_schedules(args) -> int:
     docs = [f"# region {r.kernel.name}\n{r.kernel.schedule}\n" for r in regions]
     text = "---\n".join(docs)
     if args.output:
-        Path(args.output).write_text(text)
+        _write(args.output, text)
     else:
         sys.stdout.write(text)
     return 0
@@ -112,25 +177,20 @@ def _accelerator(args) -> int:
     import numpy as np
 
     import polyc
+    from accelerator import load_config
     from polyc.errors import ArgumentError
     from polyc.frontend.c import parse_c
-    from polyc.frontend.c_s2s import _schedule
+    from polyc.frontend.c_s2s import _documents, _schedule
 
-    given = {}
-    for item in args.params:
-        name, _, value = item.partition("=")
-        if not value.lstrip("-").isdigit():
-            raise ArgumentError(
-                f"compile: --param {item!r} is not NAME=INTEGER because its value is "
-                f"{value!r}. Write e.g. --param n=64."
-            )
-        given[name] = int(value)
+    given = _params(args.params)
+    load_config(args.config)  # a bad name fails before any work
     regions = parse_c(
         Path(args.input), defines=args.defines, include_dirs=args.include_dirs
     )
+    docs = _documents(_schedule_arg(args), len(regions))
     rng = np.random.default_rng(0)
-    for r in regions:
-        kernel = _schedule(r.kernel, args.schedule, r.param_values)
+    for r, doc in zip(regions, docs, strict=True):
+        kernel = _schedule(r.kernel, doc, r.param_values)
         values = {**r.param_values, **given}
         missing = [p for p in kernel.params if p not in values]
         if missing:
@@ -154,3 +214,27 @@ def _accelerator(args) -> int:
         print(report)
         print(f"outputs match the interpreter: {'yes' if same else 'NO'}")
     return 0
+
+
+def _params(items: list[str]) -> dict[str, int]:
+    """``--param NAME=INTEGER`` values."""
+    import re
+
+    from polyc.errors import ArgumentError
+
+    given = {}
+    for item in items:
+        name, eq, value = (p.strip() for p in item.partition("="))
+        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            why = "it has no '='" if not eq else f"{name!r} is not a C identifier"
+            raise ArgumentError(
+                f"compile: --param {item!r} is not NAME=INTEGER because {why}. Write "
+                "e.g. --param n=64."
+            )
+        if not re.fullmatch(r"-?\d+", value):
+            raise ArgumentError(
+                f"compile: --param {item!r} is not NAME=INTEGER because its value "
+                f"{value!r} is not an integer. Write e.g. --param {name}=64."
+            )
+        given[name] = int(value)
+    return given
