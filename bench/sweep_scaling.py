@@ -20,6 +20,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 
 from bench.common import table, write_json
 
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="the study's full sizes")
     args = parser.parse_args(argv)
 
+    import dask
     from distributed import LocalCluster
 
     import polyc
@@ -74,13 +76,20 @@ def main(argv: list[str] | None = None) -> int:
     points = _points(args.full)
     reference = polyc.sweep(points, jobs=1, progress=False)  # warms the build cache
     point_s = sum(sum(r["timing"].values()) for r in reference.records)
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    ) as cluster:
+    # Dask's default scratch space is a fixed directory in the shared temp dir
+    scratch = tempfile.TemporaryDirectory(prefix="polyc-dask-")
+    private = dask.config.set({"temporary-directory": scratch.name})
+    with (
+        scratch,
+        private,
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+    ):
         address = cluster.scheduler_address
         on_dask = polyc.sweep(points, cluster=cluster, progress=False)
         assert _same(on_dask, reference)
