@@ -74,7 +74,15 @@ class TraceEvent(NamedTuple):
 
 @dataclass(frozen=True)
 class Report:
-    """The cost of one run (all cycle counts are integers, all energies pJ)."""
+    """The cost of one run (all cycle counts are integers, all energies pJ).
+
+    ``macs`` are the useful multiply-accumulates: the instances of the kernel's
+    ``T += x * y`` statements (what the roofline counts), whichever engine ran
+    them; ``mac_array_macs`` is what the MAC array executed, which includes the
+    multiplies by padding of a tile's rectangular hull (a padded convolution's
+    taps outside the input). Without a roofline (a :class:`Simulator` driven by
+    hand) ``macs`` is what the engines executed. ``LevelUse.peak_bytes`` is the
+    most bytes of buffers live at once in the level."""
 
     kernel: str
     config: str
@@ -123,10 +131,13 @@ class Report:
 
     @property
     def mac_utilization(self) -> float | None:
-        """MACs done over what the MAC array could do in ``cycles`` at its peak."""
+        """Useful MACs over what the MAC array could do in ``cycles`` at its peak:
+        the roofline's compute cycles over the run's (per dtype, each at its own
+        peak), so at most 1 whenever the run respects its bound. Padding the array
+        executed (``mac_array_macs - macs``) does not count."""
         if not self.roofline or not self.cycles:
             return None
-        return self.macs / (self.cycles * self.roofline.peak_macs_per_cycle)
+        return self.roofline.compute_cycles / self.cycles
 
     def engine(self, name: str) -> EngineUse:
         for e in self.engines:
@@ -275,7 +286,7 @@ def collect(sim, stats, *, kernel: str, roofline: Roofline | None, mode: str, ch
         cycles=cycles,
         engines=engines,
         levels=levels,
-        macs=int(stats.macs),
+        macs=int(stats.macs) if roofline is None else roofline.macs,
         mac_array_macs=int(stats.mac_array_macs),
         vector_ops={c: int(stats.vector_ops[i]) for i, c in enumerate(OP_CLASSES)}
         | {"reduce": int(stats.vector_ops[len(OP_CLASSES)])},

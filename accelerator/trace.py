@@ -113,8 +113,10 @@ def render_table(r: Report) -> str:
         ]
     util = r.mac_utilization
     lines += [
-        f"  MACs           {_n(r.macs):>16}   ({_n(r.mac_array_macs)} on the MAC "
-        f"array{'' if util is None else f', {util:.1%} of peak'})",
+        f"  MACs           {_n(r.macs):>16}   useful"
+        + ("" if util is None else f", {util:.1%} of peak")
+        + f"; the MAC array executed {_n(r.mac_array_macs)}"
+        + (" (padding included)" if r.mac_array_macs > r.macs else ""),
         f"  DRAM bytes     {_n(r.dram_bytes):>16}"
         + (f"   (unavoidable {_n(r.roofline.min_dram_bytes)})" if r.roofline else ""),
         f"  energy         {_energy(r.energy_pj):>16}   "
@@ -127,7 +129,10 @@ def render_table(r: Report) -> str:
             f"  {e.name:<10} {_n(e.busy):>14} {_n(e.idle):>14} "
             f"{e.utilization:>7.1%} {_n(e.ops):>12}"
         )
-    lines += ["", f"  {'level':<10} {'read B':>14} {'written B':>14} {'peak B':>12}"]
+    lines += [
+        "",
+        f"  {'level':<10} {'read B':>14} {'written B':>14} {'peak live B':>12}",
+    ]
     for m in r.levels:
         peak = "" if m.kind == "dram" else _n(m.peak_bytes)
         lines.append(

@@ -182,8 +182,8 @@ typedef struct {
   int64_t ops[PC_MAX_ENGINES];
   int64_t bytes_read[PC_MAX_LEVELS];
   int64_t bytes_written[PC_MAX_LEVELS];
-  int64_t macs;           /* all multiply-accumulates */
-  int64_t mac_array_macs; /* ... of which on the MAC array */
+  int64_t macs;           /* executed multiply-accumulates (scalar + MAC array) */
+  int64_t mac_array_macs; /* ... of which on the MAC array, padding included */
   int64_t vector_ops[PC_NCLASS];
   int64_t scalar_ops[PC_NCLASS];
   int64_t scalar_instances;
@@ -195,7 +195,7 @@ typedef struct {
   double energy_level[PC_MAX_LEVELS];
   int64_t events;
   int64_t events_dropped;
-  int64_t peak_sram[PC_MAX_LEVELS]; /* highest allocated byte per level */
+  int64_t peak_sram[PC_MAX_LEVELS]; /* most bytes of buffers live at once */
 } pc_stats;
 
 typedef struct {
@@ -322,6 +322,7 @@ struct pc_ctx {
   pc_span freed[PC_MAX_LEVELS][PC_FREED]; /* released space still being read */
   int nfreed[PC_MAX_LEVELS];
   int64_t freed_floor[PC_MAX_LEVELS];
+  int64_t live_sram[PC_MAX_LEVELS]; /* bytes of the live buffers per level */
   pc_event *events;
   int64_t capevents;
   int failed;

@@ -221,8 +221,11 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
   /* space released by earlier buffers may still be read or written */
   int64_t t = pc_freed_floor(ctx, level, offset, offset + bytes);
   b->floor_w = b->floor_r = b->busy_until = t;
-  if (offset + bytes > ctx->stats.peak_sram[level])
-    ctx->stats.peak_sram[level] = offset + bytes;
+  /* the peak is what is live at once, not the highest address: the planner puts
+   * a small zero block at the top of a level */
+  ctx->live_sram[level] += bytes;
+  ctx->stats.peak_sram[level] =
+      PC_MAX(ctx->stats.peak_sram[level], ctx->live_sram[level]);
   return id;
 }
 
@@ -244,6 +247,7 @@ void pc_free(pc_ctx *ctx, int buf) {
   }
   ctx->freed[l][ctx->nfreed[l]++] =
       (pc_span){b->offset, b->offset + b->bytes, b->busy_until};
+  ctx->live_sram[l] -= b->bytes;
   b->live = 0;
 }
 
