@@ -7,11 +7,13 @@ operations (MAC tiles, vector ops, DMA copies), which the runtime records as tra
 events labelled with their statement (``S3``, ``S3 reduce``) or, for a copy, with its
 array and direction (``A in``, ``C out``). This module reads those events:
 
-- a compute event belongs to its statement's group; a copy-in to the group of the
-  next compute event (the data is fetched for it), a copy-out or a wait on a full
-  DMA queue to the group of the compute event before it;
+- a compute event belongs to its statement's group; a copy-in, and the zero fill
+  of a halo before one, to the group of the next compute event (the data is
+  fetched for it), a copy-out or a wait to the group of the compute event before
+  it;
 - **cycles**: the run's timeline is cut at every event boundary; an instant when k
-  groups have an operation in flight counts 1/k to each, an instant when none has
+  groups have an operation in flight counts 1/k to each (a wait is not an
+  operation: the stalled scalar core does no group's work), an instant when none has
   counts to the group whose operation starts next (it is waiting for it), the tail
   to the last group. The shares add up to the run's cycles;
 - **DRAM bytes**: the copies whose source or destination is DRAM;
@@ -60,13 +62,14 @@ def attribute(report, groups: dict[str, list[str]]) -> Attribution:
     # with dropped events, only the recorded stretch of the run is divided
     span = report.cycles if complete else max((e.end for e in events), default=0)
     cycles = _timeline(events, owner, len(names), span)
+    dram_level = report.levels[0].name
     dram = np.zeros(len(names), np.int64)
     activity: dict[str, np.ndarray] = {}
     for e, g in zip(events, owner):
         if g < 0:
             continue
         if e.kind == "dma":
-            if "dram" in (e.src, e.dst):
+            if dram_level in (e.src, e.dst):
                 dram[g] += e.amount
             for level in {e.src, e.dst}:
                 activity.setdefault(level, np.zeros(len(names)))[g] += e.amount
@@ -107,7 +110,7 @@ def _owners(events, group_of: dict[str, int]) -> list[int]:
                 owner[p] = g
             pending.clear()
             owner[n] = last = g
-        elif e.kind == "dma" and e.label.endswith(" in"):
+        elif e.kind == "dma" and _feeds_next(e.label):
             pending.append(n)
         else:  # copy-out, waits
             owner[n] = last
@@ -116,11 +119,26 @@ def _owners(events, group_of: dict[str, int]) -> list[int]:
     return owner
 
 
+def _feeds_next(label: str) -> bool:
+    """A copy into on-chip memory for the compute that follows: a load (``A in``)
+    or the zero fill of a halo before one (``zero A``)."""
+    return label.endswith(" in") or label.startswith("zero ")
+
+
 def _timeline(events, owner: list[int], n_groups: int, total: int) -> np.ndarray:
     """Cycles per group: in-flight time split among the groups in flight, idle time
-    to the group that starts next, integers that add up to ``total``."""
+    to the group that starts next (the tail to the last one), integers that add up
+    to ``total``.
+
+    A wait is no work: the scalar core stalls while the engines run what it issued
+    (often a later group's commands, issued ahead), so a wait is never in flight;
+    counting it would take time from the group the engines are working for."""
     out = np.zeros(n_groups)
-    mine = [(e.start, e.end, g) for e, g in zip(events, owner) if g >= 0]
+    mine = [
+        (e.start, e.end, g)
+        for e, g in zip(events, owner)
+        if g >= 0 and e.kind != "wait"
+    ]
     if not mine or not n_groups:
         return out.astype(np.int64)
     starts = np.array([m[0] for m in mine], np.int64)

@@ -43,13 +43,15 @@ class LayerCost:
     macs: int
     roofline_cycles: int
     peak_macs_per_cycle: float
+    compute_cycles: float = 0.0
 
     @property
     def utilization(self) -> float:
-        """MACs done over what the MAC array could do in the layer's cycles."""
+        """Useful MACs over what the MAC array could do in the layer's cycles: its
+        roofline compute cycles (each dtype at its own peak) over its cycles."""
         if not self.cycles:
             return 0.0
-        return self.macs / (self.cycles * self.peak_macs_per_cycle)
+        return self.compute_cycles / self.cycles
 
     @property
     def ratio(self) -> float | None:
@@ -70,6 +72,24 @@ class ModelReport:
     @property
     def cycles(self) -> int:
         return self.report.cycles
+
+    @property
+    def total(self) -> LayerCost:
+        """The run as one row: the report's cycles, DRAM bytes and energy, the
+        rows' MACs and compute cycles (the whole kernel's: the rows partition its
+        statements), the sum of the rows' bounds."""
+        r = self.report
+        return LayerCost(
+            "total",
+            (),
+            r.cycles,
+            r.dram_bytes,
+            r.energy_pj,
+            sum(c.macs for c in self.layers),
+            self.roofline_sum,
+            self.layers[0].peak_macs_per_cycle if self.layers else 1.0,
+            sum(c.compute_cycles for c in self.layers),
+        )
 
     @property
     def roofline_sum(self) -> int:
@@ -102,6 +122,9 @@ class ModelReport:
             "roofline": self.report.roofline_cycles,
             "dram_bytes": self.report.dram_bytes,
             "energy_pj": self.report.energy_pj,
+            "macs": self.total.macs,
+            "mac_array_macs": self.report.mac_array_macs,
+            "utilization": self.total.utilization,
             "layers": [
                 {
                     "name": c.name,
@@ -110,6 +133,7 @@ class ModelReport:
                     "dram_bytes": c.dram_bytes,
                     "energy_pj": c.energy_pj,
                     "macs": c.macs,
+                    "compute_cycles": c.compute_cycles,
                     "utilization": c.utilization,
                     "roofline_cycles": c.roofline_cycles,
                 }
@@ -132,17 +156,7 @@ class ModelReport:
         rows = [head, cols]
         for c in self.layers:
             rows.append(_row(c.name, c, r.cycles))
-        total = LayerCost(
-            "total",
-            (),
-            r.cycles,
-            r.dram_bytes,
-            r.energy_pj,
-            r.macs,
-            self.roofline_sum,
-            self.layers[0].peak_macs_per_cycle if self.layers else 1.0,
-        )
-        rows.append(_row("total", total, r.cycles))
+        rows.append(_row("total", self.total, r.cycles))
         rows.append("  " + self.summary())
         if r.events_dropped and self.mode != MODE_DRAM_DIRECT:
             rows.append(
@@ -225,6 +239,7 @@ def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:
                 bound.macs,
                 bound.cycles,
                 bound.peak_macs_per_cycle,
+                bound.compute_cycles,
             )
         )
     other = _unattributed(report, layers)
