@@ -3,29 +3,21 @@
 In one tile every access of the contraction is an affine function of the
 iterators, so its element offset in its buffer is ``base + sum(coef[i] * x_i)``
 with constant ``coef`` (array strides of the buffer times the index
-coefficients). A MAC dimension is one iterator or several fused into one index:
-``(h, w)`` fuse when, in every access that uses them, ``coef[h] = P * coef[w]``
-for one pitch ``P`` (rows of an output buffer padded to the input's row pitch).
-M and N may run over padding (it lands in unused buffer elements: the output's
-padding, never a real element, since ``P`` is at least the span of the inner
-iterators); K may not (a padded K would add products), so a fused K needs
-``P`` equal to that span in every tile. The remaining iterators loop around the
-call; each call accumulates into the output buffer, which the init statement
-filled.
+coefficients). Whether the MAC dimensions of the ``@tensorize`` mark can run as
+such views over the placed buffers is :func:`polyc.macmap.check`, the predicate
+the scheduler's search applies too, so what the scheduler proposes is what this
+module emits; a refusal here comes from a hand schedule. The remaining iterators
+loop around the call; each call accumulates into the output buffer, which the
+init statement filled (or overwrites it, for a folded zero init).
 """
 
 from __future__ import annotations
 
 import cgen as c
 
-from codegen.placed_info import (
-    bvar,
-    constant_extent,
-    functions,
-    max_extent,
-    pw_to_c,
-)
+from codegen.placed_info import bvar, functions, pw_to_c
 from codegen.sim import CTX, _cstr
+from polyc import macmap
 from polyc import placemarks as pm
 from polyc.errors import CodegenError
 
@@ -46,36 +38,23 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
                 f"pc_hi_{it} = {pw_to_c(hi, args)};"
             )
         )
-    loads = {"c": stmt.target, "a": stmt.reads[tm.a], "b": stmt.reads[tm.b]}
-    bufs = {}
-    for key, ld in loads.items():
-        name = active.get(ld.array)
-        if name is None:
-            raise CodegenError(
-                f"codegen: {stmt.name} runs on the MAC array but {ld.array} has no "
-                "buffer around it because it was not placed. Place A, B and the "
-                "output of a tensorized statement in the MAC array's levels."
-            )
-        bufs[key] = em.info.buffers[name]
-
-    def coef(key: str, it: str) -> int:
-        return buffer_coefficient(stmt, bufs[key], loads[key], it)
-
-    extents = {it: max_extent(lo, hi) for it, lo, hi in zip(its, lo_f, hi_f)}
-    exact = {it: constant_extent(lo, hi) for it, lo, hi in zip(its, lo_f, hi_f)}
-    dims = {}
-    for role, users in (("m", "ca"), ("n", "cb"), ("k", "ab")):
-        group = getattr(tm, role)
-        dims[role] = _dimension(stmt, role, group, users, coef, extents, exact)
+    loads = macmap.loads(stmt, tm)
+    placed = {
+        a: em.info.buffers[name] for a, name in active.items() if a in _arrays(loads)
+    }
+    dims = macmap.from_marks(stmt, tm, placed)
+    if isinstance(dims, macmap.Refusal):
+        raise CodegenError(dims.message("codegen"))
+    bufs = {key: placed[ld.array] for key, ld in loads.items()}
     names = {it: (f"pc_x_{it}" if it in tm.loops else f"pc_lo_{it}") for it in its}
     views = {}
     for key, ld in loads.items():
         b = bufs[key]
         index = [a.to_c(lambda n: names.get(n, n)) for a in ld.index]
         views[key] = (b, em._offset(b, index))
-    m_ext, m_str = dims["m"]
-    n_ext, n_str = dims["n"]
-    k_ext, k_str = dims["k"]
+    m_ext, m_str = _extent(dims["m"]), dict(dims["m"].unit)
+    n_ext, n_str = _extent(dims["n"]), dict(dims["n"].unit)
+    k_ext, k_str = _extent(dims["k"]), dict(dims["k"].unit)
 
     def view(key: str, rows: dict, cols: dict) -> str:
         b, off = views[key]
@@ -111,72 +90,18 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
     return [c.Comment(f"{pm.MAC}{stmt.name}"), c.Block(lines + inner)]
 
 
-def buffer_coefficient(stmt, b: pm.BufferMark, ld, it: str) -> int:
-    """Element stride of iterator ``it`` through access ``ld`` in buffer ``b``. In
-    a polyphase dimension of factor ``f`` the iterator must move by multiples of
-    ``f`` (it then stays in one phase and moves ``coefficient / f`` rows)."""
-    out = 0
-    for d, (st, a) in enumerate(zip(b.strides, ld.index)):
-        q, r = divmod(a.coefficient(it), b.phase(d))
-        if r:
-            raise CodegenError(
-                f"codegen: {it} of {stmt.name} cannot run inside one MAC call over "
-                f"{b.name} because it moves {a.coefficient(it)} elements along "
-                f"dimension {d}, which is stored in {b.phase(d)} phases. Loop over "
-                f"{it} around the call or place {b.array} without phases."
-            )
-        out += st * q
-    return out
+def _arrays(loads: dict) -> set[str]:
+    return {ld.array for ld in loads.values()}
 
 
 def _bvar(b: pm.BufferMark) -> str:
     return bvar(b.name)
 
 
-def _dimension(stmt, role, group, users, coef, extents, exact):
-    """``(extent C expression, {access: element stride})`` of one MAC dimension."""
-    if not group:
-        return "1", {}
-    inner = group[-1]
-    unit = {key: coef(key, inner) for key in users}
-    if any(u == 0 for u in unit.values()):
-        raise CodegenError(
-            f"codegen: MAC dimension {role} of {stmt.name} ({inner}) does not move "
-            f"through {' and '.join(k for k, u in unit.items() if u == 0)} because its "
-            "buffer stride is 0. Pick an iterator of that role."
-        )
-    ratios = []
-    for it in group:
-        rs = set()
-        for key in users:
-            q, r = divmod(coef(key, it), unit[key])
-            if r:
-                rs.add(None)
-            rs.add(q)
-        if len(rs) != 1 or None in rs:
-            raise _fuse_error(stmt, role, group, it)
-        ratios.append(rs.pop())
-    span = 1
-    for it, q in zip(reversed(group), reversed(ratios)):
-        if it != inner:
-            ok = (
-                q == span and exact[group[group.index(it) + 1]]
-                if role == "k"
-                else q >= span
-            )
-            if not ok:
-                raise _fuse_error(stmt, role, group, it)
-        span += (extents[it] - 1) * q
-    extent = " + ".join(
-        [f"(pc_hi_{it} - pc_lo_{it}) * {q}" for it, q in zip(group, ratios)] + ["1"]
-    )
-    return f"({extent})", unit
-
-
-def _fuse_error(stmt, role, group, it):
-    return CodegenError(
-        f"codegen: iterators {', '.join(group)} of {stmt.name} cannot fuse into MAC "
-        f"dimension {role} because the buffer strides of {it} are not one pitch times "
-        "the inner iterator's in every access (or would overlap). Tensorize with "
-        f"{role}=({group[-1]!r},) or place the buffers with matching row pitches."
-    )
+def _extent(dim: macmap.Dimension) -> str:
+    """C expression of a MAC dimension's extent in one tile: the fused index runs
+    from 0 to the sum of each iterator's range times its ratio."""
+    if not dim.group:
+        return "1"
+    terms = [f"(pc_hi_{it} - pc_lo_{it}) * {q}" for it, q in zip(dim.group, dim.ratios)]
+    return f"({' + '.join(terms + ['1'])})"
