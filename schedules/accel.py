@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from accelerator.spec import Spec
+from polyc import macmap
 from polyc.errors import PolycError
 from polyc.ir import Kernel
 from schedules import accel_search as search
@@ -169,7 +170,18 @@ def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
             k = _placements(k, layer, cand, bands[layer.index], spec)
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
+        _check_macs(k, layer)
     return k
+
+
+def _check_macs(k: Kernel, layer: Layer) -> None:
+    """The layer's MAC mappings as placed pass the predicate the code generator
+    applies (:func:`polyc.macmap.from_marks`), so codegen never refuses what the
+    scheduler hands it: a refused candidate is replaced by the next one."""
+    refused = macmap.refusals(k, {s.name for s in layer.stmts})
+    if refused:
+        _, why = refused[0]
+        raise _LayerFailed(layer.index, why.message("tensorize"))
 
 
 def _assemble(kernel: Kernel, layers: list[Layer], parts: dict) -> Kernel:

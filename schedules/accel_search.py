@@ -13,6 +13,7 @@ import numpy as np
 
 from accelerator.spec import Spec
 from polyc.ir import Kernel, Statement, array_extent, params_head
+from polyc.macmap import Refusal
 from schedules.costeval import candidates
 from schedules.costmodel import (
     STREAM_SLOTS,
@@ -35,6 +36,9 @@ MAX_POINTS = 30000
 TIE = 0.01
 #: engine assignments tried per layer before only the first contraction varies
 MAX_ENGINE_COMBOS = 16
+#: ranked points of a structure checked for a realisable MAC mapping before the
+#: structure is given up
+SCAN = 32
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,10 @@ def mac_groups(layer: Layer, stmt: Statement):
     the channels when the operands sit channels-last in their buffers (``layouts``
     moves the channel dimension innermost), so that one call covers a row of taps.
     A pitched M over a strided input may store that input in phases (``phased``,
-    see :func:`schedules.costmodel.polyphase`).
+    see :func:`schedules.costmodel.polyphase`). Whether a mapping is realisable
+    depends on the buffers, so it is decided per tile size by the search
+    (:func:`_realisable`): a dilated, causal or reversed tap does not fuse with
+    the channels, and then K runs over the channels with the taps around the call.
     """
     con = contraction(stmt)
 
@@ -383,7 +390,7 @@ def _best(
         np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.transfers[ok], near))
     ]
     out = []
-    for i in order[:keep]:
+    for i in _realisable(model, st, mesh, order, keep):
         sizes = tuple((v, int(mesh[i, j])) for j, v in enumerate(st.free))
         out.append(
             Candidate(
@@ -397,6 +404,25 @@ def _best(
                 tuple(a for a, use in est.staged.items() if use[i]),
             )
         )
+    return out
+
+
+def _realisable(model: LayerModel, st: Structure, mesh, order, keep: int):
+    """The first ``keep`` points of ``order`` whose MAC mappings are realisable
+    (:func:`polyc.macmap.check` on the buffers the placement would give them):
+    the search proposes only what the code generator emits. A structure whose
+    best ``SCAN`` points are all refused is given up (its mapping does not
+    depend on the tile sizes: taps that cannot fuse with the channels)."""
+    macs = [model.kernel.statement(name) for name, eng in st.engine if eng == "mac"]
+    if not macs:
+        return order[:keep]
+    out = []
+    for n, i in enumerate(order[: SCAN + keep]):
+        if len(out) == keep or (n == SCAN and not out):
+            break
+        point = {sym: float(mesh[i, j]) for j, sym in enumerate(model.syms)}
+        if not any(isinstance(model.mac_mapping(s, point), Refusal) for s in macs):
+            out.append(i)
     return out
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import sympy as sp
 
 from accelerator.spec import OP_CLASSES, Spec
+from polyc import macmap
 from polyc.expr import ops_count
 from polyc.ir import Kernel, Statement
 from schedules.costeval import descriptors, numeric
@@ -317,6 +318,58 @@ class LayerModel:
     @staticmethod
     def _padded(ph: Polyphase, extent):
         return ph.multiple * sp.ceiling(extent / ph.multiple)
+
+    # the MAC mapping at one point ------------------------------------------------------
+    def mac_mapping(self, stmt: Statement, point: dict):
+        """:func:`polyc.macmap.check` of a tensorized statement at one point of the
+        grid (``{symbol: tile size}``): its operands through the buffers the
+        placement would give them there (box extents, the output row padded to
+        A's pitch, A's phases, channels-last layouts), so the search proposes
+        only mappings the code generator emits. Returns the dimensions or the
+        :class:`polyc.macmap.Refusal`."""
+        from schedules.tensorize import contraction
+
+        con = contraction(stmt)
+        memo: dict = {}
+
+        def num(e) -> int:
+            return round(float(numeric(e, point, memo)))
+
+        loads = {"c": stmt.target, "a": stmt.reads[con.a], "b": stmt.reads[con.b]}
+        ops = {key: self._operand(stmt, ld.array, ld, num) for key, ld in loads.items()}
+        extents, exact = {}, {}
+        for it in stmt.iterators:
+            full = self.layer.extent(stmt, it)
+            extents[it] = min(num(self.size(stmt, it)), full)
+            exact[it] = full % extents[it] == 0
+        m, n, k = self.st.groups_of(stmt.name)
+        return macmap.check(stmt.name, {"m": m, "n": n, "k": k}, ops, extents, exact)
+
+    def _operand(self, stmt: Statement, name: str, ld, num) -> macmap.Operand:
+        """``ld`` through the buffer of ``name`` as :func:`schedules.place` lays
+        it out (the strides of ``placement._buffer_mark``)."""
+        info = self._arrays[name] if name in self._arrays else self._array(name)
+        padded = [num(e) for e in info["extents"]]
+        factors = [1] * len(padded)
+        ph = self._phases.get(name)
+        if ph is not None:
+            factors[ph.dim] = ph.factor
+            padded[ph.inner] = -(-padded[ph.inner] // ph.multiple) * ph.multiple
+        if stmt.name in self.st.pitched and name == stmt.target.array:
+            w = self.st.groups_of(stmt.name)[0][-1]
+            for d, aff in enumerate(stmt.target.index):
+                if aff.coefficient(w):
+                    padded[d] = max(
+                        padded[d], num(self.pitch(stmt)), aff.coefficient(w)
+                    )
+        order = dict(self.st.layouts).get(name, tuple(range(len(padded))))
+        strides = [0] * len(padded)
+        step = 1
+        for d in reversed(order):
+            strides[d] = step
+            step *= -(-padded[d] // factors[d])
+        phases = tuple(factors) if any(f > 1 for f in factors) else ()
+        return macmap.Operand(name, ld.index, tuple(strides), phases)
 
     def vector_cycles(self, stmt: Statement):
         v = self.spec.vector

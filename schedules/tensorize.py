@@ -156,7 +156,8 @@ def tensorize(
 
     ``m``, ``n``, ``k`` list the iterators fused into each MAC dimension,
     outermost first (default: the innermost iterator of each role); their strides
-    in the buffers must allow the fusion (checked when the kernel is compiled).
+    in the buffers must allow the fusion (:func:`polyc.macmap.check`, applied to
+    the placed buffers when the kernel is compiled).
     The other iterators become loops around the call.
 
     Raises:
