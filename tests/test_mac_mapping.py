@@ -118,6 +118,21 @@ def test_convolution_compiles_tensorized_and_correct(name, config):
     assert "@tensorize" in str(compiled.kernel.schedule)
 
 
+def test_torch_dilated_conv2d_runs_on_the_mac_array():
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(6, 8, 3, dilation=2, padding=2).eval()
+    x = torch.randn(1, 6, 10, 10)
+    kernel = polyc.from_torch(model, (x,))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    (out,) = kernel.outputs
+    got, _ = compiled.run({"arg0": x.numpy()})
+    want = model(x).detach().numpy()
+    np.testing.assert_allclose(got[out.name], want, rtol=1e-5, atol=1e-5)
+    assert len(_statements_on_mac(compiled)) == 1
+
+
 # the predicate ---------------------------------------------------------------------
 
 
