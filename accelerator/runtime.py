@@ -185,6 +185,11 @@ class Simulator:
         self.lib.pc_free(self.ctx, buf)
         self.check()
 
+    def zero_fill(self, buf: int) -> None:
+        """Set an SRAM buffer to zero (functional only, as a level's zero block)."""
+        self.lib.pc_zero_fill(self.ctx, buf)
+        self.check()
+
     def array(self, buf: int, dtype, shape: Sequence[int]) -> np.ndarray:
         """A numpy view of a buffer's memory (to fill or read SRAM in tests)."""
         dt = np.dtype(dtype)

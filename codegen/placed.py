@@ -146,6 +146,8 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                     f"{a.bytes}, {_cstr(a.name)})"
                 )
             )
+            if a.name.startswith(pm.ZERO):
+                pre.append(c.Statement(f"pc_zero_fill({CTX}, {bvar(a.name)})"))
             b = self.info.buffers.get(a.name)
             if b is not None:
                 t = c_type(self.kernel.arrays[b.array].dtype)

@@ -32,6 +32,8 @@ from polyc.errors import CodegenError
 IN = "pc_in_"
 OUT = "pc_out_"
 MAC = "pc_mac_"
+#: the name of a level's zero block (the source of halo zero-fills): ``pc_zero_<level>``
+ZERO = "pc_zero_"
 
 
 def summary(mark: str) -> str:

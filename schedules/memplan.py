@@ -63,7 +63,7 @@ def zero_block(spec: Spec, level_index: int) -> Allocation:
     level = spec.memory[level_index]
     size = round_up(ZERO_BYTES, level.alignment_bytes)
     return Allocation(
-        f"pc_zero_{level.name}", level_index, level.capacity_bytes - size, size
+        f"{pm.ZERO}{level.name}", level_index, level.capacity_bytes - size, size
     )
 
 

@@ -216,6 +216,20 @@ def test_vector_reduce_float16_rounds_every_step(sim, rng):
     assert np.array_equal(sim.array(Out, np.float16, (2,)), want)
 
 
+def test_new_buffers_hold_poison_not_stale_bytes(sim):
+    """A buffer reads as NaN (0xFF bytes) until written, even over bytes an earlier
+    buffer left data in: a read of unwritten SRAM cannot pass for correct zeros or
+    for the earlier buffer's values (the halo bug of issue 11 read such bytes)."""
+    a = sim.alloc("l1", 0, 64, "a")
+    assert np.all(sim.array(a, np.uint8, (64,)) == 0xFF)
+    sim.array(a, np.float32, (16,))[:] = 1.5
+    sim.free(a)
+    b = sim.alloc("l1", 0, 64, "b")
+    assert np.all(np.isnan(sim.array(b, np.float32, (16,))))
+    sim.zero_fill(b)
+    assert np.all(sim.array(b, np.float32, (16,)) == 0)
+
+
 # violations ----------------------------------------------------------------------
 
 
@@ -228,7 +242,8 @@ def test_dma_outside_a_buffer_is_reported(sim):
         r"because A holds 320 bytes",
     ):
         sim.dma((t, 0, [6, 1]), (A, 5 * 10 + 3, [10, 1]), [4, 6], 4, label="load")
-    assert np.all(sim.array(t, np.float32, (24,)) == 0)  # nothing was copied
+    # nothing was copied: the tile still holds the poison pc_alloc fills it with
+    assert np.all(sim.array(t, np.uint32, (24,)) == 0xFFFFFFFF)
 
 
 def test_dma_writing_past_a_tile_is_reported(sim):

@@ -231,8 +231,16 @@ int64_t pc_now(pc_ctx *ctx);
 
 /* buffers */
 int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes);
+/* pc_alloc fills a new buffer with PC_POISON bytes (NaN for floats, -1 for
+ * integers): a read of bytes nothing wrote since the allocation gives a value the
+ * oracle cannot miss, never the stale data of an earlier buffer over the same
+ * bytes (or zeros that happen to be right). */
+#define PC_POISON 0xFF
 int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
              const char *name);
+/* functional only: set a buffer to zero (a level's zero block, set once when the
+ * kernel starts; not timed: it is a few bytes) */
+void pc_zero_fill(pc_ctx *ctx, int buf);
 void pc_free(pc_ctx *ctx, int buf);
 void *pc_ptr(pc_ctx *ctx, int buf);
 int64_t pc_ready(pc_ctx *ctx, int buf);

@@ -218,6 +218,7 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
   b->offset = offset;
   b->bytes = bytes;
   b->base = ctx->mem[level] + offset;
+  memset(b->base, PC_POISON, (size_t)bytes);
   /* space released by earlier buffers may still be read or written */
   int64_t t = pc_freed_floor(ctx, level, offset, offset + bytes);
   b->floor_w = b->floor_r = b->busy_until = t;
@@ -227,6 +228,17 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
   ctx->stats.peak_sram[level] =
       PC_MAX(ctx->stats.peak_sram[level], ctx->live_sram[level]);
   return id;
+}
+
+void pc_zero_fill(pc_ctx *ctx, int buf) {
+  if (ctx->failed || pc_valid_buf(ctx, buf, "pc_zero_fill")) return;
+  pc_buf *b = &ctx->bufs[buf];
+  if (b->level == 0) {
+    pc_fail(ctx, "pc_zero_fill: buffer %s is a DRAM array because it was bound "
+                 "with pc_bind. Fill only buffers made by pc_alloc.", b->name);
+    return;
+  }
+  memset(b->base, 0, (size_t)b->bytes);
 }
 
 void pc_free(pc_ctx *ctx, int buf) {
