@@ -1,7 +1,11 @@
 """Where sweep points run: in this process, a local process pool, or a Dask cluster.
 
 Each executor returns one record per task, in the order of the tasks, and reports
-every finished point to a :class:`Progress`. A point that kills its worker process
+every finished point to a :class:`Progress`. A task is anything with an ``index``
+that pickles; ``run(task) -> dict`` (a module-level function: it travels to the
+workers by name) turns it into a record and ``failed(task, error_type, message)``
+makes the record of a task whose worker died. Sweeps pass nothing (their points,
+:func:`polyc.sweep_task.run_task`); the fuzzer passes its own cases. A point that kills its worker process
 (a crash in generated C) is recorded as failed and the sweep goes on: the local pool
 notes which point each worker is running, so after a crash only the points that were
 in flight are re-run, one at a time, to find the one that crashed.
@@ -18,7 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -57,11 +61,13 @@ def blob(task: Task) -> bytes:
 # in this process --------------------------------------------------------------------
 
 
-def run_inline(tasks: Sequence[Task], progress: Progress) -> list[dict]:
+def run_inline(
+    tasks: Sequence[Task], progress: Progress, run: Callable = run_task
+) -> list[dict]:
     """Run the points one after another in this process (``jobs=1``)."""
     records = []
     for task in tasks:
-        record = run_task(task)
+        record = run(task)
         records.append(record)
         progress.done(record)
     return records
@@ -70,13 +76,20 @@ def run_inline(tasks: Sequence[Task], progress: Progress) -> list[dict]:
 # local process pool -----------------------------------------------------------------
 
 
-def units(tasks: Sequence[Task], workers: int) -> list[list[Task]]:
-    """Group points that share an op and a schedule, so that one worker builds,
-    schedules and compiles their kernel once for all their configs; split the
-    largest groups while there are fewer groups than ``workers``."""
-    groups: dict[tuple[str, str], list[Task]] = {}
+def _op_and_schedule(task: Task) -> tuple[str, str]:
+    return (task.op.key, task.schedule.key)
+
+
+def units(
+    tasks: Sequence[Task], workers: int, group: Callable | None = _op_and_schedule
+) -> list[list[Task]]:
+    """Group points that share an op and a schedule (``group(task)``; None: every
+    task its own unit), so that one worker builds, schedules and compiles their
+    kernel once for all their configs; split the largest groups while there are
+    fewer groups than ``workers``."""
+    groups: dict[object, list[Task]] = {}
     for t in tasks:
-        groups.setdefault((t.op.key, t.schedule.key), []).append(t)
+        groups.setdefault(t.index if group is None else group(t), []).append(t)
     out = list(groups.values())
     while len(out) < workers:
         big = max(out, key=len)
@@ -88,8 +101,16 @@ def units(tasks: Sequence[Task], workers: int) -> list[list[Task]]:
     return sorted(out, key=lambda u: u[0].index)
 
 
-def run_pool(tasks: Sequence[Task], jobs: int, progress: Progress) -> list[dict]:
-    """Run the points in a pool of ``jobs`` spawned processes.
+def run_pool(
+    tasks: Sequence[Task],
+    jobs: int,
+    progress: Progress,
+    run: Callable = run_task,
+    failed: Callable = failed_record,
+    group: Callable | None = _op_and_schedule,
+) -> list[dict]:
+    """Run the points in a pool of ``jobs`` spawned processes (``run``, ``failed``
+    and ``group``: see the module docstring and :func:`units`).
 
     Raises:
         SweepError: when the worker processes cannot start.
@@ -101,7 +122,9 @@ def run_pool(tasks: Sequence[Task], jobs: int, progress: Progress) -> list[dict]
     try:
         while pending:
             before = len(records)
-            in_flight = _pool_round(pending, blobs, jobs, records, progress, marks)
+            in_flight = _pool_round(
+                pending, blobs, jobs, records, progress, marks, run, group
+            )
             if in_flight is None and len(records) == before:
                 raise SweepError(
                     "sweep: the local worker processes died before running any "
@@ -111,7 +134,7 @@ def run_pool(tasks: Sequence[Task], jobs: int, progress: Progress) -> list[dict]
                     "run in this process."
                 )
             for task in [t for t in pending if t.index in (in_flight or ())]:
-                record = _run_alone(task, blobs[task.index])
+                record = _run_alone(task, blobs[task.index], run, failed)
                 records[task.index] = record
                 progress.done(record)
             pending = [t for t in pending if t.index not in records]
@@ -120,19 +143,21 @@ def run_pool(tasks: Sequence[Task], jobs: int, progress: Progress) -> list[dict]
     return [records[t.index] for t in tasks]
 
 
-def _pool_round(tasks, blobs, jobs, records, progress, marks: Path) -> set[int] | None:
+def _pool_round(
+    tasks, blobs, jobs, records, progress, marks: Path, run, group
+) -> set[int] | None:
     """Run ``tasks`` until done or until the pool breaks; returns the indices of the
     points that were running when it broke (empty when it did not, None when it
     broke with no point running)."""
     ctx = multiprocessing.get_context(_CTX)
-    work = units(tasks, jobs)
+    work = units(tasks, jobs, group)
     broken = False
     pool = ProcessPoolExecutor(
         max_workers=min(jobs, len(work)), mp_context=ctx, initializer=_worker_init
     )
     try:
         futures = [
-            pool.submit(_run_unit, [blobs[t.index] for t in unit], str(marks))
+            pool.submit(_run_unit, [blobs[t.index] for t in unit], str(marks), run)
             for unit in work
         ]
         for fut in as_completed(futures):
@@ -182,7 +207,9 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         proc.terminate()
 
 
-def _run_unit(data: list[bytes], marks: str | None = None) -> list[dict]:
+def _run_unit(
+    data: list[bytes], marks: str | None = None, run: Callable = run_task
+) -> list[dict]:
     """Run a unit of points; with ``marks``, keep a note of the point running."""
     note = Path(marks) / str(os.getpid()) if marks else None
     out = []
@@ -190,7 +217,7 @@ def _run_unit(data: list[bytes], marks: str | None = None) -> list[dict]:
         task = pickle.loads(item)
         if note is not None:
             note.write_text(str(task.index))
-        out.append(run_task(task))
+        out.append(run(task))
     if note is not None:
         note.unlink()
     return out
@@ -204,17 +231,19 @@ def _in_flight(marks: Path) -> set[int]:
     return out
 
 
-def _alone(data: bytes, conn) -> None:
+def _alone(data: bytes, conn, run: Callable = run_task) -> None:
     _worker_init()
-    conn.send(run_task(pickle.loads(data)))
+    conn.send(run(pickle.loads(data)))
     conn.close()
 
 
-def _run_alone(task: Task, data: bytes) -> dict:
+def _run_alone(
+    task: Task, data: bytes, run: Callable = run_task, failed: Callable = failed_record
+) -> dict:
     """Run one point in its own process; a crash becomes a failed record."""
     ctx = multiprocessing.get_context(_CTX)
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_alone, args=(data, send), daemon=True)
+    proc = ctx.Process(target=_alone, args=(data, send, run), daemon=True)
     proc.start()
     send.close()
     try:
@@ -233,7 +262,7 @@ def _run_alone(task: Task, data: bytes) -> dict:
         if code is not None and code < 0
         else f"exit code {code}"
     )
-    return failed_record(
+    return failed(
         task,
         "WorkerDied",
         f"sweep: the worker process died running this point because it was ended "
@@ -281,29 +310,38 @@ def _name(cluster) -> str:
     return cluster if isinstance(cluster, str) else str(cluster.scheduler_address)
 
 
-def run_dask(tasks: Sequence[Task], client, progress: Progress) -> list[dict]:
+def run_dask(
+    tasks: Sequence[Task],
+    client,
+    progress: Progress,
+    run: Callable = run_task,
+    failed: Callable = failed_record,
+    group: Callable | None = _op_and_schedule,
+) -> list[dict]:
     """Run the points on the Dask cluster of ``client`` (see :func:`connect`)."""
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     token = uuid.uuid4().hex[:8]
-    work = units(tasks, workers)
+    work = units(tasks, workers, group)
     futures = [
         client.submit(
             _run_unit,
             [blob(t) for t in unit],
-            key=f"polyc-sweep-{token}-{unit[0].index}",
+            None,
+            run,
+            key=f"polyc-{progress.name}-{token}-{unit[0].index}",
             pure=False,
         )
         for unit in work
     ]
     by_key = {f.key: unit for f, unit in zip(futures, work)}
     try:
-        return _collect(tasks, futures, by_key, client, progress)
+        return _collect(tasks, futures, by_key, client, progress, failed)
     except BaseException:  # Ctrl-C: take the rest of the sweep off the cluster
         client.cancel(futures)
         raise
 
 
-def _collect(tasks, futures, by_key, client, progress) -> list[dict]:
+def _collect(tasks, futures, by_key, client, progress, failed) -> list[dict]:
     from distributed import as_completed as dask_completed
 
     records: dict[int, dict] = {}
@@ -312,7 +350,7 @@ def _collect(tasks, futures, by_key, client, progress) -> list[dict]:
             done = fut.result()
         except Exception as err:
             done = [
-                failed_record(
+                failed(
                     task,
                     type(err).__name__,
                     f"sweep: the Dask cluster could not run this point because "
@@ -335,7 +373,17 @@ class Progress:
     """A progress display: a bar redrawn in place on a terminal, a line every
     ``interval`` seconds otherwise; failures are printed as they happen."""
 
-    def __init__(self, total: int, where: str, stream=None, interval: float = 10.0):
+    def __init__(
+        self,
+        total: int,
+        where: str,
+        stream=None,
+        interval: float = 10.0,
+        name: str = "sweep",
+        failure: Callable[[dict], str] | None = None,
+    ):
+        self.name = name
+        self.failure = failure or _point_failure
         self.total = total
         self.where = where
         self.stream = stream
@@ -353,7 +401,7 @@ class Progress:
 
     def start(self) -> None:
         self.t0 = self.last = time.monotonic()
-        self._write(f"polyc sweep: {_points(self.total)} on {self.where}\n")
+        self._write(f"polyc {self.name}: {_points(self.total)} on {self.where}\n")
         if self.tty:
             self._write(self._bar())
 
@@ -362,11 +410,7 @@ class Progress:
         if record["status"] != "ok":
             self.failed += 1
             self._clear()
-            self._write(
-                f"polyc sweep: point {record['index']} ({record['label']}, "
-                f"{record['schedule']}, {record['config']}) {record['status']}: "
-                f"{record['error_type']}: {record['error']}\n"
-            )
+            self._write(f"polyc {self.name}: {self.failure(record)}\n")
         now = time.monotonic()
         if self.tty:
             self._write("\r" + self._bar())
@@ -379,7 +423,7 @@ class Progress:
         elapsed = time.monotonic() - self.t0
         ok = self.count - self.failed
         self._write(
-            f"polyc sweep: {_points(self.count)} in {elapsed:.1f} s: {ok} ok"
+            f"polyc {self.name}: {_points(self.count)} in {elapsed:.1f} s: {ok} ok"
             + (f", {self.failed} failed" if self.failed else "")
             + "\n"
         )
@@ -399,7 +443,7 @@ class Progress:
         pct = 100 * self.count // max(self.total, 1)
         fails = f", {self.failed} failed" if self.failed else ""
         return (
-            f"polyc sweep: {self.count}/{self.total} points ({pct}%){fails}, "
+            f"polyc {self.name}: {self.count}/{self.total} points ({pct}%){fails}, "
             f"{self._eta()}"
         )
 
@@ -410,6 +454,14 @@ class Progress:
         slots = max(10, min(40, width - len(tail) - 3))
         full = slots * self.count // max(self.total, 1)
         return f"[{'#' * full}{'.' * (slots - full)}]{tail}"[: width - 1]
+
+
+def _point_failure(record: dict) -> str:
+    return (
+        f"point {record['index']} ({record['label']}, {record['schedule']}, "
+        f"{record['config']}) {record['status']}: {record['error_type']}: "
+        f"{record['error']}"
+    )
 
 
 def _points(n: int) -> str:
