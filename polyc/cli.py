@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     from polyc.sweep_cli import add_parsers as add_study_parsers
 
     add_study_parsers(sub)
+    from polyc.fuzz.cli import add_parser as add_fuzz_parser
+
+    add_fuzz_parser(sub)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse has printed the usage and the error
@@ -52,6 +55,10 @@ def _run(args) -> int:
         from polyc.frontend.c_cli import run_compile
 
         return run_compile(args)
+    if args.command == "fuzz":
+        from polyc.fuzz.cli import run as run_fuzz
+
+        return run_fuzz(args)
     if args.command in ("sweep", "explain"):
         from polyc import sweep_cli
 
