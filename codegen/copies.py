@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import cgen as c
 
-from codegen.emit import _ident
 from codegen.placed_info import bvar, functions, ovar, pw_to_c, slotvar
 from codegen.sim import CTX, _cstr, _i64_list, buf_var
 from polyc import loops
@@ -44,9 +43,15 @@ class CopyEmitter:
         )
         for d, e in enumerate(lo):
             lines.append(c.Statement(f"{ovar(b.name, d)} = {e}"))
+        origin = [ovar(b.name, d) for d in range(len(lo))]
+        hi = [pw_to_c(f, args) for f in functions(b.hi)]
         if b.copy_in:
-            hi = [pw_to_c(f, args) for f in functions(b.hi)]
-            lines += self._dma(b, [ovar(b.name, d) for d in range(len(lo))], hi, True)
+            lines += self._dma(b, origin, hi, True)
+        elif b.clamp:
+            # nothing flows in, but the box leaves the array: the engines read its
+            # halo as the padding's zeros, so the slot's halo is zeroed all the same
+            lines += self._bounds(b, origin, hi) + self.flush()
+            lines += self._zero_halo(b, origin, hi)
         return [c.Comment(f"{pm.IN}{b.name}"), c.Block(lines)]
 
     def _copy_out(self, b: pm.BufferMark, n: loops.Call) -> list[c.Generable]:
@@ -61,30 +66,21 @@ class CopyEmitter:
 
     def _dma(self, b: pm.BufferMark, lo, hi, inbound: bool) -> list[c.Generable]:
         """Move the box [lo, hi] between the buffer and its outer end."""
-        arr = self.kernel.arrays[b.array]
-        shape = arr.concrete_shape({})
-        lines: list[c.Generable] = []
+        shape = self.kernel.arrays[b.array].concrete_shape({})
         nd = len(lo)
-        for d in range(nd):
-            l_, h_ = lo[d], hi[d]
-            if b.clamp and inbound:
-                l_, h_ = f"max({l_}, 0)", f"min({h_}, {shape[d] - 1})"
-            lines.append(c.Line(f"const long pc_l{d} = {l_}, pc_h{d} = {h_};"))
+        clip = b.clamp and inbound
+        lines = (
+            self._bounds(b, lo, hi)
+            if clip
+            else [
+                c.Line(f"const long pc_l{d} = {lo[d]}, pc_h{d} = {hi[d]};")
+                for d in range(nd)
+            ]
+        )
         parent = self.info.parent.get(b.name)
         lines += self.flush()
-        if b.clamp and inbound:
-            # zero the halo only: per dimension, the slabs of the box before and
-            # after the part inside the array (corners may be zeroed twice)
-            for d in range(nd):
-                for cond, first, size in (
-                    (f"pc_l{d} > {lo[d]}", lo[d], f"pc_l{d} - ({lo[d]})"),
-                    (f"pc_h{d} < {hi[d]}", f"pc_h{d} + 1", f"({hi[d]}) - pc_h{d}"),
-                ):
-                    index = list(lo)
-                    sizes = [f"({hi[e]}) - ({lo[e]}) + 1" for e in range(nd)]
-                    index[d], sizes[d] = first, size
-                    call = self._dma_call(b, None, shape, index, sizes, True, zero=True)
-                    lines.append(c.If(cond, c.Block([call])))
+        if clip:
+            lines += self._zero_halo(b, lo, hi)
         split = _split_dim(b)
         index = [f"pc_l{d}" for d in range(nd)]
         sizes = [f"pc_h{d} - pc_l{d} + 1" for d in range(nd)]
@@ -106,6 +102,37 @@ class CopyEmitter:
         lines.append(
             c.For(f"long pc_c = pc_l{d}", f"pc_c <= pc_h{d}", "pc_c += pc_q", body)
         )
+        return lines
+
+    def _bounds(self, b: pm.BufferMark, lo, hi) -> list[c.Generable]:
+        """``pc_l<d>``, ``pc_h<d>``: the box [lo, hi] clipped to the array."""
+        shape = self.kernel.arrays[b.array].concrete_shape({})
+        return [
+            c.Line(
+                f"const long pc_l{d} = max({lo[d]}, 0), "
+                f"pc_h{d} = min({hi[d]}, {shape[d] - 1});"
+            )
+            for d in range(len(lo))
+        ]
+
+    def _zero_halo(self, b: pm.BufferMark, lo, hi) -> list[c.Generable]:
+        """Zero the halo of the box [lo, hi] (the part outside the array, clipped
+        to ``pc_l``/``pc_h`` by :meth:`_bounds`) from the level's zero block: per
+        dimension, the slabs before and after the part inside the array (corners
+        may be zeroed twice), not the whole slot."""
+        shape = self.kernel.arrays[b.array].concrete_shape({})
+        nd = len(lo)
+        lines: list[c.Generable] = []
+        for d in range(nd):
+            for cond, first, size in (
+                (f"pc_l{d} > {lo[d]}", lo[d], f"pc_l{d} - ({lo[d]})"),
+                (f"pc_h{d} < {hi[d]}", f"pc_h{d} + 1", f"({hi[d]}) - pc_h{d}"),
+            ):
+                index = list(lo)
+                sizes = [f"({hi[e]}) - ({lo[e]}) + 1" for e in range(nd)]
+                index[d], sizes[d] = first, size
+                call = self._dma_call(b, None, shape, index, sizes, True, zero=True)
+                lines.append(c.If(cond, c.Block([call])))
         return lines
 
     def _dma_call(
@@ -162,7 +189,7 @@ class CopyEmitter:
     ) -> c.Statement:
         mine = self._buffer_at(b, index)
         if zero:
-            other = (f"pc_b_pc_zero_{_ident(b.level)}", "0", [0] * len(index))
+            other = (bvar(f"{pm.ZERO}{b.level}"), "0", [0] * len(index))
         elif outer is not None:
             other = self._buffer_at(outer, index)
         else:
