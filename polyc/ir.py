@@ -237,6 +237,14 @@ class Kernel:
         )
         return k
 
+    def specialize(self, **values: int) -> Kernel:
+        """The same program with size parameters fixed (``kernel.specialize(N=64)``):
+        placement and the accelerator scheduler need concrete sizes. See
+        :func:`polyc.specialize.specialize`."""
+        from polyc.specialize import specialize
+
+        return specialize(self, values)
+
     def with_data(self, data: Mapping[str, np.ndarray]) -> Kernel:
         """Bind constant input arrays (weights); they are no longer passed by callers."""
         merged = dict(self.data)

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import islpy as isl
 
-from polyc.errors import ScheduleError
+from polyc.errors import ArgumentError, ScheduleError
 
 _BAND_MARK = re.compile(r"^([A-Za-z_][\w.]*)\(([\w, ]*)\)$")
 
@@ -179,3 +179,81 @@ def flat_map(schedule: isl.Schedule | isl.UnionMap) -> isl.UnionMap:
         piece = isl.UnionMap.from_map(m)
         out = piece if out is None else out.union(piece)
     return out
+
+
+def specialize_schedule(schedule: isl.Schedule, fixed: isl.Set) -> isl.Schedule:
+    """``schedule`` with the parameters that ``fixed`` pins (a parameter set such as
+    ``[N] -> { : N = 64 }``) replaced by their values and dropped from every node.
+
+    Raises:
+        ArgumentError: on an extension node (specialize before placement).
+    """
+    ids = _param_ids(fixed)
+    return _specialized(schedule.get_root().child(0), fixed, ids)
+
+
+def _param_ids(fixed: isl.Set) -> isl.IdList:
+    n = fixed.dim(isl.dim_type.param)
+    ids = isl.IdList.alloc(fixed.get_ctx(), n)
+    for i in range(n):
+        ids = ids.add(fixed.get_dim_id(isl.dim_type.param, i))
+    return ids
+
+
+def fix_params(obj, fixed: isl.Set, ids: isl.IdList):
+    """A Set, UnionSet, UnionMap or MultiUnionPwAff with the parameters of
+    ``fixed`` bound to its values and projected out."""
+    if isinstance(obj, isl.Set):
+        return obj.intersect_params(fixed).project_out_param_id_list(ids)
+    if isinstance(obj, isl.UnionSet):
+        sets: list[isl.Set] = []
+        obj.foreach_set(sets.append)
+        out = isl.UnionSet.empty(fix_params(obj.params(), fixed, ids).get_space())
+        for s in sets:
+            out = out.union(isl.UnionSet.from_set(fix_params(s, fixed, ids)))
+        return out
+    if isinstance(obj, isl.UnionMap):
+        return obj.intersect_params(fixed).project_out_param_id_list(ids)
+    if isinstance(obj, isl.MultiUnionPwAff):
+        umap = isl.UnionMap.from_multi_union_pw_aff(obj)
+        return isl.MultiUnionPwAff.from_union_map(fix_params(umap, fixed, ids))
+    raise TypeError(f"cannot specialize a {type(obj).__name__}")
+
+
+def _specialized(node: isl.ScheduleNode, fixed, ids) -> isl.Schedule:
+    T = isl.schedule_node_type
+    t = node.get_type()
+    if t == T.leaf:
+        return isl.Schedule.from_domain(fix_params(node.get_domain(), fixed, ids))
+    if t == T.band:
+        inner = _specialized(node.child(0), fixed, ids)
+        mupa = fix_params(node.band_get_partial_schedule(), fixed, ids)
+        band = (
+            inner.insert_partial_schedule(mupa.intersect_domain(inner.get_domain()))
+            .get_root()
+            .child(0)
+            .band_set_permutable(node.band_get_permutable())
+        )
+        for i in range(node.band_n_member()):
+            band = band.band_member_set_coincident(
+                i, node.band_member_get_coincident(i)
+            )
+        return band.get_schedule()
+    if t == T.mark:
+        inner = _specialized(node.child(0), fixed, ids)
+        return inner.get_root().child(0).insert_mark(node.mark_get_id()).get_schedule()
+    if t in (T.sequence, T.set):
+        combine = isl.Schedule.sequence if t == T.sequence else isl.Schedule.set
+        parts = [
+            _specialized(node.child(i), fixed, ids) for i in range(node.n_children())
+        ]
+        out = parts[0]
+        for p in parts[1:]:
+            out = combine(out, p)
+        return out
+    if t in (T.filter, T.context, T.guard):
+        return _specialized(node.child(0), fixed, ids)
+    raise ArgumentError(
+        f"specialize: the schedule has a {t} node because it is placed. Specialize "
+        "the kernel before placing it."
+    )
