@@ -63,8 +63,10 @@ class Compiled:
             f"  checks: {'on' if self.module.checks else 'compiled out'}; "
             f"{len(self.c_source.splitlines())} lines of C",
         ]
-        if self.choice is not None and self.choice.note:
-            lines.append(f"  scheduler: {self.choice.note}")
+        notes = self.fallbacks()
+        if notes:
+            lines.append(f"  fallbacks ({len(notes)}):")
+            lines.extend(f"    {n}" for n in notes)
         if placed:
             lines.extend(self._layers())
             lines.extend(self._buffers())
@@ -97,6 +99,37 @@ class Compiled:
             )
         return "\n".join(lines)
 
+    def fallbacks(self) -> list[str]:
+        """Every place where the scheduler did less than the hardware allows, with
+        the reason and the fix: layers that run DRAM-direct, layers fused less
+        than the program allows, statements left on the scalar core."""
+        choice = self.choice
+        if choice is None:
+            return []
+        out = [f"whole kernel: {choice.note}"] if choice.note else []
+        for lc in choice.layers:
+            name = lc.layer.name
+            if lc.candidate is None:
+                out.append(
+                    f"{name}: DRAM-direct on the scalar core because {lc.note}. "
+                    f"{_fix(lc.note)}"
+                )
+                continue
+            if lc.split_from:
+                out.append(
+                    f"{name}: fused less than the program allows, because "
+                    f"{lc.split_from}"
+                )
+            st = lc.candidate.structure
+            for stmt in lc.layer.stmts:
+                if st.engine_of(stmt.name) == "scalar":
+                    out.append(
+                        f"{name}: {stmt.name} runs on the scalar core because its "
+                        "instances depend on each other inside a tile (neither the "
+                        "MAC array nor the vector unit can run it)"
+                    )
+        return out
+
     def _layers(self) -> list[str]:
         """The scheduler's choice per layer: tiles, loop order, predicted cost."""
         if self.choice is None:
@@ -106,7 +139,7 @@ class Compiled:
             cand = lc.candidate
             head = f"    {lc.layer.name}: "
             if cand is None:
-                out.append(head + f"DRAM-direct ({lc.note})")
+                out.append(head + "DRAM-direct (see fallbacks)")
                 continue
             first = lc.layer.stmts[0]
             tiles = []
@@ -118,6 +151,8 @@ class Compiled:
             st = cand.structure
             order = ", ".join(first.iterators[p] for p in st.order) or "-"
             busy = ", ".join(f"{e} {v:,.0f}" for e, v in cand.engines)
+            if lc.split_from:
+                head += "(fused less: see fallbacks) "
             out.append(
                 head + f"tiles {' '.join(tiles) or '(whole)'}; tile loops {order}; "
                 f"streamed operands in {st.stream_slots} slots; predicted "
@@ -168,6 +203,16 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<Compiled {self.kernel.name} for {self.spec.name} ({self.mode})>"
+
+
+def _fix(note: str) -> str:
+    """The fix a user can make for a layer's DRAM-direct reason."""
+    if "fits" in note:
+        return (
+            "Give the config a larger on-chip level, or schedule the layer by hand "
+            "(polyc.compile(kernel, config, schedule=...))."
+        )
+    return "Schedule it by hand (polyc.compile(kernel, config, schedule=...))."
 
 
 def _marks(schedule):

@@ -41,7 +41,7 @@ from schedules.bands import permute
 from schedules.costmodel import polyphase
 from schedules.fusion import fuse
 from schedules.io import apply_schedule
-from schedules.layers import Layer, split, sub_kernel, top_children
+from schedules.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.placement import box_extent, place
 from schedules.tensorize import map_vector, tensorize
 from schedules.tiling import tile
@@ -56,6 +56,7 @@ class LayerChoice:
     tried: int = 0
     note: str = ""
     context: tuple = ()  # (kernel, spec) to build the traffic formula on demand
+    split_from: str = ""  # the fused group it was cut from, and why
 
     @property
     def formula(self) -> str:
@@ -82,48 +83,113 @@ class Choice:
 
 def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     """Schedule ``kernel`` for ``spec`` (see the module docstring). Never raises for
-    a valid kernel: what cannot be placed runs DRAM-direct, and the choice says
-    why. ``stage=False`` keeps every layer in the engines' level alone (no
-    operand staged in the SRAM level above it)."""
+    a valid kernel: a fused group that fits nothing is split into smaller layers;
+    what still cannot be placed runs DRAM-direct, and the choice says why.
+    ``stage=False`` keeps every layer in the engines' level alone (no operand
+    staged in the SRAM level above it)."""
     if not _concrete(kernel):
+        p = kernel.params[0]
         return Choice(
             kernel,
             spec.name,
             note=(
-                f"sizes are symbolic ({', '.join(kernel.params)}): placement needs "
-                "concrete sizes, so the kernel runs DRAM-direct (fix them with "
-                "kernel.with_context('N = 128'))"
+                f"the sizes are symbolic ({', '.join(kernel.params)}), so the whole "
+                "kernel runs DRAM-direct: placement needs concrete sizes. Fix them "
+                f"with kernel.specialize({p}=...) (polyc compile: --param {p}=VALUE "
+                f"or -D {p}=VALUE)"
             ),
         )
-    layers = split(kernel)
-    options: list[list[search.Candidate]] = []
-    choices: list[LayerChoice] = []
-    for layer in layers:
-        if layer.opaque:
-            options.append([])
-            choices.append(LayerChoice(layer, None, note="not a simple loop nest"))
-            continue
-        cands = search.search(kernel, layer, spec, stage=stage)
-        options.append(cands)
-        note = "" if cands else "no tiling fits the engines' memory"
-        choices.append(LayerChoice(layer, None, note=note))
-    picks = [0 if opts else None for opts in options]
+    kernel, whole = per_statement(kernel)
+    level = spec.memory[search.engine_level(spec)].name
+    cuts: set[int] = set()
+    found: dict = {}  # (children, depth) -> the layer's candidates
+    failed_groups: list[tuple[frozenset, str]] = []
     while True:
-        chosen = [options[i][p] if p is not None else None for i, p in enumerate(picks)]
-        try:
-            result = build(kernel, layers, chosen, spec)
-        except _LayerFailed as failed:
-            i = failed.index
-            picks[i] = picks[i] + 1 if picks[i] + 1 < len(options[i]) else None
-            if picks[i] is None:
-                choices[i].note = f"no candidate fits once placed ({failed.reason})"
+        layers = split(kernel, cuts=frozenset(cuts))
+        options, choices = _search(kernel, layers, spec, stage, found, whole)
+        empty = [
+            i for i, opts in enumerate(options) if not opts and _splittable(layers[i])
+        ]
+        if empty:
+            layer = layers[empty[0]]
+            why = f"no tiling of its {len(layer.stmts)} fused statements fits {level}"
+            cuts.add(_cut(layer))
+            failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
+            continue
+        result, chosen, failed = _build_first(kernel, layers, options, choices, spec)
+        if failed is not None:
+            layer = layers[failed.index]
+            cuts.add(_cut(layer))
+            why = f"no candidate fits once placed ({failed.reason})"
+            failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
             continue
         break
     for i, cand in enumerate(chosen):
         choices[i].candidate = cand
         choices[i].tried = len(options[i])
         choices[i].context = (kernel, spec)
+        mine = set(layers[i].children)
+        for group, why in reversed(failed_groups):
+            if mine < group:
+                choices[i].split_from = why
+                break
     return Choice(result, spec.name, choices)
+
+
+def _search(kernel, layers, spec, stage, found, whole):
+    """Candidates and an explanation per layer (searched once per layer shape)."""
+    options: list[list[search.Candidate]] = []
+    choices: list[LayerChoice] = []
+    for layer in layers:
+        if layer.opaque:
+            options.append([])
+            why = whole.get(layer.name, "it is not a loop nest of its own")
+            note = f"its loop nest stays whole because {why}"
+            choices.append(LayerChoice(layer, None, note=note))
+            continue
+        key = (layer.children, layer.depth)
+        if key not in found:
+            found[key] = search.search(kernel, layer, spec, stage=stage)
+        cands = found[key]
+        options.append(cands)
+        level = spec.memory[search.engine_level(spec)].name
+        note = "" if cands else f"no tiling of the statement fits {level}"
+        choices.append(LayerChoice(layer, None, note=note))
+    return options, choices
+
+
+def _build_first(kernel, layers, options, choices, spec):
+    """``(kernel, chosen, None)`` for the first candidates that place; a layer whose
+    candidates all fail runs DRAM-direct, unless it fuses several statements:
+    then ``(None, None, failure)`` (the caller splits it)."""
+    picks = [0 if opts else None for opts in options]
+    while True:
+        chosen = [options[i][p] if p is not None else None for i, p in enumerate(picks)]
+        try:
+            return build(kernel, layers, chosen, spec), chosen, None
+        except _LayerFailed as failed:
+            i = failed.index
+            if picks[i] + 1 < len(options[i]):
+                picks[i] += 1
+                continue
+            if _splittable(layers[i]):
+                return None, None, failed
+            picks[i] = None
+            choices[i].note = f"no candidate fits once placed ({failed.reason})"
+
+
+def _splittable(layer: Layer) -> bool:
+    return not layer.opaque and len(layer.children) > 1
+
+
+def _cut(layer: Layer) -> int:
+    """Where to split a fused layer that fits nothing: the middle, but never
+    between a contraction and the init just before it."""
+    mid = len(layer.stmts) // 2
+    before, at = layer.stmts[mid - 1], layer.stmts[mid]
+    if at.reduction is not None and before.target.array == at.target.array:
+        mid = mid - 1 if mid > 1 else mid + 1
+    return layer.children[min(mid, len(layer.children) - 1)]
 
 
 def _concrete(kernel: Kernel) -> bool:

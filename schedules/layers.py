@@ -20,10 +20,12 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from polyc import tree
 from polyc.errors import PolycError
 from polyc.ir import Kernel, Statement
 from schedules import stree
 from schedules.fusion import fuse
+from schedules.io import apply_schedule
 from schedules.legality import dependences
 
 
@@ -77,8 +79,12 @@ def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:
     return out
 
 
-def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
-    """The kernel's layers, in program order (see the module docstring)."""
+def split(
+    kernel: Kernel, fusion: bool = True, cuts: frozenset[int] = frozenset()
+) -> list[Layer]:
+    """The kernel's layers, in program order (see the module docstring); a layer
+    never spans a position in ``cuts`` (the top-level child there starts a new
+    one: the scheduler fuses less where a fused group fits nothing)."""
     children = top_children(kernel)
     simple = [_simple(kernel, c) for c in children]
     out: list[Layer] = []
@@ -101,7 +107,7 @@ def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
             group, stmt, children, simple, child
         )
         d = 0
-        if fusion and related and len(group) < MAX_STATEMENTS:
+        if fusion and related and len(group) < MAX_STATEMENTS and pos not in cuts:
             d = _fusable(kernel, group, item, depth)
         if d:
             group.append(item)
@@ -112,6 +118,50 @@ def split(kernel: Kernel, fusion: bool = True) -> list[Layer]:
     if group:
         out.append(_layer(len(out), group, depth))
     return out
+
+
+def per_statement(kernel: Kernel) -> tuple[Kernel, dict[str, str]]:
+    """The kernel with each top-level loop chain that runs several statements (a C
+    loop nest such as ``for i, j: { C[i][j] = 0; for k: C[i][j] += ... }``)
+    rewritten as one loop nest per statement in their order, the shape the
+    compute API gives, where the exact legality check allows it: the statements
+    then form layers like any others. Returns the kernel and, per chain that must
+    stay whole, the reason (keyed by its statements, ``"S0+S1"``)."""
+    children = list(top_children(kernel))
+    reasons: dict[str, str] = {}
+    changed = False
+    for pos in range(len(children)):
+        child = children[pos]
+        if isinstance(child, list) or _simple(kernel, child) is not None:
+            continue
+        stmts = _stmts(kernel, child)
+        if any(s.depth == 0 for s in stmts) or not stmts:
+            reasons["+".join(s.name for s in stmts)] = (
+                "it holds a statement outside every loop"
+            )
+            continue
+        parts = [
+            stree.from_isl(tree.initial_schedule([(s.name, s.domain, s.iterators)]))
+            for s in stmts
+        ]
+        trial = children[:pos] + [parts] + children[pos + 1 :]
+        try:
+            apply_schedule(kernel, stree.to_isl(_sequence(trial)))
+        except PolycError as err:
+            why = str(err).split(" because ", 1)[-1].split(". ", 1)[0]
+            reasons["+".join(s.name for s in stmts)] = (
+                f"one loop nest per statement would break a dependence ({why})"
+            )
+            continue
+        children, changed = trial, True
+    if not changed:
+        return kernel, reasons
+    return apply_schedule(kernel, stree.to_isl(_sequence(children))), reasons
+
+
+def _sequence(children) -> stree.Node:
+    flat = [n for c in children for n in (c if isinstance(c, list) else [c])]
+    return flat[0] if len(flat) == 1 else stree.Sequence_(tuple(flat))
 
 
 def top_children(kernel: Kernel) -> tuple:
@@ -153,9 +203,11 @@ def sub_kernel(kernel: Kernel, positions) -> Kernel:
         part.analysis("schedules.dependences", lambda _: mine)
         return part
 
-    # memoised with the program (and its dependences): the search and the build
-    # of a layer ask for the same part
-    return kernel.original.analysis(("layers.sub_kernel", positions), build)
+    # memoised with the program (and its dependences) and the schedule whose
+    # children the positions count: the search and the build of a layer ask for
+    # the same part
+    key = ("layers.sub_kernel", kernel.schedule.get_root().to_str(), positions)
+    return kernel.analysis(key, lambda _: build(kernel))
 
 
 #: statements fused into one layer at most
