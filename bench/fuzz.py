@@ -1,0 +1,107 @@
+"""The fuzzer at scale: seeded batches of :mod:`polyc.fuzz`, accumulated in a record.
+
+    python -m bench.fuzz [--batches 4] [--cases 500] [--jobs 2] [--cluster ADDR]
+    python -m bench.fuzz --report          # only regenerate the table in docs/fuzz.md
+
+Each batch takes the next seed the record has not used (or ``--seed``), runs its
+cases on a local process pool (or a Dask cluster), and appends one line to
+``bench/results/fuzz.jsonl``: the seed, the commit, counts by kind, config,
+frontend, family, dtype and op, and every failure with its whole case. Batches may
+run at once from several processes or machines: lines are appended under a lock.
+The totals table in ``docs/fuzz.md`` is regenerated from the record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from bench.common import RESULTS
+
+RECORD = RESULTS / "fuzz.jsonl"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "fuzz.md"
+BEGIN, END = "<!-- fuzz-totals: begin -->", "<!-- fuzz-totals: end -->"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from polyc import fuzz
+    from polyc.fuzz import record as rec
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batches", type=int, default=1)
+    parser.add_argument("--cases", type=int, default=200, help="cases per batch")
+    parser.add_argument("--seed", type=int, default=None, help="first batch seed")
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--cluster", default=None, help="a Dask scheduler address")
+    parser.add_argument("--record", default=str(RECORD))
+    parser.add_argument("--report", action="store_true", help="only the docs table")
+    args = parser.parse_args(argv)
+    failed = 0
+    if not args.report:
+        for b in range(args.batches):
+            lines = rec.read(args.record)
+            seed = args.seed + b if args.seed is not None else rec.next_seed(lines)
+            result = fuzz.run(
+                args.cases, seed, jobs=args.jobs, cluster=args.cluster, progress=True
+            )
+            rec.append(args.record, rec.batch_line(result))
+            print(result.summary(), flush=True)
+            failed += len(result.failures())
+    write_table(rec.totals(rec.read(args.record)))
+    return 1 if failed else 0
+
+
+def table(t: dict) -> str:
+    """The totals of the record as markdown."""
+    kinds = t["kinds"]
+    rows = [
+        "| | |",
+        "|---|---:|",
+        f"| batches | {t['batches']:,} |",
+        f"| cases (a program compiled, simulated and compared on one config) | "
+        f"{t['cases']:,} |",
+        f"| layers in those programs | {t['layers']:,} |",
+        f"| CPU time of the cases, summed over the batches' wall times | "
+        f"{t['seconds'] / 3600:,.1f} h |",
+    ]
+    from polyc.fuzz import KINDS
+
+    for kind in (*KINDS, *sorted(set(kinds) - set(KINDS))):
+        rows.append(f"| {kind} | {kinds.get(kind, 0):,} |")
+    rows.append(f"| layers that fell back to DRAM-direct | {t['fallback_layers']:,} |")
+    configs = ", ".join(f"{k} {v:,}" for k, v in t["configs"].items())
+    fronts = ", ".join(f"{k} {v:,}" for k, v in t["frontends"].items())
+    fams = ", ".join(f"{k} {v:,}" for k, v in t["families"].items())
+    dts = ", ".join(f"{k} {v:,}" for k, v in t["dtypes"].items())
+    ops = ", ".join(
+        f"{k} {v:,}" for k, v in sorted(t["ops"].items(), key=lambda x: -x[1])
+    )
+    seeds = t["seeds"]
+    span = f"{seeds[0]}-{seeds[-1]}" if seeds else "-"
+    return "\n".join(
+        [
+            *rows,
+            "",
+            f"Hardware: {configs}. Frontends: {fronts}. Families: {fams}. "
+            f"Dtypes: {dts}.",
+            "",
+            f"Layers drawn: {ops}.",
+            "",
+            f"Batch seeds: {span}.",
+        ]
+    )
+
+
+def write_table(t: dict) -> None:
+    if not DOC.exists():
+        return
+    text = DOC.read_text()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    new = f"{BEGIN}\n{table(t)}\n{END}"
+    DOC.write_text(pattern.sub(lambda _: new, text))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
