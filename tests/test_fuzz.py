@@ -21,6 +21,17 @@ from polyc.fuzz.grammar import InvalidProgram, Program, cost, shapes
 from polyc.fuzz.hardware import random_config, spec_of
 from polyc.fuzz.runner import mismatch
 
+#: the slice of the suite: batch 0, split in parts so that workers share it
+SLICE_SEED, SLICE_CASES, SLICE_PARTS = 0, 12, 3
+
+
+@pytest.mark.parametrize("part", range(SLICE_PARTS))
+def test_fixed_seed_slice_matches_the_interpreter(part):
+    per = SLICE_CASES // SLICE_PARTS
+    batch = fuzz.make_cases(per, SLICE_SEED, start=part * per)
+    result = fuzz.run(batch, SLICE_SEED, jobs=1, timeout=None)
+    assert not result.failures(), result.summary()
+
 
 def test_generated_programs_are_valid_and_cheap():
     rng = random.Random(5)
