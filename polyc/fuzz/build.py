@@ -237,6 +237,18 @@ def _transpose(ins, hist, layer, i, dtype, fam):
     return nn.transpose(hist[-1], -2, -1)
 
 
+def _reshape(ins, hist, layer, i, dtype, fam):
+    x = hist[-1]
+    lead = tuple(d.const for d in x.shape[:-2])
+    t, d = x.shape[-2].const, x.shape[-1].const
+    return nn.reshape(x, (*lead, t * d // layer["f"], layer["f"]))
+
+
+def _bmm(ins, hist, layer, i, dtype, fam):
+    x = hist[-1]
+    return _requant(nn.bmm(x, nn.transpose(x, 1, 2)), dtype)
+
+
 _COMPUTE = {
     "conv": _conv,
     "conv1d": _conv,
@@ -255,6 +267,8 @@ _COMPUTE = {
     "ln": _ln,
     "softmax": _softmax,
     "transpose": _transpose,
+    "reshape": _reshape,
+    "bmm": _bmm,
 }
 
 
@@ -443,6 +457,11 @@ def _define_module():
                 return torch.softmax(x, -1)
             if op == "transpose":
                 return x.transpose(-2, -1)
+            if op == "reshape":
+                f = layer["f"]
+                return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1] // f, f)
+            if op == "bmm":
+                return torch.bmm(x, x.transpose(1, 2))
             raise AssertionError(op)  # pragma: no cover
 
     return FuzzModule

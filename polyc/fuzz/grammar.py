@@ -18,7 +18,8 @@ Families:
 - ``seq`` (``[N, C, L]``): conv1d with the same variety (causal padding included);
 - ``mlp`` (``[B, T, D]`` or ``[T, D]``): linear, matmul against a plain or
   transposed weight, single-head attention, layer norm, softmax, activations,
-  residual add, feature slice and concat, transpose of the last two dims.
+  residual add, feature slice and concat, transpose of the last two dims, a
+  reshape that regroups the last two dims, a batched ``x @ x^T``.
 
 dtypes: float32, float16, and int8 (contractions accumulate in int32 and are
 requantized to int8 by a clamp and a cast; only the layers with integer semantics
@@ -181,6 +182,14 @@ def _after(program: Program, layer: dict, hist: list) -> tuple[int, ...] | None:
         return x if fam == "mlp" and len(x) == 3 else None
     if op == "transpose":
         return (*x[:-2], x[-1], x[-2]) if fam == "mlp" and len(x) >= 2 else None
+    if op == "reshape":
+        # the last two dims regrouped: [.., T, D] -> [.., T * D / f, f]
+        if fam != "mlp" or len(x) < 2 or (x[-1] * x[-2]) % layer["f"]:
+            return None
+        return (*x[:-2], x[-1] * x[-2] // layer["f"], layer["f"])
+    if op == "bmm":
+        # x @ x^T over the batch: [B, T, D] -> [B, T, T]
+        return (*x[:-1], x[-2]) if fam == "mlp" and len(x) == 3 else None
     raise ValueError(f"unknown op {op!r}")
 
 
@@ -203,6 +212,8 @@ def cost(program: Program) -> tuple[int, int]:
             macs += math.prod(y) * x[-1]
         elif op == "head":
             macs += math.prod(x) * layer["out"]
+        elif op == "bmm":
+            macs += math.prod(y) * x[-1]
         elif op == "attn":
             b, t, d = x
             dk = layer["dk"]
@@ -281,7 +292,7 @@ def _layer(rng: random.Random, program: Program) -> dict | None:
         "seq": ["conv1d"] * 6 + ["affine", "act", "act", "add", "cat", "slice"],
         "mlp": ["linear"] * 3
         + ["matmul", "matmul", "attn", "ln", "softmax"]
-        + ["act", "add", "cat", "slice", "transpose"],
+        + ["act", "add", "cat", "slice", "transpose", "reshape", "bmm"],
     }[fam]
     if integer:
         ops = [o for o in ops if o not in ("bn", "affine", "attn", "ln", "softmax")]
@@ -315,6 +326,14 @@ def _layer(rng: random.Random, program: Program) -> dict | None:
         return {"op": "matmul", "out": rng.choice(FEATURES), "wt": rng.random() < 0.5}
     if op == "attn":
         return {"op": "attn", "dk": rng.choice((1, 2, 4, 5, 8, 16))}
+    if op == "reshape":
+        total = x[-1] * x[-2]
+        return {
+            "op": "reshape",
+            "f": rng.choice([f for f in range(1, 17) if total % f == 0]),
+        }
+    if op == "bmm":
+        return {"op": "bmm"}
     raise AssertionError(op)  # pragma: no cover
 
 
