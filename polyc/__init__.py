@@ -28,6 +28,7 @@ from polyc.errors import (
     ShapeError,
     SimulationError,
     SweepError,
+    VerificationError,
 )
 
 __version__ = "0.1.0"
@@ -48,6 +49,7 @@ _LAZY = {
     # polyc.sweep is a callable module: polyc.sweep(points) runs a study
     "sweep": ("polyc.sweep", None),
     "explain": ("polyc.inspection", "explain"),
+    "verify": ("polyc.verify", None),
 }
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "ShapeError",
     "SimulationError",
     "SweepError",
+    "VerificationError",
     *_LAZY,
 ]
 

@@ -27,6 +27,7 @@ def compile(
     *,
     checks: bool = True,
     trace_limit: int | None = None,
+    verify: bool = False,
 ):
     """Compile ``kernel`` for the simulated accelerator described by ``config``.
 
@@ -38,7 +39,12 @@ def compile(
     program with another schedule, placed or not) to compile as it is; pass
     ``schedule=kernel`` for the DRAM-direct baseline.
     ``checks=False`` compiles the per-access bounds checks out (faster, once a
-    kernel is known to be correct). Returns a :class:`polyc.compiled.Compiled`:
+    kernel is known to be correct). ``verify=True`` makes every
+    ``compiled.run`` compare its outputs with ``polyc.interpret`` on the
+    untransformed kernel (:mod:`polyc.verify`: integers exact, floats within a
+    per-dtype tolerance) and raise :class:`VerificationError` on a difference;
+    the interpreter is slow numpy code, so this costs far more than the simulated
+    run on big kernels. Returns a :class:`polyc.compiled.Compiled`:
     ``compiled.run(**inputs) -> (outputs, report)``.
 
     Raises:
@@ -64,5 +70,10 @@ def compile(
     module = placed.build(chosen, checks=checks)
     limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
     return Compiled(
-        kernel=chosen, spec=spec, module=module, trace_limit=limit, choice=choice
+        kernel=chosen,
+        spec=spec,
+        module=module,
+        trace_limit=limit,
+        choice=choice,
+        verify=verify,
     )

@@ -12,11 +12,21 @@ class Compiled:
     """A kernel compiled for one hardware description.
 
     ``run(**inputs)`` simulates it and returns ``(outputs, report)``; ``print``
-    shows the config, how each statement is mapped, and the last run's cost.
+    shows the config, how each statement is mapped, and the last run's cost. With
+    ``verify`` set, every run is checked against the interpreter.
     """
 
-    def __init__(self, kernel: Kernel, spec, module, trace_limit: int, choice=None):
+    def __init__(
+        self,
+        kernel: Kernel,
+        spec,
+        module,
+        trace_limit: int,
+        choice=None,
+        verify: bool = False,
+    ):
         self.kernel = kernel
+        self.verify = bool(verify)
         self.spec = spec
         self.module = module
         self.trace_limit = trace_limit
@@ -37,11 +47,16 @@ class Compiled:
         Raises:
             InputError: for missing, unknown or mis-shaped inputs.
             SimulationError: when the run stops on a violation.
+            VerificationError: with ``verify`` on, when an output differs from the
+                interpreter's (naming the array, the element and both values).
         """
-        outputs, report = self.module.run(
-            self.spec, {**(inputs or {}), **kwargs}, self.trace_limit
-        )
+        given = {**(inputs or {}), **kwargs}
+        outputs, report = self.module.run(self.spec, given, self.trace_limit)
         self.last_report = report
+        if self.verify:
+            from polyc.verify import check
+
+            check(self.kernel, given, outputs, run=f"on {self.spec.name}")
         return outputs, report
 
     def __call__(self, inputs: Mapping[str, object] | None = None, **kwargs):
@@ -61,7 +76,8 @@ class Compiled:
                 else " (buffers on chip, DMA, engines from the schedule's marks)"
             ),
             f"  checks: {'on' if self.module.checks else 'compiled out'}; "
-            f"{len(self.c_source.splitlines())} lines of C",
+            f"{len(self.c_source.splitlines())} lines of C"
+            + ("; every run verified against the interpreter" if self.verify else ""),
         ]
         notes = self.fallbacks()
         if notes:

@@ -80,6 +80,20 @@ class SweepError(PolycError, RuntimeError):
     """A sweep could not run at all (its workers would not start, no cluster)."""
 
 
+class VerificationError(PolycError, RuntimeError):
+    """A run's outputs differ from the reference interpreter's (``polyc.verify``).
+
+    ``verification`` holds the whole comparison (:class:`polyc.verify.Verification`).
+    """
+
+    def __init__(self, message: str, verification=None):
+        super().__init__(message)
+        self.verification = verification
+
+    def __reduce__(self):
+        return type(self), (str(self), self.verification)
+
+
 __all__ = [
     "AffineError",
     "ArgumentError",
@@ -99,4 +113,5 @@ __all__ = [
     "ShapeError",
     "SimulationError",
     "SweepError",
+    "VerificationError",
 ]

@@ -2,8 +2,9 @@
 
 :func:`run_task` never raises for a bad point: whatever goes wrong is recorded in the
 point's record (``status`` ``"failed"`` with the error's type and message, or
-``"wrong"`` when ``check`` found outputs that differ from the interpreter), so one bad
-point never stops a sweep. Records are plain JSON-able dicts.
+``"wrong"`` when ``check`` found outputs that differ from the interpreter, compared by
+:mod:`polyc.verify`), so one bad point never stops a sweep. Records are plain JSON-able
+dicts.
 
 Points that share an op (and a schedule) reuse the kernel (and the scheduled kernel)
 within a worker process. isl is not thread-safe, so a process runs one point at a
@@ -119,16 +120,16 @@ def _run(task: Task, record: dict) -> None:
     )
     record.update(status="ok", report=report.to_dict(), compiled=str(compiled))
     if task.check:
-        err, where = _compare(kernel, inputs, outputs)
+        from polyc.verify import compare
+
+        result = compare(kernel, inputs, outputs)
         timing["check_s"] = time.perf_counter() - t4
-        record["max_abs_error"] = err
-        if where:
+        record["max_abs_error"] = result.max_abs_error
+        if not result.ok:
             record.update(
                 status="wrong",
-                error_type="Mismatch",
-                error=f"sweep: the simulated outputs differ from polyc.interpret "
-                f"because {where}. Report this point: the schedule or the compiler "
-                "is wrong.",
+                error_type="VerificationError",
+                error=result.message("sweep", run=f"on {task.spec.name}"),
             )
 
 
@@ -184,28 +185,3 @@ def make_inputs(kernel, mode: object, seed: int) -> dict[str, np.ndarray]:
         else:
             out[a.name] = rng.integers(1, 8, shape).astype(dtype)
     return out
-
-
-def _compare(kernel, inputs, outputs) -> tuple[float, str]:
-    """``(max |diff|, "" or where the first mismatch is)`` against the interpreter
-    on the untransformed kernel (floats: rtol 1e-4, atol 1e-5; integers exact)."""
-    import polyc
-
-    want = polyc.interpret(kernel.original, inputs)
-    worst, where = 0.0, ""
-    for name, ref in want.items():
-        got = np.asarray(outputs[name])
-        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-        if diff.size:
-            worst = max(worst, float(np.nanmax(diff)))
-        if ref.dtype.kind == "f":
-            bad = ~np.isclose(got, ref, rtol=1e-4, atol=1e-5, equal_nan=True)
-        else:
-            bad = got != ref
-        if not where and bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            where = (
-                f"{name}{list(idx)} is {got[idx]!r} where the interpreter gives "
-                f"{ref[idx]!r} ({int(bad.sum())} of {bad.size} elements differ)"
-            )
-    return worst, where

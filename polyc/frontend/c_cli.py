@@ -40,6 +40,12 @@ def add_compile_parser(sub) -> None:
         help="a parameter's value for --config runs (macros have theirs already)",
     )
     p.add_argument(
+        "--verify",
+        action="store_true",
+        help="with --config: fail when a region's outputs differ from the "
+        "interpreter's, naming the array, the element and both values",
+    )
+    p.add_argument(
         "--print-schedule",
         action="store_true",
         help="print each region's schedule as isl YAML (a starting point for --schedule)",
@@ -51,6 +57,7 @@ def run_compile(args) -> int:
 
     try:
         _check_input(args.input)
+        _verify_needs_config(args)
         if args.print_schedule:
             return _print_schedules(args)
         if args.config:
@@ -84,6 +91,16 @@ def _check_input(name: str) -> None:
             f"compile: found no #pragma scop regions in {name} because the file has "
             "none. Mark each loop nest to compile with '#pragma scop' before it and "
             "'#pragma endscop' after it."
+        )
+
+
+def _verify_needs_config(args) -> None:
+    from polyc.errors import ArgumentError
+
+    if args.verify and not args.config:
+        raise ArgumentError(
+            "compile: --verify has nothing to check because without --config the "
+            "regions are rewritten, not run. Add --config NAME (e.g. --config tiny)."
         )
 
 
@@ -181,6 +198,7 @@ def _accelerator(args) -> int:
     from polyc.errors import ArgumentError
     from polyc.frontend.c import parse_c
     from polyc.frontend.c_s2s import _documents, _schedule
+    from polyc.verify import compare
 
     given = _params(args.params)
     load_config(args.config)  # a bad name fails before any work
@@ -209,12 +227,16 @@ def _accelerator(args) -> int:
             inputs[a.name] = np.asarray(data).astype(a.dtype.numpy)
         compiled = polyc.compile(kernel, config=args.config)
         outputs, report = compiled.run(inputs)
-        want = polyc.interpret(r.kernel, inputs, **values)
-        same = all(np.allclose(outputs[k], want[k], rtol=1e-5, atol=1e-6) for k in want)
+        # the oracle is the region as written, before scheduling and specialising
+        result = compare(r.kernel, inputs, outputs, values)
         print(f"== region {kernel.name} on {args.config}")
         print(compiled)
         print(report)
-        print(f"outputs match the interpreter: {'yes' if same else 'NO'}")
+        run = f"on {args.config}"
+        verdict = "yes" if result.ok else f"NO: {result.wrong[0].describe(run)}"
+        print(f"outputs match the interpreter: {verdict}")
+        if args.verify:
+            result.raise_if_wrong("compile", run)
     return 0
 
 
