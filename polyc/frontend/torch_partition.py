@@ -2,8 +2,9 @@
 
 When a graph has ops polyc cannot lower, the ATen graph is split with torch's
 ``CapabilityBasedPartitioner``: maximal regions of lowerable ops become one polyc
-Kernel each (compiled once, run on the backend's target), and the nodes between them
-run as ATen calls in Python. A region whose lowering still fails (an unsupported
+Kernel each (compiled once, run on the backend's target; the graph's parameters and
+buffers are bound inside it and batch norms fold as in ``from_torch``), and the nodes
+between them run as ATen calls in Python. A region whose lowering still fails (an unsupported
 variant of a known op) runs eagerly too.
 """
 
@@ -14,8 +15,10 @@ from dataclasses import dataclass, field
 
 from polyc.errors import FrontendError
 from polyc.frontend import torch_source as src
+from polyc.frontend.torch_fold import fold_batch_norms
 from polyc.frontend.torch_lower import (
     Placeholder,
+    constant_arrays,
     inplace_base,
     lower_graph,
     packet,
@@ -61,14 +64,17 @@ def split(ep, name: str, executor, operation: str) -> Split:
         if node.op == "call_function":
             result.eager.append(_describe(node))
             result.reasons.append(str(unsupported(operation, node)))
+    constants = _constant_placeholders(ep)
+    calls = {n.target: n for n in fused.graph.nodes if n.op == "call_module"}
     for child, sub in list(fused.named_children()):
-        bindings = {
-            n.name: Placeholder("input", f"arg{k}")
-            for k, n in enumerate(p for p in sub.graph.nodes if p.op == "placeholder")
-        }
+        bindings = _bindings(sub, calls[child], constants)
         try:
             kernel = lower_graph(
-                sub.graph, bindings, f"{name}_{child}", operation=operation
+                sub.graph,
+                bindings,
+                f"{name}_{child}",
+                fold=fold_batch_norms(sub.graph, bindings),
+                operation=operation,
             )
         except FrontendError as err:
             result.eager += [
@@ -91,6 +97,37 @@ def split(ep, name: str, executor, operation: str) -> Split:
 
 
 _USER = object()
+
+
+def _constant_placeholders(ep) -> dict:
+    """Placeholder name -> array, for the graph's parameters, buffers and constant
+    tensors (lifted by torch.export)."""
+    from torch.export.graph_signature import InputKind
+
+    out = {}
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT or not hasattr(spec.arg, "name"):
+            continue
+        value = ep.state_dict.get(spec.target)
+        if value is None:
+            value = ep.constants.get(spec.target)
+        if value is not None:
+            out[spec.arg.name] = constant_arrays([value])[0]
+    return out
+
+
+def _bindings(sub, call, constants: dict) -> dict:
+    """A region's placeholders: the graph's constants bound inside the kernel (so
+    batch norms fold as in from_torch), the rest inputs ``arg<k>`` by position."""
+    out = {}
+    placeholders = [p for p in sub.graph.nodes if p.op == "placeholder"]
+    for k, (p, arg) in enumerate(zip(placeholders, call.args)):
+        name = getattr(arg, "name", None)
+        if getattr(arg, "op", None) == "placeholder" and name in constants:
+            out[p.name] = Placeholder("const", p.name, constants[name])
+        else:
+            out[p.name] = Placeholder("input", f"arg{k}")
+    return out
 
 
 def _lifted_values(ep) -> list:
