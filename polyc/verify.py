@@ -141,9 +141,6 @@ class Verification:
     def max_rel_error(self) -> float:
         return max((a.max_rel_error for a in self.arrays), default=0.0)
 
-    def __bool__(self) -> bool:
-        return self.ok
-
     def message(
         self, operation: str = "verify", run: str = "on the accelerator"
     ) -> str:
