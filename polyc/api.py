@@ -43,8 +43,8 @@ def compile(
     ``compiled.run`` compare its outputs with ``polyc.interpret`` on the
     untransformed kernel (:mod:`polyc.verify`: integers exact, floats within a
     per-dtype tolerance) and raise :class:`VerificationError` on a difference;
-    the interpreter is slow numpy code, so this costs far more than the simulated
-    run on big kernels. Returns a :class:`polyc.compiled.Compiled`:
+    the interpreter runs the whole original program in numpy, so this costs
+    several times the simulated run and grows with the kernel's instance count. Returns a :class:`polyc.compiled.Compiled`:
     ``compiled.run(**inputs) -> (outputs, report)``.
 
     Raises:

@@ -29,9 +29,9 @@ program, run by the interpreter. Every output array is compared element by eleme
 - NaN and infinities must match exactly: NaN where the reference is NaN, the same
   infinity where it is infinite, and nowhere else.
 
-The interpreter is numpy code walking every statement instance: verification costs
-far more than the simulated run on large kernels (seconds for a small CNN layer,
-minutes for a ResNet).
+The interpreter runs the original program in numpy: a verified run costs the run plus
+an interpretation that grows with the number of statement instances (0.26 s of CPU
+against 0.06 s for the simulated run of a small MobileNet-v1 at 32x32 on edge-npu).
 """
 
 from __future__ import annotations

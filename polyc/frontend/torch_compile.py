@@ -21,7 +21,7 @@ Options (``torch.compile(m, backend="polyc", options={...})``):
   :func:`polyc.frontend.torch_report.model_report` breaks down;
 - ``verify``: ``True`` compares every run of every polyc kernel with the reference
   interpreter (:mod:`polyc.verify`) and raises ``VerificationError`` on a difference.
-  The interpreter is slow numpy code: keep it for small models and tests.
+  The interpreter runs the whole model in numpy: keep it for small models and tests.
 
 An unknown option, target or config raises the polyc error itself (``ArgumentError``,
 ``ConfigError``) when the compiled model is first called (Dynamo calls the backend
