@@ -31,12 +31,6 @@ hanging the compiler.
 
 from __future__ import annotations
 
-import math
-import os
-import resource
-import select
-import signal
-import time
 from collections.abc import Mapping
 
 import islpy as isl
@@ -58,6 +52,7 @@ from schedules.autopar import (
     parallel_tiles,
 )
 from schedules.bands import merge_bands, permute
+from schedules.bounded import TIMEOUT, bounded_compute
 from schedules.cost import MIN_PARALLEL_WORK, Cache, Model
 from schedules.io import apply_schedule
 from schedules.tiling import tile as tile_band
@@ -95,10 +90,12 @@ def auto(
         cache: cache capacities for the cost model (default: this host's).
         max_operations: isl's operation budget for the scheduler.
         max_seconds: a CPU-time bound on each call of isl's scheduler (see
-            :func:`bounded_compute`; ten times as much wall time, plus 30 s). isl does not
-            count every step against its operation budget (some problems spin in
-            its LP solver for minutes), so the scheduler runs in a forked child that
-            is stopped at the deadline.
+            :func:`schedules.bounded.bounded_compute`; wall time only stops a
+            child that is stuck). isl does not count every step against its
+            operation budget (some problems spin in its LP solver for minutes), so
+            the scheduler runs in a forked child that is stopped at the deadline;
+            an answer that cost more CPU time than the bound is refused, so
+            ``max_seconds=0`` always raises.
         min_parallel_work: statement instances one entry of a loop (one
             fork/join) must run for the loop to be marked ``@parallel`` (see
             :data:`schedules.cost.MIN_PARALLEL_WORK`).
@@ -191,7 +188,7 @@ def isl_schedule(
         ctx.set_schedule_serialize_sccs(saved[1])
         ctx.set_schedule_separate_components(saved[2])
         ctx.set_schedule_outer_coincidence(saved[3])
-    if failure == _TIMEOUT:
+    if failure == TIMEOUT:
         raise BudgetError(
             f"auto: isl's scheduler ran past its deadline of {max_seconds:g} s "
             f"because {kernel.name} ({len(kernel.statements)} statements) is a hard "
@@ -208,86 +205,6 @@ def isl_schedule(
         f"auto: isl's scheduler failed because isl says: {failure}. Try another "
         "fusion strategy, or schedule the kernel by hand."
     )
-
-
-_TIMEOUT = "polyc: deadline"
-
-
-#: wall time allowed to the scheduler's child per second of its CPU-time bound: on a
-#: loaded machine (two test workers and other jobs on 2 cores) a child gets a
-#: fraction of a core, and fdtd-2d's 2 s of isl then took over 5 s of wall time;
-#: ``WALL_SLACK`` seconds more cover a child that waits for a core at the start
-WALL_PER_CPU_SECOND = 10
-WALL_SLACK = 30.0
-
-
-def bounded_compute(sc: isl.ScheduleConstraints, seconds: float) -> isl.Schedule:
-    """``sc.compute_schedule()`` stopped after ``seconds`` of CPU time.
-
-    The computation runs in a forked child (copy-on-write: nothing is re-imported)
-    that writes the schedule back as text through a pipe. The child's CPU time is
-    limited (``RLIMIT_CPU``, whole seconds, rounded up) so that the bound does not
-    depend on the machine's load; ``WALL_PER_CPU_SECOND`` times ``seconds`` (plus
-    ``WALL_SLACK``) of wall time bound a child that does not get the CPU. Past either, the child is killed
-    and ``isl.Error(_TIMEOUT)`` is raised. Without fork (not POSIX) the call runs in
-    this process, bounded only by isl's operation budget.
-    """
-    if not hasattr(os, "fork"):
-        return sc.compute_schedule()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: compute, report, and leave without running any cleanup
-        status = 0
-        try:
-            os.close(read_end)
-            _limit_cpu(seconds)
-            try:
-                text = "ok\n" + str(sc.compute_schedule())
-            except isl.Error as err:
-                text = "error\n" + str(err)
-            data = text.encode()
-            while data:
-                data = data[os.write(write_end, data) :]
-        except BaseException:
-            status = 1
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + seconds * WALL_PER_CPU_SECOND + WALL_SLACK
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            ready = (
-                select.select([read_end], [], [], max(left, 0))[0] if left > 0 else []
-            )
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                raise isl.Error(_TIMEOUT)
-            chunk = os.read(read_end, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read_end)
-        _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-        raise isl.Error(_TIMEOUT)
-    kind, _, body = b"".join(chunks).decode().partition("\n")
-    if kind == "ok":
-        return isl.Schedule(body)
-    raise isl.Error(body or "the scheduler's process stopped without an answer")
-
-
-def _limit_cpu(seconds: float) -> None:
-    """Limit this (child) process to ``seconds`` of CPU time, rounded up to whole
-    seconds (the kernel sends SIGXCPU, which ends it)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    want = max(math.ceil(seconds), 0)  # 0: stopped at once
-    if hard != resource.RLIM_INFINITY:
-        want = min(want, hard)
-    if soft == resource.RLIM_INFINITY or want < soft:
-        resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
 
 
 def _input_reuse(kernel: Kernel) -> isl.UnionMap:
