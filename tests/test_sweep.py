@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import zlib
 
 import numpy as np
@@ -53,6 +54,7 @@ def result():
 
 def test_grid_through_pool_and_dask_gives_identical_records(result):
     distributed = pytest.importorskip("distributed")
+    dask_config = pytest.importorskip("dask.config")
     stream = io.StringIO()
     pooled = polyc.sweep(_grid(), jobs=2, progress=stream)
     points = _grid()
@@ -72,13 +74,19 @@ def test_grid_through_pool_and_dask_gives_identical_records(result):
     assert re.fullmatch(r"polyc sweep: 12 points in [\d.]+ s: 8 ok, 4 failed", last)
     assert _deterministic(pooled.records) == _deterministic(result.records)
 
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    ) as cluster:
+    # Dask's 30 s connect timeout only guards against a hang; a loaded machine
+    # (workers starting while other jobs hold both cores) gets more room
+    timeouts = {"distributed.comm.timeouts.connect": "300s"}
+    with (
+        dask_config.set(timeouts),
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+    ):
         on_dask = polyc.sweep(_grid(), cluster=cluster, progress=False)
         assert on_dask.meta["executor"] == f"Dask cluster {cluster.scheduler_address}"
     assert _deterministic(on_dask.records) == _deterministic(pooled.records)
@@ -343,6 +351,11 @@ def test_units_group_shared_kernels_and_split_for_workers():
 
 def test_progress_bar_on_a_terminal(monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
+    # a stopped clock: the elapsed time printed is exactly 0.0 s, however long a
+    # loaded machine takes between start() and finish()
+    monkeypatch.setattr(
+        "polyc.sweep_exec.time", types.SimpleNamespace(monotonic=lambda: 1000.0)
+    )
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -414,12 +427,19 @@ def test_interrupted_sweep_stops_its_workers(tmp_path):
 
 
 def _alive(pid: int) -> bool:
-    """Whether ``pid`` still runs after a grace period of a few seconds."""
-    for _ in range(50):
+    """Whether ``pid`` still runs after a grace period of 60 s (a worker that was
+    not stopped sleeps for 600 s; a loaded machine may take seconds to end one).
+    A zombie (ended, not yet reaped by whoever inherited it) does not run."""
+    for _ in range(600):
         try:
             os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rpartition(")")[2].split()[0] == "Z":
+                    return False
         except ProcessLookupError:
             return False
+        except OSError:  # no /proc: os.kill alone decides
+            pass
         time.sleep(0.1)
     return True
 
