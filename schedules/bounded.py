@@ -82,6 +82,9 @@ def bounded_compute(sc: isl.ScheduleConstraints, seconds: float) -> isl.Schedule
     os.close(write_end)
     try:
         data = _read_answer(read_end, pid, seconds)
+    except BaseException:  # stuck, or this process interrupted (Ctrl-C, an alarm):
+        os.kill(pid, signal.SIGKILL)  # do not wait for isl to finish
+        raise
     finally:
         os.close(read_end)
         _, status = os.waitpid(pid, 0)
@@ -102,8 +105,8 @@ def bounded_compute(sc: isl.ScheduleConstraints, seconds: float) -> isl.Schedule
 
 
 def _read_answer(read_end: int, pid: int, seconds: float) -> bytes:
-    """Everything the child writes, until it closes the pipe; the child is killed
-    and ``TIMEOUT`` raised when it is stuck."""
+    """Everything the child writes, until it closes the pipe; ``TIMEOUT`` when
+    the child is stuck."""
     chunks: list[bytes] = []
     used = _cpu_ticks(pid)
     wait = STALL_SECONDS
@@ -113,7 +116,6 @@ def _read_answer(read_end: int, pid: int, seconds: float) -> bytes:
         if not select.select([read_end], [], [], wait)[0]:
             now = _cpu_ticks(pid)
             if now is None or now == used:
-                os.kill(pid, signal.SIGKILL)
                 raise isl.Error(TIMEOUT)
             used = now  # slow but running: RLIMIT_CPU bounds it
             continue

@@ -284,3 +284,29 @@ def test_isl_child_that_uses_no_cpu_is_stopped_as_stuck(monkeypatch, tmp_path):
     with pytest.raises(isl.Error, match=bounded.TIMEOUT):
         bounded.bounded_compute(_Constraints(wall=60.0, done=done), 1.0)
     assert not done.exists()
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_isl_child_is_killed_when_the_caller_is_interrupted(tmp_path):
+    import signal
+
+    from schedules.bounded import bounded_compute
+
+    # an alarm (a fuzz case's time limit, or Ctrl-C) ends the wait at once: the
+    # child, 5 s of CPU from finishing under a 30 s bound, is killed, not waited for
+    def interrupt(signum, frame):
+        raise _Interrupted
+
+    done = tmp_path / "done"
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    try:
+        with pytest.raises(_Interrupted):
+            bounded_compute(_Constraints(cpu=5.0, done=done), 30.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert not done.exists()
