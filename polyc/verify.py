@@ -74,7 +74,8 @@ class ArrayCheck:
     ``count`` elements of ``size`` differ (0: the array is right); ``index`` is the
     first differing element (row-major order) with ``got`` (the run's value) and
     ``want`` (the interpreter's). ``max_abs_error`` is the largest ``|got - ref|``
-    over elements finite in both, ``max_rel_error`` that divided by ``max|ref|``.
+    over elements finite in both (infinite when a NaN or an infinity is wrong),
+    ``max_rel_error`` that divided by ``max|ref|``.
     ``rtol`` and ``atol`` are the tolerance used (0, 0 for exact dtypes). ``problem``
     is set instead when the array is missing or has the wrong shape.
     """
@@ -299,6 +300,8 @@ def _close(base, got, ref, rtol: float, atol_scale: float) -> ArrayCheck:
         special = (np.isnan(r) & np.isnan(g)) | (np.isinf(r) & (g == r))
     bad = ~(within | special)
     worst = float(err.max()) if err.size else 0.0
+    if (bad & ~finite).any():  # a NaN or an infinity where a number belongs
+        worst = float("inf")
     return _result(base, bad, got, ref, worst, _ratio(worst, scale), rtol, atol)
 
 

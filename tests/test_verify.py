@@ -102,6 +102,9 @@ def test_nan_and_infinities_must_match_exactly():
     ):
         (arr,) = compare_arrays("k", {"y": ref}, {"y": np.float32(bad)}).wrong
         assert arr.index == (index,) and arr.count == 1
+        # a wrong NaN is not a small error
+        assert arr.max_abs_error == arr.max_rel_error == float("inf")
+        assert "max relative error inf" in arr.describe()
 
 
 def test_missing_or_misshaped_outputs_are_differences():
