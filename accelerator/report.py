@@ -104,6 +104,10 @@ class Report:
     roofline: Roofline | None = None
     events: tuple[TraceEvent, ...] = field(default=(), repr=False)
     events_dropped: int = 0
+    #: where the compiled program does less than the hardware allows (layers run
+    #: DRAM-direct, fused less, statements on the scalar core), each with its reason
+    #: and fix; filled by ``polyc.compile``'s ``Compiled.run``
+    fallbacks: tuple[str, ...] = ()
 
     # the public numbers ----------------------------------------------------------
     @property
@@ -161,6 +165,7 @@ class Report:
             "clock_ghz": self.clock_ghz,
             "mode": self.mode,
             "checks": self.checks,
+            "fallbacks": list(self.fallbacks),
             "cycles": self.cycles,
             "time_us": self.time_us,
             "roofline_cycles": self.roofline_cycles,

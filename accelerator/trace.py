@@ -102,6 +102,9 @@ def render_table(r: Report) -> str:
         f"{r.mode or 'runtime'}, checks {'on' if r.checks else 'off'}",
         f"  cycles         {_n(r.cycles):>16}   ({r.time_us:,.3f} us)",
     ]
+    if r.fallbacks:
+        lines.append(f"  fallbacks ({len(r.fallbacks)}):")
+        lines += [f"    {n}" for n in r.fallbacks]
     if r.roofline:
         rf = r.roofline
         lines += [

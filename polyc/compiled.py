@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from polyc.errors import ArgumentError
@@ -52,6 +53,9 @@ class Compiled:
         """
         given = {**(inputs or {}), **kwargs}
         outputs, report = self.module.run(self.spec, given, self.trace_limit)
+        notes = self.fallbacks()
+        if notes:
+            report = dataclasses.replace(report, fallbacks=tuple(notes))
         self.last_report = report
         if self.verify:
             from polyc.verify import check

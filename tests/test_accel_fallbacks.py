@@ -161,6 +161,8 @@ def test_a_loop_chain_that_must_stay_whole_says_why():
     assert "Schedule it by hand" in note
     rng = np.random.default_rng(1)
     a, b = rng.random(20).astype(np.float32), rng.random(20).astype(np.float32)
-    out, _ = compiled.run(A=a.copy(), B=b.copy())
+    out, report = compiled.run(A=a.copy(), B=b.copy())
+    assert report.fallbacks == (note,) and report.to_dict()["fallbacks"] == [note]
+    assert f"fallbacks (1):\n    {note}" in str(report)
     want = polyc.interpret(kernel, {"A": a.copy(), "B": b.copy()})
     np.testing.assert_array_equal(out["A"], want["A"])
