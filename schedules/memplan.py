@@ -6,7 +6,8 @@ Offsets come from interval-graph first fit: buffers sorted by lifetime start and
 decreasing size take the lowest offset, aligned to the level's
 ``alignment_bytes``, that no buffer with an overlapping lifetime uses; a buffer
 that fits in one bank never straddles a bank boundary (so that double-buffered
-operands sit in whole banks). A level that cannot hold what is live at once
+operands sit in whole banks) unless that leaves no gap for some buffer: the plan
+is then packed again without the bank rule. A level that cannot hold what is live at once
 raises :class:`~polyc.errors.PlacementError` with the level, its capacity and
 the buffers with their sizes.
 
@@ -75,7 +76,6 @@ def plan(
     Raises:
         PlacementError: when the buffers live at once in a level do not fit.
     """
-    out: dict[str, Allocation] = {}
     for req in requests:  # what is live at once must fit, before any packing
         capacity = _capacity(spec, req.level_index, zero_levels)
         live = [
@@ -89,6 +89,31 @@ def plan(
         align = spec.memory[req.level_index].alignment_bytes
         if sum(round_up(r.bytes, align) for r in [*live, req]) > capacity:
             _overflow(spec, req, live, capacity)
+    try:
+        return _pack(spec, requests, zero_levels, banked=True)
+    except _NoGap:
+        # the bank rule is a preference (fewer conflicts), not a requirement: when
+        # it leaves no gap for a buffer, pack without it
+        try:
+            return _pack(spec, requests, zero_levels, banked=False)
+        except _NoGap as gap:
+            _overflow(spec, gap.req, gap.live, gap.capacity)
+    raise AssertionError  # pragma: no cover
+
+
+class _NoGap(Exception):
+    def __init__(self, req, live, capacity):
+        self.req, self.live, self.capacity = req, live, capacity
+
+
+def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
+    """First fit by lifetime and decreasing size (``banked``: a buffer that fits in
+    one bank never straddles two).
+
+    Raises:
+        _NoGap: naming the first buffer that finds no gap.
+    """
+    out: dict[str, Allocation] = {}
     order = sorted(requests, key=lambda r: (r.level_index, r.start, -r.bytes, r.name))
     placed: list[tuple[Request, int]] = []
     for req in order:
@@ -101,11 +126,11 @@ def plan(
             and r.start <= req.end
             and req.start <= r.end
         ]
-        bank = level.capacity_bytes // level.banks
+        bank = level.capacity_bytes // level.banks if banked else level.capacity_bytes
         offset = _first_fit(req, live, level.alignment_bytes, bank)
         size = round_up(req.bytes, level.alignment_bytes)
         if offset + size > capacity:
-            _overflow(spec, req, [r for r, _ in live], capacity)
+            raise _NoGap(req, [r for r, _ in live], capacity)
         placed.append((req, offset))
         out[req.name] = Allocation(req.name, req.level_index, offset, size)
     return out

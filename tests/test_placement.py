@@ -425,3 +425,48 @@ def test_polyphase_errors():
         r"because it moves 2 elements along dimension 2, which is stored in 4 phases",
     ):
         polyc.compile(kernel, config="tiny", schedule=k)
+
+
+def test_the_planner_packs_what_fits_even_when_banks_fragment_it():
+    """The buffers of one fused conv layer on tiny (four 4 KiB banks, a zero block
+    at the top): 15,872 bytes in a level holding 16,368. Keeping each one-bank
+    buffer inside a bank leaves no gap for the last one; the planner refused them
+    with "it holds 16,368 bytes and 4 buffers live at once ask for 15,872 bytes"
+    (found compiling two ResNet blocks on tiny). They are packed without the bank
+    rule instead, and what does not fit is still refused."""
+    from accelerator import load_config
+    from schedules.memplan import Request, plan
+
+    spec = load_config("tiny")
+    reqs = [
+        Request("w", "w", 1, 2, 4608, 0, 0),
+        Request("x", "x", 1, 2, 1280, 0, 0),
+        Request("c", "c", 1, 2, 1024, 0, 0),
+        Request("r", "r", 1, 2, 1024, 0, 0),
+    ]
+    allocs = plan(spec, reqs, zero_levels=[1])
+    spans = sorted((a.offset, a.offset + a.bytes) for a in allocs.values())
+    assert all(hi <= lo2 for (_, hi), (lo2, _) in itertools.pairwise(spans))
+    assert spans[-1][1] <= 16384 - 16
+    too_big = [*reqs, Request("y", "y", 1, 1, 512, 0, 0)]
+    with pytest.raises(PlacementError, match="it holds 16,368 bytes and 5 buffers"):
+        plan(spec, too_big, zero_levels=[1])
+
+
+def test_an_init_does_not_fold_into_calls_that_tile_the_output_on_their_own():
+    """``tensorize(init=...)`` makes the first MAC call of each output tile after
+    the init overwrite; with the contraction tiling its output inside the loops it
+    shares with the init, only its first tile would (the fuzzer found the scheduler
+    proposing it)."""
+    A = pc.placeholder("A", (8, 4))
+    B = pc.placeholder("B", (4, 8))
+    k = pc.reduce_axis(4, "k")
+    C = pc.compute("C", (8, 8), lambda i, j: pc.sum(A[i, k] * B[k, j], k))
+    kernel = pc.kernel("mm", [C])
+    tiled = S.tile(kernel, "S1", {"i": 4})
+    with pytest.raises(
+        IllegalTransformError,
+        match="S0 cannot be folded into the MAC calls of S1 because the contraction "
+        "tiles an output dimension inside the loops it shares with the init",
+    ):
+        S.tensorize(tiled, "S1", init="S0")
