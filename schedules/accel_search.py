@@ -359,11 +359,21 @@ def _best(
     exact = {
         (name, g[2][-1]) for name, g in st.groups if len(g[2]) > 1
     }  # a fused K's inner iterator is tiled only by divisors (no partial tiles)
+    folded = {
+        folds_into(layer, kernel.statement(name)).name
+        for name, eng in st.engine
+        if eng == "fold"
+    }
     for var in st.free:
         stmt = layer.stmts[0] if var[0] == "s" else kernel.statement(var[1])
         it = stmt.iterators[var[1]] if var[0] == "s" else var[2]
         ext = layer.extent(stmt, it)
         vals = candidates(ext)
+        if var[0] == "p" and var[1] in folded and _writes_along(stmt, it):
+            # a folded init overwrites with the first call of each output tile
+            # after it: the contraction may not tile its output on its own
+            # (schedules.tensorize refuses it)
+            vals = [ext]
         if (stmt.name, it) in exact:
             vals = [v for v in vals if ext % v == 0]
         values.append(vals)
@@ -405,6 +415,10 @@ def _best(
             )
         )
     return out
+
+
+def _writes_along(stmt: Statement, it: str) -> bool:
+    return any(a.coefficient(it) for a in stmt.target.index)
 
 
 def _realisable(model: LayerModel, st: Structure, mesh, order, keep: int):

@@ -266,6 +266,23 @@ def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
             "accumulates in that tile. Fuse the init with the contraction's tile "
             "loops first."
         )
+    # the calls overwrite until the first tile after the init is done: within one
+    # iteration of the common band, every call must write the same output tile
+    # (a tile loop over an output dimension inside it would leave the second
+    # tile accumulating onto what the init never wrote)
+    calls = F.prefix_map(kernel, mark).intersect_domain(
+        isl.UnionSet.from_set(stmt.domain)
+    )
+    per_call = F.footprint(kernel, calls, stmt.target.array, "write", None)
+    whole = calls.reverse().apply_range(mine).apply_range(fp1)
+    if per_call is None or not isl.UnionMap.from_map(per_call).is_equal(whole):
+        raise IllegalTransformError(
+            f"{op}: {init} cannot be folded into the MAC calls of {stmt.name} because "
+            "the contraction tiles an output dimension inside the loops it shares "
+            "with the init, so only its first output tile would start from the "
+            "init's zeros. Fuse the init with those tile loops, or keep it as its "
+            "own statement."
+        )
     flow = kernel.deps.by_array("flow").get(s0.target.array)
     same = prefix.apply_range(prefix.reverse())
     if flow is not None:

@@ -52,6 +52,25 @@ CASES = [
         ),
         SHIPPED,
     ),
+    (
+        # A zero init folded into MAC calls while the contraction tiled its own
+        # output channels inside the loops it shares with the init: the overwrite
+        # flag was cleared after the first output tile, so the others accumulated
+        # onto bytes nothing had written (zeros by luck before pc_alloc poisoned
+        # new buffers; found after the planner stopped refusing this layer).
+        "folded init with privately tiled output",
+        fuzz.Program(
+            "cnn",
+            "float32",
+            (1, 16, 8, 8),
+            (
+                {"op": "add", "other": 0},
+                conv(16, 3, pad=1),
+                {"op": "act", "fn": "relu"},
+            ),
+        ),
+        ("tiny",),
+    ),
 ]
 
 
