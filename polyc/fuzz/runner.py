@@ -18,8 +18,6 @@ import time
 import traceback
 from dataclasses import dataclass
 
-import numpy as np
-
 from polyc.errors import PolycError, SimulationError
 from polyc.fuzz.build import through_compute, through_torch, torch_supports
 from polyc.fuzz.grammar import Program
@@ -38,9 +36,6 @@ KINDS = {
     "config": "the random hardware description was refused (a fuzzer bug)",
 }
 
-#: tolerance on floats, relative to the largest magnitude of the reference (the
-#: engines reassociate sums: the MAC array over fused K, the vector unit's trees)
-FLOAT_TOLERANCE = {"float32": 1e-4, "float16": 3e-2, "float64": 1e-9}
 #: the build flags of fuzz cases: -O0 compiles the generated C in about half the
 #: time of -O3 (the simulator's runtime library is built once, optimised)
 FUZZ_OPT = "-O0"
@@ -207,32 +202,17 @@ def _torch_disagrees(case: Case, expected: dict) -> str | None:
 def mismatch(
     expected: dict, outputs: dict, what="the interpreter", other="the accelerator"
 ) -> str | None:
-    """None when every output agrees (integers exactly, floats within
-    :data:`FLOAT_TOLERANCE` of the largest reference magnitude), else a sentence
-    naming the array, the first differing element and both values."""
-    for name, ref in expected.items():
-        got = np.asarray(outputs.get(name))
-        ref = np.asarray(ref)
-        if got.shape != ref.shape:
-            return f"{name} has shape {got.shape} on {other}, {ref.shape} in {what}"
-        if ref.dtype.kind in "iub":
-            bad = got != ref
-        else:
-            tol = FLOAT_TOLERANCE.get(str(ref.dtype), 1e-4)
-            r64, g64 = ref.astype(np.float64), got.astype(np.float64)
-            finite = np.isfinite(r64)
-            scale = float(np.max(np.abs(r64[finite]))) if finite.any() else 1.0
-            with np.errstate(invalid="ignore"):
-                bad = ~(np.abs(g64 - r64) <= tol * max(scale, 1e-30))
-            same_special = ~finite & ((np.isnan(r64) & np.isnan(g64)) | (r64 == g64))
-            bad &= ~same_special
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            return (
-                f"{name}{list(idx)} = {got[idx]!r} on {other} and {ref[idx]!r} in "
-                f"{what} ({int(bad.sum())} of {bad.size} elements differ)"
-            )
-    return None
+    """None when every output agrees within :mod:`polyc.verify`'s tolerance
+    (integers exactly, floats relative to the largest reference magnitude, NaN
+    and infinities exactly), else the sentence naming the array, the first
+    differing element and both values."""
+    from polyc.verify import compare_arrays
+
+    result = compare_arrays("fuzz", expected, outputs)
+    if result.ok:
+        return None
+    text = result.wrong[0].describe(f"on {other}")
+    return text.replace("in the interpreter", f"in {what}")
 
 
 @contextlib.contextmanager
