@@ -16,7 +16,11 @@ realisable when, in the two operands that use it:
   output's unused elements), so each ratio is at least the span of the
   iterators inside it; K may not (a padded K adds products), so each ratio is
   exactly that span and the iterators inside it cover the same range in every
-  tile.
+  tile;
+- the padding M and N run over in the output is the output's own row padding:
+  between the dimensions of two fused iterators (in the buffer's layout) no
+  dimension of the output box has more than one element, else the rows of the
+  gap are other outputs, which the call would overwrite.
 
 Both sides call :func:`check` with the numbers they know: the search with the
 buffers its cost model predicts for a candidate's tile sizes
@@ -52,6 +56,7 @@ class Operand:
     index: tuple[Aff, ...]
     strides: tuple[int, ...]
     phases: tuple[int, ...] = ()
+    box: tuple[int, ...] = ()  # the buffer's box extent per dimension (unpadded)
 
     def phase(self, d: int) -> int:
         return self.phases[d] if self.phases else 1
@@ -164,8 +169,65 @@ def _dimension(stmt, role, group, operands, extents, exact):
             if role != "k" and q < span:
                 return _fuse_refusal(stmt, role, group, it, operands, users, coef)
         span += (extents[it] - 1) * q
+    if role != "k" and len(group) > 1:
+        gap = _gap_refusal(stmt, role, group, operands["c"], ratios, extents)
+        if gap is not None:
+            return gap
     unit = tuple((k, coef[k, inner]) for k in users)
     return Dimension(group, tuple(ratios), unit)
+
+
+def _gap_refusal(stmt, role, group, c: Operand, ratios, extents) -> Refusal | None:
+    """A fused M or N group whose rows would run over other elements of the
+    output box (not its padding): a dimension of the box between two of its
+    iterators, or a gap between rows (a pitch) while the rows do not cover their
+    dimension of the box (the rest is a halo that another statement reads)."""
+    if not c.box:
+        return None
+    dims = []
+    for it in group:
+        ds = [d for d, a in enumerate(c.index) if a.coefficient(it)]
+        if len(ds) != 1:
+            return Refusal(
+                f"iterators {', '.join(group)} of {stmt} cannot fuse into MAC "
+                f"dimension {role}",
+                f"{it} indexes {len(ds)} dimensions of the output {c.buffer}",
+                f"Tensorize with {role}=({group[-1]!r},) and loop over the others.",
+            )
+        dims.append(ds[0])
+    for (outer, d_o), (below, d_i) in zip(
+        zip(group, dims), zip(group[1:], dims[1:]), strict=False
+    ):
+        # the layout order, outermost last: by stride, and where strides tie (a
+        # dimension of one element in between) the longer box outside
+        lo, hi = (c.strides[d_i], c.box[d_i]), (c.strides[d_o], c.box[d_o])
+        for e, (st, n) in enumerate(zip(c.strides, c.box)):
+            if e not in (d_o, d_i) and lo < (st, n) < hi and n > 1:
+                return Refusal(
+                    f"iterators {', '.join(group)} of {stmt} cannot fuse into MAC "
+                    f"dimension {role}",
+                    f"between {outer} and {below} the output {c.buffer} has dimension "
+                    f"{e} of {n} elements, so the rows the call runs over between them "
+                    "are other outputs, which it would overwrite",
+                    f"Tensorize with {role}=({group[-1]!r},) and loop over the "
+                    f"others, or tile dimension {e} to one element.",
+                )
+    span = 1
+    for pos in reversed(range(1, len(group))):
+        it, d = group[pos], dims[pos]
+        span += (extents[it] - 1) * ratios[pos]
+        rows = extents[it] * abs(c.index[d].coefficient(it))
+        if ratios[pos - 1] > span and rows < c.box[d]:
+            return Refusal(
+                f"iterators {', '.join(group)} of {stmt} cannot fuse into MAC "
+                f"dimension {role}",
+                f"{it} covers {rows} of the {c.box[d]} elements of the output "
+                f"{c.buffer}'s dimension {d} and {group[pos - 1]} skips to the next "
+                "pitch, so the call would write its padding rows over the rest (a "
+                "halo that another statement reads)",
+                f"Tensorize with {role}=({group[-1]!r},) and loop over the others.",
+            )
+    return None
 
 
 def _fuse_refusal(stmt, role, group, it, operands, users, coef) -> Refusal:
@@ -222,7 +284,7 @@ def from_marks(
                 "Place A, B and the output of a tensorized statement in the MAC "
                 "array's levels.",
             )
-        ops[key] = Operand(b.name, ld.index, b.strides, b.phases)
+        ops[key] = Operand(b.name, ld.index, b.strides, b.phases, tuple(b.extent))
     extents, exact = tile_extents(tm, stmt.iterators)
     groups = {"m": tm.m, "n": tm.n, "k": tm.k}
     return check(stmt.name, groups, ops, extents, exact)

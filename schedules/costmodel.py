@@ -349,7 +349,8 @@ class LayerModel:
         """``ld`` through the buffer of ``name`` as :func:`schedules.place` lays
         it out (the strides of ``placement._buffer_mark``)."""
         info = self._arrays[name] if name in self._arrays else self._array(name)
-        padded = [num(e) for e in info["extents"]]
+        box = tuple(num(e) for e in info["extents"])
+        padded = list(box)
         factors = [1] * len(padded)
         ph = self._phases.get(name)
         if ph is not None:
@@ -369,7 +370,7 @@ class LayerModel:
             strides[d] = step
             step *= -(-padded[d] // factors[d])
         phases = tuple(factors) if any(f > 1 for f in factors) else ()
-        return macmap.Operand(name, ld.index, tuple(strides), phases)
+        return macmap.Operand(name, ld.index, tuple(strides), phases, box)
 
     def vector_cycles(self, stmt: Statement):
         v = self.spec.vector
