@@ -477,7 +477,27 @@ def kernel(
     if context:
         ctx = f"{ctx} and {context}" if ctx else context
     stmts = _aligned(lowering.statements, params)
+    stmts = _nonempty(stmts, outputs)
     return Kernel.create(name, arrays, stmts, params, ctx or None)
+
+
+def _nonempty(stmts: list[Statement], outputs) -> list[Statement]:
+    """The statements that have instances: a definition whose domain is empty
+    (every tap of a strided convolution in its padding, say) contributes nothing.
+
+    Raises:
+        DefinitionError: when an output is then left with no definition.
+    """
+    kept = [s for s in stmts if not s.domain.is_empty()]
+    written = {s.target.array for s in kept}
+    for o in outputs:
+        if o.name not in written:
+            raise DefinitionError(
+                f"kernel: output {o.name} is never written because every definition "
+                "of it has an empty domain (its conditions exclude every index). "
+                "Check its where= conditions and sizes."
+            )
+    return kept
 
 
 def _aligned(statements: list[Statement], params: list[str]) -> list[Statement]:

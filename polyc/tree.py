@@ -58,7 +58,7 @@ def initial_schedule(
         root = root.insert_sequence(filters)
     for pos, (name, dom, iters) in enumerate(domains):
         node = root.child(pos).child(0) if len(domains) > 1 else root
-        if dom.dim(isl.dim_type.set) == 0:
+        if dom.dim(isl.dim_type.set) == 0 or dom.is_empty():
             root = _up_to_top(node, len(domains) > 1)
             continue
         node = node.insert_partial_schedule(identity_mupa(dom))

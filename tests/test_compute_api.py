@@ -10,6 +10,7 @@ import pytest
 
 import polyc
 from polyc import compute as pc
+from polyc.errors import DefinitionError
 
 
 def matmul(M=4, N=3, K=5):
@@ -162,3 +163,26 @@ def test_out_of_bounds_access_has_a_witness():
         match=r"outside A's shape \(4\) because instance S0\[i=3\]",
     ):
         pc.kernel("oob", [C])
+
+
+def test_a_definition_with_no_instances_is_dropped_and_an_output_needs_one():
+    """A strided convolution whose every tap reads padding has an update with an
+    empty domain; isl failed building its band (found by the fuzzer). It is
+    dropped; an output whose only definition is empty is an error."""
+    x = pc.placeholder("x", (2,))
+    r = pc.reduce_axis(2, "r")
+    y = pc.compute(
+        "y",
+        (3,),
+        lambda i: pc.sum(
+            x[i * 3 - 1 + r], r, where=(i * 3 - 1 + r >= 0) & (i * 3 - 1 + r < 0)
+        ),
+    )
+    k = pc.kernel("empty", [y])
+    assert len(k.statements) == 1  # the zero init only
+    assert (polyc.interpret(k, {"x": np.ones(2, np.float32)})["y"] == 0).all()
+    z = pc.tensor("z", (3,))
+    i = pc.indices("i")
+    z.set(i, x[0] * 2.0, where=i[0] > 5)
+    with pytest.raises(DefinitionError, match="output z is never written because"):
+        pc.kernel("none", [z])
