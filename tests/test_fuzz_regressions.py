@@ -71,6 +71,58 @@ CASES = [
         ),
         ("tiny",),
     ),
+    (
+        # A pitched MAC output (M = h*w over the input's row pitch) whose buffer
+        # box holds a halo the next conv reads (asymmetric padding): the call's
+        # padding rows were written over the halo, which then read as garbage
+        # instead of zeros. Fuzz seed 0, cases 48 and 108 (shrunk).
+        "pitched output rows over a consumer's halo",
+        fuzz.Program(
+            "cnn",
+            "float32",
+            (1, 1, 9, 9),
+            (
+                conv(1, 3, bias=True),
+                dict(conv(1, 3), k=(1, 3), pad=(0, 0, 2, 0)),
+            ),
+        ),
+        ("tiny",),
+    ),
+    (
+        # M fused over batch and length (n*l) across the output's channel
+        # dimension: the rows between two batches are other channels' outputs,
+        # and the call overwrote them. Fuzz seed 0, case 333 (shrunk; random
+        # hardware: an 8x8 array, 3 KiB of SRAM, one DMA channel).
+        "fused M rows over other outputs",
+        fuzz.Program("seq", "float32", (2, 12, 11), (conv(6, 1, nd=1, pad=(0, 0)),)),
+        ("tiny", "edge-npu", "datacenter"),
+    ),
+    (
+        # The same with a length of one: the channel dimension has the stride of
+        # the length's, so a comparison of strides alone did not see it between
+        # batch and length. Fuzz seed 0, case 132 (shrunk from an int8 program).
+        "fused M rows over other outputs, length one",
+        fuzz.Program(
+            "seq",
+            "float32",
+            (2, 12, 1),
+            (dict(conv(12, 5, d=2, g=12, pad=(8, 0), nd=1), bias=True),),
+        ),
+        ("tiny", "edge-npu", "datacenter"),
+    ),
+    (
+        # A strided conv whose every tap reads padding: the update statement has
+        # an empty domain and isl failed building its band (a crash, not an
+        # error). Fuzz seed 0, case 349 (shrunk).
+        "a definition with an empty domain",
+        fuzz.Program(
+            "cnn",
+            "float32",
+            (1, 1, 1, 1),
+            (dict(conv(1, 1, pad=(1, 11, 0, 2)), s=(3, 2)),),
+        ),
+        ("edge-npu",),
+    ),
 ]
 
 

@@ -100,8 +100,8 @@ def _levels(rng: random.Random) -> list[dict]:
     n = rng.choices((1, 2, 3), weights=(6, 3, 1))[0]
     # innermost first: a few KiB to a few MiB, each outer level 2-64x larger
     sizes = [rng.choice((2, 3, 4, 6, 8, 16, 48, 64, 256, 1024, 4096)) * KIB]
-    for _ in range(n - 1):
-        sizes.append(sizes[-1] * rng.choice((2, 4, 8, 64)))
+    for _ in range(n - 1):  # at most 64 MiB: DRAM (1 GiB) stays the largest level
+        sizes.append(min(sizes[-1] * rng.choice((2, 4, 8, 64)), 64 << 20))
     out = [dram]
     for i, size in enumerate(reversed(sizes)):
         align = rng.choice((1, 4, 16, 64))
