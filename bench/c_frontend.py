@@ -70,7 +70,7 @@ def _polly() -> list[str] | None:
 def run_kernel(name: str, work: Path, repeat: int, schedule: str, polly) -> dict:
     """Build the three versions, then run them in turns (``repeat`` rounds, best
     time of each), so that a load change on the machine hits all of them alike."""
-    from polyc.frontend.c_s2s import compile_c
+    from polyc.integrations.c_source import compile_c
 
     src = SOURCES / f"{name}.c"
     row: dict = {"kernel": name, "schedule": schedule}

@@ -1,4 +1,4 @@
-"""The fuzzer at scale: seeded batches of :mod:`polyc.fuzz`, accumulated in a record.
+"""The fuzzer at scale: seeded batches of :mod:`polyc.studies.fuzz`, accumulated in a record.
 
     python -m bench.fuzz [--batches 4] [--cases 500] [--jobs 2] [--cluster ADDR]
     python -m bench.fuzz --report          # only regenerate the table in docs/fuzz.md
@@ -26,8 +26,8 @@ BEGIN, END = "<!-- fuzz-totals: begin -->", "<!-- fuzz-totals: end -->"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from polyc import fuzz
-    from polyc.fuzz import record as rec
+    from polyc.studies import fuzz
+    from polyc.studies.fuzz import record as rec
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batches", type=int, default=1)
@@ -66,7 +66,7 @@ def table(t: dict) -> str:
         f"| CPU time of the cases, summed over the batches' wall times | "
         f"{t['seconds'] / 3600:,.1f} h |",
     ]
-    from polyc.fuzz import KINDS
+    from polyc.studies.fuzz import KINDS
 
     for kind in (*KINDS, *sorted(set(kinds) - set(KINDS))):
         rows.append(f"| {kind} | {kinds.get(kind, 0):,} |")

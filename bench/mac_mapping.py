@@ -3,7 +3,7 @@
     python -m bench.mac_mapping [--configs edge-npu ...]
 
 Dilated, causal and reversed-tap convolutions run on the MAC array with K over
-the channels and the taps looping around the call (``polyc.macmap.check``
+the channels and the taps looping around the call (``polyc.ir.macmap.check``
 refuses the channels-last (tap, channel) K for them); the undilated conv2d of the
 same size is the comparison. Each layer is compiled by ``polyc.compile(kernel,
 config=...)`` in float32, simulated, and checked against the interpreter. Writes

@@ -15,7 +15,7 @@ DRAM-direct program (``polyc.compile(kernel, schedule=kernel)``: every statement
 on the scalar core, reading and writing DRAM) takes. The baseline is computed with
 the runtime's own per-instance formula times the instance counts (its run is a
 sum of per-statement charges with nothing overlapping: see docs/accelerator.md;
-``tests/test_accel_scheduler.py`` checks the formula against the simulator),
+``tests/schedules/accel/test_scheduler.py`` checks the formula against the simulator),
 because simulating 4096^3 scalar instances would take hours.
 
 Writes ``bench/results/roofline.json`` (a list of records) and prints the table
@@ -87,9 +87,9 @@ def baseline_cycles(kernel, spec) -> int:
     """Cycles of the DRAM-direct program: per statement, its instances times the
     runtime's per-instance cost (``pc_stmt``: statement cycles, its operations,
     the DRAM latency of its reads, its DRAM bytes at the DRAM's rate)."""
-    from accelerator.roofline import count_points
-    from accelerator.spec import OP_CLASSES
-    from polyc.expr import ops_count
+    from accelerator.hardware.roofline import count_points
+    from accelerator.hardware.spec import OP_CLASSES
+    from polyc.ir.expr import ops_count
 
     total = 0
     dram = spec.dram

@@ -153,7 +153,7 @@ def rel_error(got: dict, want: dict) -> float:
 def run_case(case: Case, polly: str | None) -> dict:
     import polyc
     import schedules
-    from polyc.io import prepare
+    from polyc.ir.inputs import prepare
 
     kernel = case.build()
     rng = np.random.default_rng(0)

@@ -19,7 +19,7 @@ import numpy as np
 
 import polyc
 from bench.common import table, write_json
-from codegen.sim import numpy_inputs
+from codegen.accel.direct import numpy_inputs
 from polyc import ops
 
 

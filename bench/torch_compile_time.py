@@ -63,7 +63,7 @@ def _cpu() -> float:
 def models(quick: bool):
     import torch
 
-    from polyc.frontend.torch_models import (
+    from polyc.frontends.torch.models import (
         ResNet18,
         TransformerBlock,
         randomize_batch_norms,
@@ -90,7 +90,7 @@ def models(quick: bool):
 
 def measure(name: str, model, x, config: str) -> dict:
     import polyc
-    from polyc.frontend.torch_export import export, from_exported
+    from polyc.frontends.torch.export import export, from_exported
 
     clock = Clock()
     with clock.phase("export"):
@@ -126,8 +126,6 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     import torch  # noqa: F401
 
-    import polyc.frontend.torch_export  # noqa: F401
-
     imported = time.perf_counter() - start
     with fresh_cache():
         return _run(args, imported)
@@ -136,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args, imported: float) -> int:
     import torch
 
-    from codegen.sim import build_runtime
-    from polyc.frontend.torch_export import export
+    from codegen.accel.direct import build_runtime
+    from polyc.frontends.torch.export import export
 
     warm = Clock()
     with warm.phase("warm-up"):

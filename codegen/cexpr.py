@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from polyc import dtypes
-from polyc.affine import Aff
-from polyc.dtypes import DType
-from polyc.expr import Binary, Cast, Const, Expr, Index, Load, Opaque, Select, Unary
+from polyc.ir import dtypes
+from polyc.ir.affine import Aff
+from polyc.ir.dtypes import DType
+from polyc.ir.expr import Binary, Cast, Const, Expr, Index, Load, Opaque, Select, Unary
 
 # C helper functions every generated file defines (see PRELUDE)
 _FLOAT_FN = {

@@ -1,6 +1,6 @@
 """Loop nest -> C, through cgen.
 
-:class:`CEmitter` turns a Kernel's loop nest (isl's AST, see :mod:`polyc.loops`) into
+:class:`CEmitter` turns a Kernel's loop nest (isl's AST, see :mod:`polyc.ir.loops`) into
 one C function. Targets subclass it and override the hooks: how arrays are declared,
 how a statement instance is emitted, and what a mark becomes. The host target emits
 plain C with OpenMP pragmas; the accelerator target emits calls into the simulator's
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import cgen as c
 
 from codegen.cexpr import PRELUDE, CExpr, c_type
-from polyc import loops, tree
-from polyc.ir import Array, Kernel, Statement
+from polyc.ir import loops, tree
+from polyc.ir.kernel import Array, Kernel, Statement
 
 #: attribute marks the host honours, and the pragma each becomes
 PRAGMAS = {

@@ -8,8 +8,8 @@ import numpy as np
 
 from codegen import build as cbuild
 from codegen.emit import CEmitter, CSource
-from polyc.io import prepare
-from polyc.ir import Kernel
+from polyc.ir.inputs import prepare
+from polyc.ir.kernel import Kernel
 
 
 def generate(kernel: Kernel, emitter: type[CEmitter] = CEmitter) -> CSource:
@@ -40,7 +40,7 @@ class HostModule:
         return {a.name: arrays[a.name] for a in self.kernel.outputs}
 
     def call(self, arrays: dict[str, np.ndarray], params: dict[str, int]) -> None:
-        """Run on prepared arrays (no checks: see :func:`polyc.io.prepare`)."""
+        """Run on prepared arrays (no checks: see :func:`polyc.ir.inputs.prepare`)."""
         ffi = self._ffi
         args = [int(params[p]) for p in self.source.params]
         args += [ffi.from_buffer("void *", arrays[a]) for a in self.source.arrays]

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 import polyc
-from polyc.frontend.torch_report import model_report
+from polyc.studies.model_report import model_report
 
 
 def arguments(description: str) -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ import sys
 import torch
 from _torch_common import arguments, run
 
-from polyc.frontend.torch_models import ResNet18, randomize_batch_norms
+from polyc.frontends.torch.models import ResNet18, randomize_batch_norms
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ import polyc
 
 
 def layers(quick: bool) -> dict[str, object]:
-    """The layers of the study as ``{label: op spec}`` (see polyc.sweep_spec)."""
+    """The layers of the study as ``{label: op spec}`` (see polyc.sweep.spec)."""
     s = 2 if quick else 1  # --quick divides spatial sizes and widths
     return {
         "gemm": f"matmul:M={256 // s},N={256 // s},K={256 // s}",

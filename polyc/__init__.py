@@ -38,18 +38,18 @@ _LAZY = {
     "Array": ("polyc.ir", "Array"),
     "Statement": ("polyc.ir", "Statement"),
     "Role": ("polyc.ir", "Role"),
-    "interpret": ("polyc.interpreter", "interpret"),
+    "interpret": ("polyc.oracle.interpreter", "interpret"),
     "build": ("polyc.api", "build"),
     "compile": ("polyc.api", "compile"),
-    "from_torch": ("polyc.frontend.torch_export", "from_torch"),
-    "from_c": ("polyc.frontend.c", "from_c"),
+    "from_torch": ("polyc.frontends.torch.export", "from_torch"),
+    "from_c": ("polyc.frontends.c.parse", "from_c"),
     "ops": ("polyc.ops", None),
-    "compute": ("polyc.compute", None),
-    "dtypes": ("polyc.dtypes", None),
+    "compute": ("polyc.lang.compute", None),
+    "dtypes": ("polyc.ir.dtypes", None),
     # polyc.sweep is a callable module: polyc.sweep(points) runs a study
-    "sweep": ("polyc.sweep", None),
-    "explain": ("polyc.inspection", "explain"),
-    "verify": ("polyc.verify", None),
+    "sweep": ("polyc.studies.sweep", None),
+    "explain": ("polyc.studies.explain", "explain"),
+    "verify": ("polyc.oracle.verify", None),
 }
 
 __all__ = [
@@ -88,5 +88,5 @@ def __getattr__(name: str):
 
 if TYPE_CHECKING:  # pragma: no cover
     from polyc.api import build, compile
-    from polyc.interpreter import interpret
-    from polyc.ir import Array, Kernel, Role, Statement
+    from polyc.ir.kernel import Array, Kernel, Role, Statement
+    from polyc.oracle.interpreter import interpret

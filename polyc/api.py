@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from polyc.ir import Kernel
+from polyc.ir.kernel import Kernel
 
 
 def build(kernel: Kernel, **options):
@@ -53,8 +53,8 @@ def compile(
         CodegenError: when the C compiler fails.
     """
     from accelerator import load_config
-    from accelerator.runtime import DEFAULT_TRACE_LIMIT
-    from codegen import placed
+    from accelerator.sim.simulator import DEFAULT_TRACE_LIMIT
+    from codegen.accel import placed
     from polyc.compiled import Compiled, same_program
 
     spec = load_config(config)
@@ -63,7 +63,7 @@ def compile(
         same_program(kernel, schedule)
         chosen = schedule
     else:
-        from schedules.accel import schedule as accel_schedule
+        from schedules.accel.scheduler import schedule as accel_schedule
 
         choice = accel_schedule(kernel, spec)
         chosen = choice.kernel

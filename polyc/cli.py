@@ -21,13 +21,13 @@ def main(argv: list[str] | None = None) -> int:
         "demo", help="compile and run a small multi-op example end to end and report"
     )
     demo.add_argument("--size", type=int, default=64, help="problem size (default 64)")
-    from polyc.frontend.c_cli import add_compile_parser
+    from polyc.integrations.c_cli import add_compile_parser
 
     add_compile_parser(sub)
-    from polyc.sweep_cli import add_parsers as add_study_parsers
+    from polyc.studies.sweep.cli import add_parsers as add_study_parsers
 
     add_study_parsers(sub)
-    from polyc.fuzz.cli import add_parser as add_fuzz_parser
+    from polyc.studies.fuzz.cli import add_parser as add_fuzz_parser
 
     add_fuzz_parser(sub)
     try:
@@ -52,15 +52,15 @@ def _run(args) -> int:
 
         return run_demo(size=args.size)
     if args.command == "compile":
-        from polyc.frontend.c_cli import run_compile
+        from polyc.integrations.c_cli import run_compile
 
         return run_compile(args)
     if args.command == "fuzz":
-        from polyc.fuzz.cli import run as run_fuzz
+        from polyc.studies.fuzz.cli import run as run_fuzz
 
         return run_fuzz(args)
     if args.command in ("sweep", "explain"):
-        from polyc import sweep_cli
+        from polyc.studies.sweep import cli as sweep_cli
 
         return getattr(sweep_cli, f"run_{args.command}")(args)
     return 2

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from polyc.errors import ArgumentError
-from polyc.ir import Kernel
+from polyc.ir.kernel import Kernel
 
 
 class Compiled:
@@ -58,7 +58,7 @@ class Compiled:
             report = dataclasses.replace(report, fallbacks=tuple(notes))
         self.last_report = report
         if self.verify:
-            from polyc.verify import check
+            from polyc.oracle.verify import check
 
             check(self.kernel, given, outputs, run=f"on {self.spec.name}")
         return outputs, report
@@ -179,7 +179,7 @@ class Compiled:
                 f"{cand.cycles:,.0f} cycles ({busy}); {lc.tried} candidates fit"
             )
             if cand.staged:
-                from schedules.accel_search import upper_level
+                from schedules.accel.search import upper_level
 
                 top = self.spec.memory[upper_level(self.spec)].name
                 out.append(
@@ -191,7 +191,7 @@ class Compiled:
         return out
 
     def _buffers(self) -> list[str]:
-        from polyc import placemarks as pm
+        from polyc.ir import marks as pm
 
         bufs, allocs = [], {}
         for text in _marks(self.kernel.schedule):
@@ -250,7 +250,7 @@ def _marks(schedule):
 
 def _engines(kernel: Kernel) -> dict[str, str]:
     """How the schedule's marks map statements to engines."""
-    from polyc import placemarks as pm
+    from polyc.ir import marks as pm
 
     out = {}
     for text in _marks(kernel.schedule):

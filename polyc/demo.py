@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from polyc import compute as pc
+from polyc.lang import compute as pc
 
 
 def mlp_block(tokens: int, width: int, hidden: int):

@@ -14,14 +14,14 @@ dependences (:mod:`schedules.legality`) and records itself in ``kernel.history``
 
 from __future__ import annotations
 
-from schedules.auto import auto
+from schedules.accel.placement import place
+from schedules.accel.tensorize import map_vector, tensorize
+from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
 from schedules.bands import interchange, merge_bands, permute, shift, skew, split_band
 from schedules.fusion import distribute, fuse, reorder
-from schedules.io import TRANSFORMATIONS, apply_schedule, replay, to_yaml
+from schedules.host.scheduler import auto
 from schedules.legality import first_violation
 from schedules.marks import parallel, unmark, unroll, vectorize
-from schedules.placement import place
-from schedules.tensorize import map_vector, tensorize
 from schedules.tiling import strip_mine, tile
 
 TRANSFORMATIONS.update(

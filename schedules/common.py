@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from polyc.errors import ArgumentError
-from polyc.ir import Step
+from polyc.ir.kernel import Step
 
 
 def step(op: str, *args: Any, **kwargs: Any) -> Step:

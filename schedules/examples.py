@@ -7,9 +7,9 @@ kernels avoid division so that any legal reordering gives bit-identical results.
 
 from __future__ import annotations
 
-from polyc import compute as pc
-from polyc.ir import Kernel
-from polyc.program import Program
+from polyc.ir.kernel import Kernel
+from polyc.lang import compute as pc
+from polyc.lang.program import Program
 
 
 def _size(p: Program, name: str, value: int | None):

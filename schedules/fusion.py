@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import islpy as isl
 
 from polyc.errors import ScheduleError
-from polyc.ir import Kernel
+from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.common import step
 from schedules.legality import finish, is_legal

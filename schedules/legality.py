@@ -2,7 +2,7 @@
 
 A schedule is legal when every dependence of the program still goes forward: for each
 flow, anti and output dependence ``src -> sink`` (exact, value-based, computed once on
-the program order by :mod:`polyc.deps`), the time of ``src`` is lexicographically
+the program order by :mod:`polyc.ir.deps`), the time of ``src`` is lexicographically
 before the time of ``sink`` in the new schedule (``tree.flat_map``). A loop marked
 ``@parallel`` or ``@vectorize`` must in addition carry no dependence: two dependent
 instances that the enclosing loops do not already order must run in the same
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from polyc import tree
 from polyc.errors import IllegalTransformError
-from polyc.ir import Kernel, Step
+from polyc.ir import tree
+from polyc.ir.kernel import Kernel, Step
 from schedules import stree
 
 KINDS = ("flow", "anti", "output")

@@ -12,7 +12,7 @@ transformation.
 from __future__ import annotations
 
 from polyc.errors import ScheduleError
-from polyc.ir import Kernel
+from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.common import positive_int, step
 from schedules.legality import finish, is_legal

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
-from polyc import tree
 from polyc.errors import ScheduleError
+from polyc.ir import tree
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import islpy as isl
 
 from polyc.errors import ArgumentError, ScheduleError
-from polyc.ir import Kernel
+from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.common import positive_int, step
 from schedules.legality import Violation, finish, is_legal

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-GOLDEN = Path(__file__).parent / "golden"
+from tests.support.paths import GOLDEN
 
 # correctness tests do not need -O3's compile time; results are the same (no FMA
 # contraction, wrapping integers). Benchmarks use the default -O3 -march=native.

@@ -11,12 +11,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 
-from polyc import dtypes
-from polyc.affine import Aff
-from polyc.compute import Tensor
-from polyc.dtypes import DType
 from polyc.errors import ArgumentError, DTypeError, ShapeError
-from polyc.expr import Const, Expr, constant
+from polyc.ir import dtypes
+from polyc.ir.affine import Aff
+from polyc.ir.dtypes import DType
+from polyc.ir.expr import Const, Expr, constant
+from polyc.lang.compute import Tensor
 
 #: dtypes the op library computes in (int8 contractions accumulate in int32)
 DTYPES = ("float32", "float16", "int8", "int32", "float64", "int64")

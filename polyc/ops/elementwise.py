@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 
-from polyc import compute as pc
-from polyc import dtypes
-from polyc.compute import Tensor
 from polyc.errors import DTypeError, ShapeError
-from polyc.expr import Expr, binary, select, unary
-from polyc.expr import cast as cast_expr
+from polyc.ir import dtypes
+from polyc.ir.expr import Expr, binary, select, unary
+from polyc.ir.expr import cast as cast_expr
+from polyc.lang import compute as pc
+from polyc.lang.compute import Tensor
 from polyc.ops._common import (
     DTYPES,
     axis,

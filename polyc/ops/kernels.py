@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from polyc import compute as pc
-from polyc import dtypes
-from polyc.ir import Kernel
+from polyc.ir import dtypes
+from polyc.ir.kernel import Kernel
+from polyc.lang import compute as pc
 from polyc.ops import nn
 from polyc.ops._common import accumulator
 

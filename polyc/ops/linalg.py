@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from polyc import compute as pc
-from polyc.affine import Aff
-from polyc.compute import Tensor
-from polyc.dtypes import DType
 from polyc.errors import ArgumentError, DTypeError, ShapeError
-from polyc.expr import Expr, cast
+from polyc.ir.affine import Aff
+from polyc.ir.dtypes import DType
+from polyc.ir.expr import Expr, cast
+from polyc.lang import compute as pc
+from polyc.lang.compute import Tensor
 from polyc.ops._common import (
     accumulator,
     broadcast_shapes,

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import builtins
 
-from polyc import compute as pc
-from polyc.affine import Aff
-from polyc.compute import Tensor
 from polyc.errors import ArgumentError, ShapeError
-from polyc.expr import Expr, Index, binary, cast
+from polyc.ir.affine import Aff
+from polyc.ir.expr import Expr, Index, binary, cast
+from polyc.lang import compute as pc
+from polyc.lang.compute import Tensor
 from polyc.ops._common import (
     check_dtype,
     check_float,

@@ -12,13 +12,13 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 
-from polyc import compute as pc
-from polyc import dtypes
-from polyc.affine import Aff
-from polyc.compute import Tensor
-from polyc.dtypes import DType
 from polyc.errors import ArgumentError, ShapeError
-from polyc.expr import Expr, Index, cast, unary
+from polyc.ir import dtypes
+from polyc.ir.affine import Aff
+from polyc.ir.dtypes import DType
+from polyc.ir.expr import Expr, Index, cast, unary
+from polyc.lang import compute as pc
+from polyc.lang.compute import Tensor
 from polyc.ops._common import (
     accumulator,
     axes,

@@ -13,11 +13,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 
-from polyc import compute as pc
-from polyc.affine import Aff
-from polyc.compute import Tensor
 from polyc.errors import ArgumentError, ShapeError
-from polyc.expr import select as select_expr
+from polyc.ir.affine import Aff
+from polyc.ir.expr import select as select_expr
+from polyc.lang import compute as pc
+from polyc.lang.compute import Tensor
 from polyc.ops._common import (
     axis,
     check_dtype,

@@ -1,0 +1,175 @@
+"""The hardware model: a frozen, hashable description of one accelerator.
+
+:func:`accelerator.hardware.config.load_config` builds a :class:`Spec` from a TOML file; the
+runtime (``accelerator.sim.simulator.fill_spec``) and the roofline read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from polyc.errors import ConfigError
+
+#: op classes of the vector unit and the scalar core (see ``polyc.ir.expr.ops_count``)
+OP_CLASSES = ("add", "mul", "compare", "divide", "transcendental")
+#: the vector unit also has a cost per reduction step
+VECTOR_CLASSES = (*OP_CLASSES, "reduce")
+#: element types the MAC array may support, and what each accumulates in
+MAC_DTYPES = {"int8": "int32", "float16": "float16", "float32": "float32"}
+MEMORY_KINDS = ("dram", "sram")
+
+
+class FrozenMap(Mapping):
+    """An immutable, hashable, picklable mapping (specs go into sets, caches and
+    process pools)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping):
+        object.__setattr__(self, "_items", dict(items))
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._items.items()))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("FrozenMap is immutable")
+
+    def __reduce__(self):
+        return (FrozenMap, (self._items,))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._items!r})"
+
+
+@dataclass(frozen=True)
+class MacDType:
+    """One element type of the MAC array: its rate per PE and its energy."""
+
+    macs_per_cycle: float
+    pj_per_mac: float
+
+
+@dataclass(frozen=True)
+class MacArray:
+    rows: int
+    cols: int
+    fill_drain_cycles: int
+    operand_levels: tuple[str, ...]
+    accumulator_levels: tuple[str, ...]
+    dtypes: Mapping[str, MacDType]
+
+    def peak_macs_per_cycle(self, dtype: str) -> float:
+        """MACs per cycle of the whole array for ``dtype`` (0 when unsupported)."""
+        d = self.dtypes.get(dtype)
+        return self.rows * self.cols * d.macs_per_cycle if d else 0.0
+
+
+@dataclass(frozen=True)
+class VectorUnit:
+    lanes: int
+    levels: tuple[str, ...]
+    pj_per_op: float
+    cycles: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class ScalarCore:
+    statement_cycles: int
+    issue_cycles: int
+    queue_depth: int
+    pj_per_op: float
+    cycles: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    name: str
+    kind: str
+    capacity_bytes: int
+    bytes_per_cycle: float
+    latency_cycles: int
+    banks: int
+    alignment_bytes: int
+    read_pj_per_byte: float
+    write_pj_per_byte: float
+
+
+@dataclass(frozen=True)
+class DMA:
+    channels: int
+    setup_cycles: int
+    bytes_per_cycle: float
+    max_dims: int
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated hardware description (immutable; compare by value)."""
+
+    name: str
+    description: str
+    source: str
+    clock_ghz: float
+    mac_array: MacArray
+    vector: VectorUnit
+    scalar: ScalarCore
+    memory: tuple[MemoryLevel, ...]
+    dma: DMA
+
+    @property
+    def dram(self) -> MemoryLevel:
+        return self.memory[0]
+
+    @property
+    def sram_levels(self) -> tuple[MemoryLevel, ...]:
+        """On-chip levels, outermost first."""
+        return self.memory[1:]
+
+    def level(self, name: str) -> MemoryLevel:
+        """The memory level called ``name``.
+
+        Raises:
+            ConfigError: when the spec has no such level.
+        """
+        for m in self.memory:
+            if m.name == name:
+                return m
+        raise ConfigError(
+            f"spec {self.name}: no memory level {name!r} because its levels are "
+            f"{', '.join(m.name for m in self.memory)}. Use one of those."
+        )
+
+    def level_index(self, name: str) -> int:
+        return self.memory.index(self.level(name))
+
+    def __str__(self) -> str:
+        a = self.mac_array
+        mem = ", ".join(
+            f"{m.name} {_size(m.capacity_bytes)} @ {m.bytes_per_cycle:g} B/cycle"
+            for m in self.memory
+        )
+        return (
+            f"{self.name}: {a.rows}x{a.cols} MAC array "
+            f"({'/'.join(a.dtypes)}), {self.vector.lanes}-lane vector unit, "
+            f"{mem}, {self.dma.channels} DMA channels, {self.clock_ghz:g} GHz"
+        )
+
+
+def _size(n: int) -> str:
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"

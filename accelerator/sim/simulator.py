@@ -1,0 +1,377 @@
+"""The C runtime's sources, its cffi declarations, and a Python handle on a context.
+
+The runtime (``accelerator/sim/runtime/*.c``, ``polyc_rt.h``) is compiled together with
+each generated kernel (``codegen.accel.direct``), so that the hot path inlines. Every module
+built that way exposes the runtime API through cffi; :class:`Simulator` wraps one
+context of such a module: it fills the ``pc_spec`` struct from a :class:`Spec`, turns
+a runtime error into :class:`~polyc.errors.SimulationError`, and reads back the
+statistics and the trace as a :class:`~accelerator.sim.report.Report`.
+
+The hardware numbers are passed at run time, never compiled in: one compiled module
+runs on every config, and the build cache key stays honest.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from accelerator.hardware.spec import MAC_DTYPES, OP_CLASSES, Spec
+from polyc.errors import SimulationError
+
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+#: concatenated in this order after the header
+C_FILES = ("rt_core.c", "rt_dma.c", "rt_compute.c")
+#: MAC modes of the runtime, by (operand dtype, accumulator dtype)
+MAC_MODES = {
+    ("int8", "int32"): 0,
+    ("float16", "float16"): 1,
+    ("float16", "float32"): 2,
+    ("float32", "float32"): 3,
+}
+#: vector primitive dtypes
+VEC_DTYPES = {"float32": 0, "float16": 1, "int32": 2, "int8": 3}
+#: vector primitive ops (PC_OP_*)
+VEC_OPS = {
+    "add": 0,
+    "sub": 1,
+    "mul": 2,
+    "div": 3,
+    "max": 4,
+    "min": 5,
+    "neg": 10,
+    "abs": 11,
+    "exp": 12,
+    "log": 13,
+    "sqrt": 14,
+    "tanh": 15,
+    "sigmoid": 16,
+    "relu": 17,
+    "copy": 18,
+    "sum": 20,
+    "rmax": 21,
+    "rmin": 22,
+}
+#: op class index in pc_spec tables (PC_ADD ..), with the vector unit's "reduce"
+CLASS_INDEX = {c: i for i, c in enumerate((*OP_CLASSES, "reduce"))}
+ENGINE_SCALAR, ENGINE_MAC, ENGINE_VECTOR, ENGINE_DMA = 0, 1, 2, 3
+EVENT_KINDS = ("scalar", "mac", "vector", "dma", "wait")
+DEFAULT_TRACE_LIMIT = 65536
+
+
+@functools.cache
+def header() -> str:
+    return (RUNTIME_DIR / "polyc_rt.h").read_text()
+
+
+@functools.cache
+def source() -> str:
+    """The whole runtime as one C text: header then the C files."""
+    parts = [header()] + [(RUNTIME_DIR / f).read_text() for f in C_FILES]
+    return "\n".join(parts)
+
+
+@functools.cache
+def cdef() -> str:
+    """The runtime declarations cffi needs (the CDEF part of the header)."""
+    text = header()
+    begin = text.index("/* CDEF BEGIN */") + len("/* CDEF BEGIN */")
+    return text[begin : text.index("/* CDEF END */")]
+
+
+def engine_names(spec: Spec) -> list[str]:
+    return ["scalar", "mac_array", "vector"] + [
+        f"dma{c}" for c in range(spec.dma.channels)
+    ]
+
+
+def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
+    """A ``pc_spec *`` filled from ``spec`` (kept alive by the returned cdata)."""
+    s = ffi.new("pc_spec *")
+    s.clock_ghz = spec.clock_ghz
+    a = spec.mac_array
+    s.rows, s.cols, s.fill_drain = a.rows, a.cols, a.fill_drain_cycles
+    for i, name in enumerate(MAC_DTYPES):
+        d = a.dtypes.get(name)
+        s.mac_rate[i] = d.macs_per_cycle if d else 0.0
+        s.mac_pj[i] = d.pj_per_mac if d else 0.0
+    s.operand_levels = _mask(spec, a.operand_levels)
+    s.acc_levels = _mask(spec, a.accumulator_levels)
+    v = spec.vector
+    s.lanes = v.lanes
+    s.vector_levels = _mask(spec, v.levels)
+    s.vec_pj = v.pj_per_op
+    for c, i in CLASS_INDEX.items():
+        s.vec_cycles[i] = v.cycles[c]
+        s.scalar_cycles[i] = spec.scalar.cycles.get(c, 0)
+    s.stmt_cycles = spec.scalar.statement_cycles
+    s.issue_cycles = spec.scalar.issue_cycles
+    s.queue_depth = spec.scalar.queue_depth
+    s.scalar_pj = spec.scalar.pj_per_op
+    s.nlevels = len(spec.memory)
+    for i, m in enumerate(spec.memory):
+        L = s.level[i]
+        L.name = m.name.encode()[:31]
+        L.is_dram = m.kind == "dram"
+        L.capacity = m.capacity_bytes
+        L.bytes_per_cycle = m.bytes_per_cycle
+        L.latency = m.latency_cycles
+        L.alignment = m.alignment_bytes
+        L.read_pj = m.read_pj_per_byte
+        L.write_pj = m.write_pj_per_byte
+    s.channels = spec.dma.channels
+    s.dma_setup = spec.dma.setup_cycles
+    s.dma_bytes_per_cycle = spec.dma.bytes_per_cycle
+    s.dma_dims = spec.dma.max_dims
+    s.trace_limit = trace_limit
+    return s
+
+
+def _mask(spec: Spec, names: Sequence[str]) -> int:
+    return sum(1 << spec.level_index(n) for n in names)
+
+
+class Simulator:
+    """One simulator context over a built module's runtime (``ffi``, ``lib``).
+
+    The methods mirror the C API (see docs/accelerator.md) with Python
+    arguments: views are ``(buffer, offset, row_stride, col_stride)`` in elements;
+    levels are names or indices. Any runtime error raises ``SimulationError``.
+    """
+
+    def __init__(self, built, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
+        self.ffi, self.lib, self.spec = built.ffi, built.lib, spec
+        self._spec_c = fill_spec(self.ffi, spec, trace_limit)
+        self.ctx = self.ffi.gc(self.lib.pc_create(self._spec_c), self.lib.pc_destroy)
+        self._keep: list = []  # numpy arrays bound as DRAM must outlive the context
+        self.check()
+
+    # errors ------------------------------------------------------------------------
+    def error(self) -> str | None:
+        msg = self.lib.pc_error(self.ctx)
+        return None if msg == self.ffi.NULL else self.ffi.string(msg).decode()
+
+    def check(self) -> None:
+        """Raise SimulationError if the runtime stopped on a violation."""
+        msg = self.error()
+        if msg is not None:
+            raise SimulationError(msg)
+
+    # buffers -----------------------------------------------------------------------
+    def bind(self, name: str, array: np.ndarray) -> int:
+        """Bind a C-contiguous numpy array as a DRAM buffer; returns its id."""
+        if not array.flags.c_contiguous:
+            raise ValueError("bind: the array must be C-contiguous")
+        self._keep.append(array)
+        ptr = self.ffi.from_buffer("void *", array)
+        buf = self.lib.pc_bind(self.ctx, name.encode(), ptr, array.nbytes)
+        self.check()
+        return buf
+
+    def level(self, level: str | int) -> int:
+        return level if isinstance(level, int) else self.spec.level_index(level)
+
+    def alloc(self, level: str | int, offset: int, nbytes: int, name: str) -> int:
+        buf = self.lib.pc_alloc(
+            self.ctx, self.level(level), offset, nbytes, name.encode()
+        )
+        self.check()
+        return buf
+
+    def free(self, buf: int) -> None:
+        self.lib.pc_free(self.ctx, buf)
+        self.check()
+
+    def zero_fill(self, buf: int) -> None:
+        """Set an SRAM buffer to zero (functional only, as a level's zero block)."""
+        self.lib.pc_zero_fill(self.ctx, buf)
+        self.check()
+
+    def array(self, buf: int, dtype, shape: Sequence[int]) -> np.ndarray:
+        """A numpy view of a buffer's memory (to fill or read SRAM in tests)."""
+        dt = np.dtype(dtype)
+        n = int(np.prod(shape)) * dt.itemsize
+        ptr = self.lib.pc_ptr(self.ctx, buf)
+        if ptr == self.ffi.NULL:
+            self.check()
+        return np.frombuffer(self.ffi.buffer(ptr, n), dtype=dt).reshape(shape)
+
+    def ready(self, buf: int) -> int:
+        """The cycle the last asynchronous operation on ``buf`` ends."""
+        return int(self.lib.pc_ready(self.ctx, buf))
+
+    # engines -----------------------------------------------------------------------
+    def dma(
+        self,
+        dst: tuple[int, int, Sequence[int]],
+        src: tuple[int, int, Sequence[int]],
+        sizes: Sequence[int],
+        elem_bytes: int,
+        channel: int = -1,
+        label: str = "",
+    ) -> None:
+        """Copy a block of ``sizes`` elements: ``dst``/``src`` are
+        ``(buffer, offset, strides)`` in elements."""
+        n = len(sizes)
+        i64 = "int64_t[]"
+        self.lib.pc_dma(
+            self.ctx,
+            channel,
+            elem_bytes,
+            n,
+            self.ffi.new(i64, list(sizes) or [0]),
+            dst[0],
+            dst[1],
+            self.ffi.new(i64, list(dst[2]) or [0]),
+            src[0],
+            src[1],
+            self.ffi.new(i64, list(src[2]) or [0]),
+            label.encode(),
+        )
+        self.check()
+
+    def _view(self, v: Sequence[int]):
+        return self.ffi.new("pc_view *", list(v))[0]
+
+    def mac(
+        self,
+        m: int,
+        n: int,
+        k: int,
+        a,
+        b,
+        c,
+        dtype: str = "float32",
+        acc_dtype: str | None = None,
+        accumulate: bool = False,
+        label: str = "",
+    ) -> None:
+        """``C[m, n] (+)= A[m, k] @ B[k, n]`` on the MAC array."""
+        acc = acc_dtype or ("int32" if dtype == "int8" else dtype)
+        mode = MAC_MODES[(dtype, acc)]
+        self.lib.pc_mac(
+            self.ctx,
+            mode,
+            m,
+            n,
+            k,
+            int(accumulate),
+            self._view(a),
+            self._view(b),
+            self._view(c),
+            label.encode(),
+        )
+        self.check()
+
+    def vec_binary(self, op, dtype, rows, cols, out, a, b, label="") -> None:
+        self.lib.pc_vec_binary(
+            self.ctx,
+            VEC_OPS[op],
+            VEC_DTYPES[dtype],
+            rows,
+            cols,
+            self._view(out),
+            self._view(a),
+            self._view(b),
+            label.encode(),
+        )
+        self.check()
+
+    def vec_unary(self, op, dtype, rows, cols, out, a, label="") -> None:
+        self.lib.pc_vec_unary(
+            self.ctx,
+            VEC_OPS[op],
+            VEC_DTYPES[dtype],
+            rows,
+            cols,
+            self._view(out),
+            self._view(a),
+            label.encode(),
+        )
+        self.check()
+
+    def vec_reduce(self, op, dtype, rows, cols, out, a, accumulate=False, label=""):
+        self.lib.pc_vec_reduce(
+            self.ctx,
+            VEC_OPS[op],
+            VEC_DTYPES[dtype],
+            rows,
+            cols,
+            int(accumulate),
+            self._view(out),
+            self._view(a),
+            label.encode(),
+        )
+        self.check()
+
+    def vector(self, elements: int, ops: dict[str, int], access, label="") -> None:
+        """Time vector work computed elsewhere: ``ops`` per element by class,
+        ``access`` a list of ``(buffer, is_write, lo, hi)`` byte ranges."""
+        op = self.ffi.new("pc_vop *")
+        name = self.ffi.new("char[]", label.encode())
+        op.name = name
+        op.elements = elements
+        for c, v in ops.items():
+            op.ops[CLASS_INDEX[c]] = v
+        op.naccess = len(access)
+        for i, (buf, is_write, lo, hi) in enumerate(access):
+            op.access[i] = (buf, int(is_write), lo, hi)
+        self.lib.pc_vector(self.ctx, op)
+        self.check()
+
+    # scalar core -------------------------------------------------------------------
+    def stmt(
+        self,
+        name: str,
+        ops: dict[str, int] | None = None,
+        access: Sequence[tuple[str | int, int, bool]] = (),
+        macs: int = 0,
+        iterators: Sequence[str] = (),
+    ) -> int:
+        """Register a scalar statement: ``access`` lists ``(level, bytes, is_write)``
+        per instance. Returns its id for :meth:`scalar`."""
+        d = self.ffi.new("pc_stmt_desc *")
+        keep = [self.ffi.new("char[]", name.encode())]
+        keep.append(self.ffi.new("char[]", ",".join(iterators).encode()))
+        d.name, d.iterators = keep
+        for c, v in (ops or {}).items():
+            d.ops[CLASS_INDEX[c]] = v
+        d.macs = macs
+        d.naccess = len(access)
+        for i, (level, nbytes, is_write) in enumerate(access):
+            d.level[i] = self.level(level)
+            d.bytes[i] = nbytes
+            d.is_write[i] = int(is_write)
+        sid = self.lib.pc_stmt(self.ctx, d)
+        self.check()
+        return sid
+
+    def scalar(self, stmt: int, instances: int) -> None:
+        self.lib.pc_scalar(self.ctx, stmt, instances, 0, 0)
+        self.check()
+
+    def wait(self, buf: int) -> None:
+        self.lib.pc_wait(self.ctx, buf)
+        self.check()
+
+    def wait_all(self) -> None:
+        self.lib.pc_wait_all(self.ctx)
+        self.check()
+
+    @property
+    def now(self) -> int:
+        """The scalar core's current cycle (where the next command is issued)."""
+        return int(self.lib.pc_now(self.ctx))
+
+    # results -----------------------------------------------------------------------
+    def finish(self, kernel: str = "", roofline=None, mode: str = "", checks=True):
+        """Wait for every engine and return the :class:`Report` of this context."""
+        from accelerator.sim.report import collect
+
+        stats = self.lib.pc_finish(self.ctx)
+        return collect(
+            self, stats, kernel=kernel, roofline=roofline, mode=mode, checks=checks
+        )

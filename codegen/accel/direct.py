@@ -1,0 +1,297 @@
+"""Accelerator target: a Kernel as C that drives the simulator's runtime.
+
+The generated translation unit is the runtime's header (``polyc_rt.h``: the API and
+the inline access check) followed by the kernel function ``void polyc_K(pc_ctx *_pc_ctx, long params...,
+void *arrays...)`` and an entry point ``int polyc_K_run(...)`` that arms the
+runtime's error exit (a violation longjmps out and the entry point returns -1). It
+links against the runtime, built once as its own shared library
+(:func:`build_runtime`, cached by content like every module).
+
+Until placement exists, kernels run "DRAM-direct": every statement instance
+executes on the scalar core, reading and writing DRAM, and costs the scalar core
+the per-instance cycles the runtime computes from the config (``pc_stmt``). The
+generated code only counts instances in a local variable and hands the counts to
+the runtime (``pc_scalar``) at the end, so the simulation costs almost nothing per
+instance. Every array access is checked (``PC_CHECK``) unless the module is built
+with ``checks=False`` (``-DPC_NO_CHECKS``); the C text is the same either way.
+
+Placement subclasses :class:`SimEmitter`: it allocates buffers, emits ``pc_dma``,
+``pc_mac``, ``pc_vec_*`` and ``pc_wait`` calls, and must call :meth:`flush` before
+each asynchronous call so the scalar core's time is current when it issues.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import cgen as c
+import numpy as np
+
+from accelerator.hardware.roofline import macs_per_instance, roofline
+from accelerator.hardware.spec import OP_CLASSES, Spec
+from accelerator.sim import simulator as runtime
+from codegen import build as cbuild
+from codegen.cexpr import PRELUDE, CExpr
+from codegen.emit import CEmitter, CSource, raw_name
+from polyc.errors import SimulationError
+from polyc.ir.expr import Load, ops_count
+from polyc.ir.inputs import prepare
+from polyc.ir.kernel import Kernel, Statement
+
+CTX = "_pc_ctx"
+#: flags every kernel module is built with (its own symbols stay internal)
+FLAGS = ("-fvisibility=hidden",)
+NO_CHECKS = ("-DPC_NO_CHECKS",)
+MODE_DRAM_DIRECT = "DRAM-direct"
+
+
+def buf_var(array: str) -> str:
+    """The C variable holding an array's DRAM buffer id."""
+    return f"pc_b_{array}"
+
+
+def stmt_var(stmt: str) -> str:
+    return f"pc_s_{stmt}"
+
+
+def count_var(stmt: str) -> str:
+    return f"pc_n_{stmt}"
+
+
+def mask_var(stmt: str, is_write: bool) -> str:
+    """Buffers the statement wrote (read) since the last flush (checked builds)."""
+    return f"pc_{'w' if is_write else 'r'}_{stmt}"
+
+
+class SimEmitter(CEmitter):
+    """Emit a kernel for the simulator (DRAM-direct: see the module docstring)."""
+
+    prelude = PRELUDE
+
+    def leading_args(self) -> list[c.Value]:
+        return [c.Pointer(c.Value("pc_ctx", CTX))]
+
+    def declare_array(self, a) -> list[c.Generable]:
+        """The typed view of the array, and its binding as a DRAM buffer."""
+        size = " * ".join(f"(int64_t)({d.to_c()})" for d in a.shape) or "1"
+        return [
+            *super().declare_array(a),
+            c.Line(
+                f"const int {buf_var(a.name)} = pc_bind({CTX}, {_cstr(a.name)}, "
+                f"{raw_name(a.name)}, {size} * {a.dtype.itemsize});"
+            ),
+        ]
+
+    def prologue(self) -> list[c.Generable]:
+        out: list[c.Generable] = []
+        for s in self.kernel.statements:
+            out += self.register(s, {ld.array: 0 for ld in (s.target, *s.reads)})
+        return out
+
+    def register(self, stmt: Statement, levels: Mapping[str, int]):
+        """Declare ``stmt`` to the runtime: its ops per instance and, per memory
+        level (``levels`` maps each accessed array to one), its bytes read and
+        written; plus the local instance counter."""
+        ops = ops_count(stmt.body)
+        per: dict[tuple[int, bool], int] = {}
+        for ld, is_write in [(stmt.target, True)] + [(r, False) for r in stmt.reads]:
+            key = (levels[ld.array], is_write)
+            per[key] = per.get(key, 0) + ld.dtype.itemsize
+        keys = sorted(per)
+        ops_c = ", ".join(str(ops.get(k, 0)) for k in OP_CLASSES)
+        desc = (
+            f"{_cstr(stmt.name)}, {_cstr(','.join(stmt.iterators))}, {{{ops_c}, 0}}, "
+            f"{macs_per_instance(stmt)}, {len(keys)}, "
+            f"{{{', '.join(str(lv) for lv, _ in keys)}}}, "
+            f"{{{', '.join(str(per[k]) for k in keys)}}}, "
+            f"{{{', '.join(str(int(w)) for _, w in keys)}}}"
+        )
+        return [
+            c.Line(f"static const pc_stmt_desc pc_d_{stmt.name} = {{{desc}}};"),
+            c.Line(
+                f"const int {stmt_var(stmt.name)} = pc_stmt({CTX}, &pc_d_{stmt.name});"
+            ),
+            c.Line(f"int64_t {count_var(stmt.name)} = 0;"),
+            c.Line(f"uint64_t {mask_var(stmt.name, False)} = 0;"),
+            c.Line(f"uint64_t {mask_var(stmt.name, True)} = 0;"),
+        ]
+
+    def statement(self, stmt: Statement, args: dict[str, str]) -> list[c.Generable]:
+        r = self.renderer(args)
+        iters = [args[i] for i in stmt.iterators]
+        accesses = distinct((stmt.target, *stmt.reads))  # the target first: a write
+        checks = [
+            self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)
+        ]
+        return [
+            *checks,
+            c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"),
+            c.Statement(f"{count_var(stmt.name)}++"),
+        ]
+
+    def check(
+        self, stmt: Statement, ld: Load, r: CExpr, iters: list[str], is_write: bool
+    ) -> c.Statement:
+        """``PC_CHECK`` of one access: indices against the array's extents."""
+        a = self.kernel.arrays[ld.array]
+        idx = _i64_list([r.aff(x) for x in ld.index])
+        ext = _i64_list([d.to_c() for d in a.shape])
+        it = _i64_list(iters)
+        return c.Statement(
+            f"PC_CHECK({CTX}, {mask_var(stmt.name, is_write)}, {buf_var(a.name)}, "
+            f"{stmt_var(stmt.name)}, "
+            f"{len(ld.index)}, {idx}, {ext}, {len(iters)}, {it})"
+        )
+
+    def flush(self) -> list[c.Generable]:
+        """Hand the instance counts to the runtime (before any asynchronous call)."""
+        out: list[c.Generable] = []
+        for s in self.kernel.statements:
+            n, r, w = count_var(s.name), mask_var(s.name, False), mask_var(s.name, True)
+            out.append(
+                c.Statement(f"pc_scalar({CTX}, {stmt_var(s.name)}, {n}, {r}, {w})")
+            )
+            out.append(c.Statement(f"{n} = 0, {r} = 0, {w} = 0"))
+        return out
+
+    def epilogue(self) -> list[c.Generable]:
+        return self.flush()
+
+    def mark(self, name: str, body, node) -> list[c.Generable]:
+        if name.startswith("@"):  # the simulator runs one instance at a time
+            return [c.Comment(f"mark {name}"), *body]
+        return super().mark(name, body, node)
+
+    def generate(self) -> CSource:
+        src = super().generate()
+        k = self.kernel
+        params = [f"long {p}" for p in k.params]
+        ptrs = [f"void *{raw_name(a)}" for a in src.arrays]
+        args = ", ".join([f"pc_ctx *{CTX}", *params, *ptrs])
+        call = ", ".join([CTX, *k.params, *(raw_name(a) for a in src.arrays)])
+        run = f"{src.function}_run"
+        wrapper = (
+            f"int {run}({args}) {{\n"
+            f"  if (setjmp({CTX}->jmp)) {{ {CTX}->armed = 0; return -1; }}\n"
+            f"  {CTX}->armed = 1;\n"
+            f"  {src.function}({call});\n"
+            f"  {CTX}->armed = 0;\n"
+            f"  return {CTX}->failed ? -1 : 0;\n"
+            f"}}\n"
+        )
+        text = runtime.header() + "\n" + src.text + "\n" + wrapper
+        # only the entry point: the context comes from the runtime module's ffi,
+        # and a small cdef keeps the module quick to compile
+        cdef = f"int {run}({args.replace('pc_ctx *', 'void *', 1)});"
+        return CSource(text, run, cdef, src.params, src.arrays, False)
+
+
+def _cstr(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _i64_list(items: list[str]) -> str:
+    if not items:
+        return "((const int64_t *)0)"
+    return f"((const int64_t[]){{{', '.join(items)}}})"
+
+
+def distinct(loads) -> list[Load]:
+    """The accesses of ``loads`` with duplicates (same array and index) dropped."""
+    out: list[Load] = []
+    for ld in loads:
+        if not any(ld.array == o.array and ld.index == o.index for o in out):
+            out.append(ld)
+    return out
+
+
+# building and running ----------------------------------------------------------------
+
+
+@functools.cache
+def build_runtime() -> cbuild.Built:
+    """The runtime as a cffi module: kernels link against its shared library, and
+    Python can drive it directly (tests, hand-written schedules)."""
+    return cbuild.build(runtime.source(), runtime.cdef(), name="runtime")
+
+
+@dataclass
+class SimModule:
+    """A kernel compiled for the simulator; run it on any config with :meth:`run`."""
+
+    kernel: Kernel
+    source: CSource
+    built: cbuild.Built
+    checks: bool
+    mode: str = MODE_DRAM_DIRECT
+
+    @property
+    def c_source(self) -> str:
+        return self.source.text
+
+    def run(
+        self,
+        spec: Spec,
+        inputs: Mapping[str, object],
+        trace_limit: int = runtime.DEFAULT_TRACE_LIMIT,
+    ):
+        """Simulate on ``spec``; returns ``(outputs, report)``.
+
+        Raises:
+            InputError: for missing or mis-shaped inputs.
+            SimulationError: when the run stops on a violation (an access outside
+                its buffer, a buffer that does not fit, ...).
+        """
+        arrays, params = prepare(self.kernel, inputs)
+        sim = runtime.Simulator(build_runtime(), spec, trace_limit)
+        ffi = self.built.ffi
+        args = [int(params[p]) for p in self.source.params]
+        args += [ffi.from_buffer("void *", arrays[a]) for a in self.source.arrays]
+        fn = getattr(self.built.lib, self.source.function)
+        rc = fn(sim.ctx, *args)
+        if rc != 0:
+            raise SimulationError(
+                f"{self.kernel.name} on {spec.name}: {sim.error() or 'stopped'}"
+            )
+        report = sim.finish(
+            kernel=self.kernel.name,
+            roofline=roofline(self.kernel, spec, params),
+            mode=self.mode,
+            checks=self.checks,
+        )
+        outputs = {a.name: arrays[a.name] for a in self.kernel.outputs}
+        return outputs, report
+
+
+def build(kernel: Kernel, *, checks: bool = True, emitter=SimEmitter) -> SimModule:
+    """Generate, compile (cached) and load ``kernel`` for the simulator.
+
+    Raises:
+        CodegenError: when compilation fails.
+    """
+    source = emitter(kernel).generate()
+    flags = FLAGS + (() if checks else NO_CHECKS)
+    rt = build_runtime()
+    built = cbuild.build(
+        source.text,
+        source.cdef,
+        name=kernel.name,
+        flags=flags,
+        link_flags=(str(rt.path),),
+    )
+    return SimModule(kernel, source, built, checks)
+
+
+def numpy_inputs(kernel: Kernel, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Random inputs for ``kernel`` with concrete shapes (benchmarks and demos)."""
+    out = {}
+    for a in kernel.free_inputs:
+        shape = a.concrete_shape({})
+        dt = a.dtype.numpy
+        if a.dtype.is_float:
+            out[a.name] = rng.standard_normal(shape).astype(dt)
+        else:
+            out[a.name] = rng.integers(-8, 8, size=shape).astype(dt)
+    return out

@@ -1,0 +1,107 @@
+"""MAC-array calls for a tensorized tile: ``pc_mac`` over strided 2-D views.
+
+In one tile every access of the contraction is an affine function of the
+iterators, so its element offset in its buffer is ``base + sum(coef[i] * x_i)``
+with constant ``coef`` (array strides of the buffer times the index
+coefficients). Whether the MAC dimensions of the ``@tensorize`` mark can run as
+such views over the placed buffers is :func:`polyc.ir.macmap.check`, the predicate
+the scheduler's search applies too, so what the scheduler proposes is what this
+module emits; a refusal here comes from a hand schedule. The remaining iterators
+loop around the call; each call accumulates into the output buffer, which the
+init statement filled (or overwrites it, for a folded zero init).
+"""
+
+from __future__ import annotations
+
+import cgen as c
+
+from codegen.accel.direct import CTX, _cstr
+from codegen.accel.info import bvar, functions, pw_to_c
+from polyc.errors import CodegenError
+from polyc.ir import macmap
+from polyc.ir import marks as pm
+
+
+def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
+    """The C of one tile: the loops of ``tm.loops`` around ``pc_mac`` calls."""
+    its = stmt.iterators
+    lo_f, hi_f = functions(tm.lo), functions(tm.hi)
+    lines: list[c.Generable] = [
+        c.Line(f"const long pc_a{i} = {a};") for i, a in enumerate(args)
+    ]
+    for i in range(len(args)):
+        lines.append(c.Statement(f"(void)pc_a{i}"))
+    for it, lo, hi in zip(its, lo_f, hi_f):
+        lines.append(
+            c.Line(
+                f"const long pc_lo_{it} = {pw_to_c(lo, args)}, "
+                f"pc_hi_{it} = {pw_to_c(hi, args)};"
+            )
+        )
+    loads = macmap.loads(stmt, tm)
+    placed = {
+        a: em.info.buffers[name] for a, name in active.items() if a in _arrays(loads)
+    }
+    dims = macmap.from_marks(stmt, tm, placed)
+    if isinstance(dims, macmap.Refusal):
+        raise CodegenError(dims.message("codegen"))
+    bufs = {key: placed[ld.array] for key, ld in loads.items()}
+    names = {it: (f"pc_x_{it}" if it in tm.loops else f"pc_lo_{it}") for it in its}
+    views = {}
+    for key, ld in loads.items():
+        b = bufs[key]
+        index = [a.to_c(lambda n: names.get(n, n)) for a in ld.index]
+        views[key] = (b, em._offset(b, index))
+    m_ext, m_str = _extent(dims["m"]), dict(dims["m"].unit)
+    n_ext, n_str = _extent(dims["n"]), dict(dims["n"].unit)
+    k_ext, k_str = _extent(dims["k"]), dict(dims["k"].unit)
+
+    def view(key: str, rows: dict, cols: dict) -> str:
+        b, off = views[key]
+        return (
+            f"((pc_view){{{_bvar(b)}, {off}, {rows.get(key, 0)}, {cols.get(key, 0)}}})"
+        )
+
+    acc = "1"
+    if tm.init:
+        # the first contribution to each output element overwrites it: the calls
+        # whose reduction loops are at their first value, after the folded init
+        target = {n for a in stmt.target.index for n in a.names()}
+        first = [f"pc_x_{it} == pc_lo_{it}" for it in tm.loops if it not in target]
+        acc = f"!(pc_fresh_{stmt.name}{''.join(' && ' + f for f in first)})"
+    call = (
+        f"pc_mac({CTX}, {tm.mode}, {m_ext}, {n_ext}, {k_ext}, {acc}, "
+        f"{view('a', m_str, k_str)}, {view('b', k_str, n_str)}, "
+        f"{view('c', m_str, n_str)}, {_cstr(stmt.name)})"
+    )
+    inner: list[c.Generable] = [*em.flush(), c.Statement(call)]
+    for it in reversed(tm.loops):
+        v = f"pc_x_{it}"
+        inner = [
+            c.For(
+                f"long {v} = pc_lo_{it}",
+                f"{v} <= pc_hi_{it}",
+                f"{v}++",
+                c.Block(inner),
+            )
+        ]
+    if tm.init:
+        inner.append(c.Statement(f"pc_fresh_{stmt.name} = 0"))
+    return [c.Comment(f"{pm.MAC}{stmt.name}"), c.Block(lines + inner)]
+
+
+def _arrays(loads: dict) -> set[str]:
+    return {ld.array for ld in loads.values()}
+
+
+def _bvar(b: pm.BufferMark) -> str:
+    return bvar(b.name)
+
+
+def _extent(dim: macmap.Dimension) -> str:
+    """C expression of a MAC dimension's extent in one tile: the fused index runs
+    from 0 to the sum of each iterator's range times its ratio."""
+    if not dim.group:
+        return "1"
+    terms = [f"(pc_hi_{it} - pc_lo_{it}) * {q}" for it, q in zip(dim.group, dim.ratios)]
+    return f"({' + '.join(terms + ['1'])})"

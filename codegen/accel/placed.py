@@ -1,0 +1,411 @@
+"""Accelerator target for placed kernels: buffers, DMA, MAC-array and vector calls.
+
+:class:`PlacedEmitter` extends the DRAM-direct :class:`~codegen.accel.direct.SimEmitter` with
+what the marks of placement and engine mapping ask for (:mod:`polyc.ir.marks`):
+
+- ``@scope``: ``pc_alloc`` of the layer's buffers at the planner's offsets before
+  the subtree, ``pc_free`` after it;
+- ``pc_in_<buf>`` / ``pc_out_<buf>`` (copy statements of a ``@buffer``): DMA of
+  the tile's box (see :mod:`codegen.accel.copies`);
+- ``pc_mac_<stmt>`` under ``@tensorize``: ``pc_mac`` calls over strided views of
+  the buffers (see :mod:`codegen.accel.maccall`) instead of the statement's loops;
+- ``@vector``: the statements' loops run on the buffers for their values (checked
+  accesses, instances not charged to the scalar core), then one ``pc_vector`` per
+  statement charges the tile to the vector unit (plus one tree step per run of a
+  reduction into one element);
+- every other statement runs on the scalar core, reading its buffers, after a
+  ``pc_wait`` on them.
+
+``flush`` (the scalar core's instance counts) precedes every call that issues
+work or waits, as the runtime's contract asks.
+"""
+
+from __future__ import annotations
+
+import cgen as c
+
+from accelerator.hardware.spec import OP_CLASSES
+from codegen.accel import maccall
+from codegen.accel.copies import CopyEmitter
+from codegen.accel.direct import (
+    CTX,
+    SimEmitter,
+    _cstr,
+    _i64_list,
+    buf_var,
+    count_var,
+    distinct,
+    mask_var,
+    stmt_var,
+)
+from codegen.accel.info import bvar, collect, ovar, pvar, slotvar
+from codegen.cexpr import CExpr, c_type
+from polyc.errors import CodegenError
+from polyc.ir import loops, tree
+from polyc.ir import marks as pm
+from polyc.ir.expr import Load, ops_count
+from polyc.ir.kernel import Statement
+
+VMASK = "pc_vmask"
+
+
+class PlacedEmitter(CopyEmitter, SimEmitter):
+    """Emit a placed, engine-mapped kernel for the simulator."""
+
+    def __init__(self, kernel, function=None):
+        super().__init__(kernel, function)
+        self.info = collect(kernel)
+        self._vector: set[str] = set()
+        self._covered: set[str] = set()
+        self._stmt: Statement | None = None
+
+    # declarations ---------------------------------------------------------------
+    def prologue(self) -> list[c.Generable]:
+        out: list[c.Generable] = []
+        for s in self.kernel.statements:
+            active = self.info.active.get(s.name, {})
+            levels = {
+                ld.array: self.info.buffers[active[ld.array]].level_index
+                if ld.array in active
+                else 0
+                for ld in (s.target, *s.reads)
+            }
+            out += self.register(s, levels)
+        for b in self.info.buffers.values():
+            t = c_type(self.kernel.arrays[b.array].dtype)
+            out.append(c.Line(f"int {bvar(b.name)} = -1;"))
+            out.append(c.Line(f"{t} *{pvar(b.name)} = 0;"))
+            out.append(c.Line(f"long {slotvar(b.name)} = -1;"))
+            for d in range(len(b.extent)):
+                out.append(c.Line(f"long {ovar(b.name, d)} = 0;"))
+        for scope in self.info.scopes:
+            for a in scope.allocations:
+                if a.name not in self.info.buffers:
+                    out.append(c.Line(f"int {bvar(a.name)} = -1;"))
+        for s in sorted(self.info.folded.values()):
+            out.append(c.Line(f"int pc_fresh_{s} = 0;"))
+        vec = [s for s, e in self.info.engine.items() if e == "vector"]
+        for s in sorted(vec):
+            out.append(c.Line(f"int64_t pc_v_{s} = 0, pc_vr_{s} = 0, pc_vp_{s} = -1;"))
+        if vec:
+            out.append(c.Line(f"uint64_t {VMASK} = 0;"))
+            out.append(c.Statement(f"(void){VMASK}"))
+        return out
+
+    def flush(self) -> list[c.Generable]:
+        """Hand the scalar statements' counts to the runtime (the others never
+        count: their work is charged by their engine's calls)."""
+        out: list[c.Generable] = []
+        for s in self.kernel.statements:
+            if self.info.engine.get(s.name) != "scalar":
+                continue
+            n, r, w = count_var(s.name), mask_var(s.name, False), mask_var(s.name, True)
+            out.append(
+                c.Statement(f"pc_scalar({CTX}, {stmt_var(s.name)}, {n}, {r}, {w})")
+            )
+            out.append(c.Statement(f"{n} = 0, {r} = 0, {w} = 0"))
+        return out
+
+    # tree walking ---------------------------------------------------------------
+    def body(self, nodes) -> list[c.Generable]:
+        out: list[c.Generable] = []
+        for n in nodes:
+            if not isinstance(n, loops.Mark):
+                out.extend(super().body([n]))
+                continue
+            kind = pm.kind(n.name)
+            if kind == "scope":
+                out.extend(self._scope(n))
+            elif kind == "buffer":
+                out.append(c.Comment(pm.summary(n.name)))
+                out.extend(self.body(n.body))
+            elif kind == "vector" and all(
+                s in self.info.folded for s in _calls_below(n.body)
+            ):
+                out.extend(self._fresh(_calls_below(n.body)))
+            elif kind == "vector":
+                out.extend(self._vector_tile(n))
+            elif kind == "tensorize":
+                out.append(c.Comment(pm.summary(n.name)))
+                calls = [x for x in n.body if isinstance(x, loops.Call)]
+                for x in calls:
+                    out.extend(self.call(x))
+            elif tree.parse_band_mark(n.name):
+                out.extend(self._scalar_band(n))
+            else:
+                out.extend(self.mark(n.name, self.body(n.body), n))
+        return out
+
+    def _scope(self, n) -> list[c.Generable]:
+        scope = pm.ScopeMark.parse(n.name)
+        pre: list[c.Generable] = [c.Comment(pm.summary(n.name))]
+        for a in scope.allocations:
+            pre.append(
+                c.Statement(
+                    f"{bvar(a.name)} = pc_alloc({CTX}, {a.level_index}, {a.offset}, "
+                    f"{a.bytes}, {_cstr(a.name)})"
+                )
+            )
+            if a.name.startswith(pm.ZERO):
+                pre.append(c.Statement(f"pc_zero_fill({CTX}, {bvar(a.name)})"))
+            b = self.info.buffers.get(a.name)
+            if b is not None:
+                t = c_type(self.kernel.arrays[b.array].dtype)
+                pre.append(
+                    c.Statement(
+                        f"{pvar(a.name)} = ({t} *)pc_ptr({CTX}, {bvar(a.name)})"
+                    )
+                )
+                pre.append(c.Statement(f"{slotvar(a.name)} = -1"))
+        post = self.flush()
+        post += [
+            c.Statement(f"pc_free({CTX}, {bvar(a.name)})") for a in scope.allocations
+        ]
+        return pre + self.body(n.body) + post
+
+    def _scalar_band(self, n) -> list[c.Generable]:
+        """A band of scalar statements: wait once for the buffers they touch."""
+        stmts = _calls_below(n.body)
+        if stmts and all(s in self.info.folded for s in stmts):
+            return self._fresh(stmts)
+        scalar = {
+            s
+            for s in stmts
+            if self.info.engine.get(s) == "scalar" and s not in self._covered
+        }
+        if not scalar or _has_engine_marks(n.body) or not self.info.any:
+            return self.mark(n.name, self.body(n.body), n)
+        waits = self._waits(scalar)
+        saved = self._covered
+        self._covered = saved | scalar
+        inner = self.body(n.body)
+        self._covered = saved
+        return (self.flush() if waits else []) + waits + self.mark(n.name, inner, n)
+
+    def _fresh(self, stmts) -> list[c.Generable]:
+        """A zero init folded into MAC calls: the next calls overwrite instead."""
+        out: list[c.Generable] = [c.Comment(f"{', '.join(sorted(stmts))}: folded")]
+        for s in sorted(stmts):
+            out.append(c.Statement(f"pc_fresh_{self.info.folded[s]} = 1"))
+        return out
+
+    def _waits(self, stmts) -> list[c.Generable]:
+        bufs: list[str] = []
+        for s in sorted(stmts):
+            stmt = self.stmts[s]
+            active = self.info.active.get(s, {})
+            for ld in (stmt.target, *stmt.reads):
+                v = bvar(active[ld.array]) if ld.array in active else buf_var(ld.array)
+                if v not in bufs:
+                    bufs.append(v)
+        return [c.Statement(f"pc_wait({CTX}, {v})") for v in bufs]
+
+    # statements -----------------------------------------------------------------
+    def call(self, n: loops.Call) -> list[c.Generable]:
+        name = n.stmt
+        if name.startswith(pm.IN):
+            return self._copy_in(self.info.buffers[name[len(pm.IN) :]], n)
+        if name.startswith(pm.OUT):
+            return self._copy_out(self.info.buffers[name[len(pm.OUT) :]], n)
+        if name.startswith(pm.MAC):
+            stmt = self.stmts[name[len(pm.MAC) :]]
+            tm = self.info.tensorize[stmt.name]
+            active = self.info.active.get(name, {})
+            return maccall.emit(self, stmt, tm, active, _args(n))
+        return super().call(n)
+
+    def statement(self, stmt: Statement, args: dict[str, str]) -> list[c.Generable]:
+        self._stmt = stmt
+        if stmt.name in self.info.folded:
+            return self._fresh({stmt.name})
+        if stmt.name in self._vector:
+            return self._vector_statement(stmt, args)
+        out: list[c.Generable] = []
+        if (
+            self.info.any
+            and stmt.name not in self._covered
+            and self.info.engine.get(stmt.name) == "scalar"
+        ):
+            out += self.flush() + self._waits({stmt.name})
+        if self.info.engine.get(stmt.name) == "mac":
+            raise CodegenError(
+                f"codegen: {stmt.name} is tensorized but its loops were reached "
+                "because the @tensorize mark lost its pc_mac statement. Tensorize "
+                "again."
+            )
+        return out + super().statement(stmt, args)
+
+    def element(self, array: str, index: list[str]) -> str:
+        buf = self._buffer_of(array)
+        if buf is None:
+            return super().element(array, index)
+        return f"{pvar(buf.name)}[{self._offset(buf, index)}]"
+
+    def _buffer_of(self, array: str) -> pm.BufferMark | None:
+        if self._stmt is None:
+            return None
+        name = self.info.active.get(self._stmt.name, {}).get(array)
+        return self.info.buffers[name] if name else None
+
+    def _offset(self, buf: pm.BufferMark, index: list[str]) -> str:
+        terms = [f"{slotvar(buf.name)} * {buf.slot}"]
+        for d, (idx, st) in enumerate(zip(index, buf.strides)):
+            r = f"(({idx}) - {ovar(buf.name, d)})"
+            f = buf.phase(d)
+            if f > 1:  # polyphase: r >= 0 inside the box, so C's / and % floor
+                terms.append(f"{buf.pstrides[d]} * ({r} % {f}) + {st} * ({r} / {f})")
+            else:
+                terms.append(f"{st} * {r}")
+        return " + ".join(terms)
+
+    def check(self, stmt, ld: Load, r: CExpr, iters, is_write):
+        buf = self._buffer_of(ld.array)
+        mask = VMASK if stmt.name in self._vector else mask_var(stmt.name, is_write)
+        if buf is None:
+            if stmt.name in self._vector:
+                raise CodegenError(
+                    f"codegen: {stmt.name} runs on the vector unit but reads "
+                    f"{ld.array} from DRAM because {ld.array} has no buffer at its "
+                    "position. Place every array of a vector-mapped statement."
+                )
+            return super().check(stmt, ld, r, iters, is_write)
+        idx = _i64_list(
+            [f"({r.aff(x)}) - {ovar(buf.name, d)}" for d, x in enumerate(ld.index)]
+        )
+        ext = _i64_list([str(e) for e in buf.extent])
+        return c.Statement(
+            f"PC_CHECK({CTX}, {mask}, {bvar(buf.name)}, {stmt_var(stmt.name)}, "
+            f"{len(ld.index)}, {idx}, {ext}, {len(iters)}, {_i64_list(list(iters))})"
+        )
+
+    # vector unit -----------------------------------------------------------------
+    def _vector_tile(self, n) -> list[c.Generable]:
+        vm = pm.VectorMark.parse(n.name)
+        saved = self._vector
+        self._vector = saved | set(vm.stmts)
+        inner = self.body(n.body)
+        self._vector = saved
+        post = self.flush()
+        for s in vm.stmts:
+            post.extend(self._charge_vector(self.stmts[s]))
+        return [c.Comment(pm.summary(n.name)), *inner, *post]
+
+    def _vector_statement(self, stmt: Statement, args) -> list[c.Generable]:
+        r = self.renderer(args)
+        iters = [args[i] for i in stmt.iterators]
+        accesses = distinct((stmt.target, *stmt.reads))
+        out = [self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)]
+        out.append(c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"))
+        out.append(c.Statement(f"pc_v_{stmt.name}++"))
+        if stmt.reduction is not None:
+            buf = self._buffer_of(stmt.target.array)
+            idx = [r.aff(x) for x in stmt.target.index]
+            where = self._offset(buf, idx) if buf else "0"
+            out.append(
+                c.If(
+                    f"({where}) != pc_vp_{stmt.name}",
+                    c.Block(
+                        [
+                            c.Statement(f"pc_vr_{stmt.name}++"),
+                            c.Statement(f"pc_vp_{stmt.name} = {where}"),
+                        ]
+                    ),
+                )
+            )
+        return out
+
+    def _charge_vector(self, stmt: Statement) -> list[c.Generable]:
+        ops = ops_count(stmt.body)
+        counts = ", ".join(str(ops.get(k, 0)) for k in OP_CLASSES) + ", 0"
+        ranges = []
+        active = self.info.active.get(stmt.name, {})
+        seen = set()
+        for ld in (stmt.target, *stmt.reads):
+            if ld.array in seen:
+                continue
+            seen.add(ld.array)
+            b = self.info.buffers[active[ld.array]]
+            lo = f"{slotvar(b.name)} * {b.slot_bytes}"
+            w = int(ld.array == stmt.target.array)
+            ranges.append(f"{{{bvar(b.name)}, {w}, {lo}, {lo} + {b.slot_bytes}}}")
+        s = stmt.name
+        out = [
+            c.Block(
+                [
+                    c.Line(
+                        f"pc_vop pc_op = {{{_cstr(s)}, pc_v_{s}, {{{counts}}}, "
+                        f"{len(ranges)}, {{{', '.join(ranges)}}}}};"
+                    ),
+                    c.Statement(f"if (pc_v_{s} > 0) pc_vector({CTX}, &pc_op)"),
+                ]
+            )
+        ]
+        if stmt.reduction is not None:
+            out.append(
+                c.Block(
+                    [
+                        c.Line(
+                            f"pc_vop pc_red = {{{_cstr(s + ' reduce')}, pc_vr_{s} * "
+                            f"{CTX}->spec.lanes, {{0, 0, 0, 0, 0, 1}}, "
+                            f"{len(ranges)}, {{{', '.join(ranges)}}}}};"
+                        ),
+                        c.Statement(f"if (pc_vr_{s} > 0) pc_vector({CTX}, &pc_red)"),
+                    ]
+                )
+            )
+        out.append(c.Statement(f"pc_v_{s} = 0, pc_vr_{s} = 0, pc_vp_{s} = -1"))
+        return out
+
+
+def _args(n: loops.Call) -> list[str]:
+    return [loops.to_c(a) for a in n.args]
+
+
+def _calls_below(nodes) -> set[str]:
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, loops.Call):
+            out.add(n.stmt)
+        elif isinstance(n, loops.For):
+            out |= _calls_below(n.body)
+        elif isinstance(n, loops.If):
+            out |= _calls_below(n.then) | _calls_below(n.orelse)
+        elif isinstance(n, loops.Mark):
+            out |= _calls_below(n.body)
+    return out
+
+
+def _has_engine_marks(nodes) -> bool:
+    for n in nodes:
+        if isinstance(n, loops.Mark):
+            if pm.kind(n.name) is not None:
+                return True
+            if _has_engine_marks(n.body):
+                return True
+        elif isinstance(n, loops.For):
+            if _has_engine_marks(n.body):
+                return True
+        elif isinstance(n, loops.If) and (
+            _has_engine_marks(n.then) or _has_engine_marks(n.orelse)
+        ):
+            return True
+    return False
+
+
+def build(kernel, *, checks: bool = True):
+    """Build ``kernel`` for the simulator: with :class:`PlacedEmitter` when its
+    schedule carries placement or engine marks, DRAM-direct otherwise.
+
+    Raises:
+        CodegenError: when compilation fails or a mark is inconsistent.
+    """
+    from codegen.accel import direct as sim
+
+    if not collect(kernel).any:
+        return sim.build(kernel, checks=checks)
+    module = sim.build(kernel, checks=checks, emitter=PlacedEmitter)
+    module.mode = MODE_PLACED
+    return module
+
+
+MODE_PLACED = "placed"

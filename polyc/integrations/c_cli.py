@@ -1,0 +1,264 @@
+"""``polyc compile``: C in, scheduled C (or an accelerator report) out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def add_compile_parser(sub) -> None:
+    p = sub.add_parser(
+        "compile",
+        help="rewrite the #pragma scop regions of a C file with scheduled loop nests",
+        description=(
+            "Replace each '#pragma scop' region of a C file with code generated from "
+            "its schedule; the rest of the file is kept byte for byte, so the output "
+            "compiles with your own compiler and flags. With --config, compile the "
+            "regions for a simulated accelerator instead and print the report."
+        ),
+    )
+    p.add_argument("input", help="C source file")
+    p.add_argument("-o", "--output", help="output file (default: standard output)")
+    p.add_argument(
+        "--schedule",
+        help="'auto' (automatic scheduler) or an isl YAML schedule file, one YAML "
+        "document per region separated by '---' lines (default: source order)",
+    )
+    p.add_argument("--config", help="accelerator configuration name (report mode)")
+    p.add_argument(
+        "-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]"
+    )
+    p.add_argument(
+        "-I", dest="include_dirs", action="append", default=[], metavar="DIR"
+    )
+    p.add_argument(
+        "--param",
+        dest="params",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter's value for --config runs (macros have theirs already)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="with --config: fail when a region's outputs differ from the "
+        "interpreter's, naming the array, the element and both values",
+    )
+    p.add_argument(
+        "--print-schedule",
+        action="store_true",
+        help="print each region's schedule as isl YAML (a starting point for --schedule)",
+    )
+
+
+def run_compile(args) -> int:
+    from polyc.errors import PolycError
+
+    try:
+        _check_input(args.input)
+        _verify_needs_config(args)
+        if args.print_schedule:
+            return _print_schedules(args)
+        if args.config:
+            return _accelerator(args)
+        return _source_to_source(args)
+    except PolycError as err:
+        text = str(err)
+        print(
+            f"polyc {text}"
+            if text.startswith("compile:")
+            else f"polyc compile: {text}",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _check_input(name: str) -> None:
+    """Refuse an input that holds nothing to compile, before any work (the
+    frontend refuses a missing file, a directory or an unreadable one)."""
+    from polyc.errors import FrontendError
+    from polyc.frontends.c.preprocess import find_regions, read_source
+
+    filename, text = read_source(Path(name))
+    if not text.strip():
+        raise FrontendError(
+            f"compile: {name} has no loop nest to compile because the file is empty. "
+            "Pass the C file that holds the '#pragma scop' region."
+        )
+    if not find_regions(filename, text):
+        raise FrontendError(
+            f"compile: found no #pragma scop regions in {name} because the file has "
+            "none. Mark each loop nest to compile with '#pragma scop' before it and "
+            "'#pragma endscop' after it."
+        )
+
+
+def _verify_needs_config(args) -> None:
+    from polyc.errors import ArgumentError
+
+    if args.verify and not args.config:
+        raise ArgumentError(
+            "compile: --verify has nothing to check because without --config the "
+            "regions are rewritten, not run. Add --config NAME (e.g. --config tiny)."
+        )
+
+
+def _schedule_arg(args):
+    from polyc.errors import ArgumentError
+
+    if args.schedule in (None, "auto"):
+        return args.schedule
+    path = Path(args.schedule)
+    if path.is_dir():
+        why = "it is a directory"
+    elif not path.is_file():
+        why = "it does not exist"
+    else:
+        try:
+            return path.read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            why = _reason(err)
+    raise ArgumentError(
+        f"compile: cannot read the schedule file {args.schedule} because {why}. Pass "
+        "'auto' or an isl YAML file (--print-schedule writes one to start from)."
+    )
+
+
+def _write(name: str, text: str) -> None:
+    from polyc.errors import ArgumentError
+
+    try:
+        Path(name).write_text(text)
+    except OSError as err:
+        raise ArgumentError(
+            f"compile: cannot write {name} because {_reason(err)}. Pass -o a path "
+            "in an existing, writable directory."
+        ) from None
+
+
+def _reason(err: Exception) -> str:
+    """Why a read or write failed, in words that follow "because"."""
+    if isinstance(err, FileNotFoundError):
+        return "its directory does not exist"
+    if isinstance(err, IsADirectoryError):
+        return "it is a directory"
+    if isinstance(err, PermissionError):
+        return "permission is denied"
+    return f"the system reports '{getattr(err, 'strerror', None) or err}'"
+
+
+def _source_to_source(args) -> int:
+    from polyc.integrations.c_source import compile_c
+
+    result = compile_c(
+        Path(args.input),
+        schedule=_schedule_arg(args),
+        defines=args.defines,
+        include_dirs=args.include_dirs,
+    )
+    if args.output:
+        _write(args.output, result.text)
+    else:
+        sys.stdout.write(result.text)
+    for r in result.regions:
+        where = f"{args.input}:{r.lines[0]}-{r.lines[1]}"
+        if r.replaced:
+            print(
+                f"polyc: {where}: region {r.name} rewritten ({r.schedule} schedule)",
+                file=sys.stderr,
+            )
+        else:
+            print(f"polyc: {where}: warning: {r.message}", file=sys.stderr)
+    return 0
+
+
+def _print_schedules(args) -> int:
+    from polyc.frontends.c.parse import parse_c
+
+    regions = parse_c(
+        Path(args.input), defines=args.defines, include_dirs=args.include_dirs
+    )
+    docs = [f"# region {r.kernel.name}\n{r.kernel.schedule}\n" for r in regions]
+    text = "---\n".join(docs)
+    if args.output:
+        _write(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _accelerator(args) -> int:
+    """Compile each region for the simulated accelerator, run it on deterministic
+    random inputs, check it against the interpreter and print the report."""
+    import numpy as np
+
+    import polyc
+    from accelerator import load_config
+    from polyc.errors import ArgumentError
+    from polyc.frontends.c.parse import parse_c
+    from polyc.integrations.c_source import _documents, _schedule
+    from polyc.oracle.verify import compare
+
+    given = _params(args.params)
+    load_config(args.config)  # a bad name fails before any work
+    regions = parse_c(
+        Path(args.input), defines=args.defines, include_dirs=args.include_dirs
+    )
+    docs = _documents(_schedule_arg(args), len(regions))
+    rng = np.random.default_rng(0)
+    for r, doc in zip(regions, docs, strict=True):
+        kernel = _schedule(r.kernel, doc, r.param_values)
+        values = {**r.param_values, **given}
+        missing = [p for p in kernel.params if p not in values]
+        if missing:
+            raise ArgumentError(
+                f"compile: region {kernel.name} needs values for {', '.join(missing)} "
+                "because --config runs the kernel. Pass --param "
+                f"{missing[0]}=VALUE for each."
+            )
+        values = {p: values[p] for p in kernel.params}
+        # placement needs concrete sizes: the macros' values and --param fix them
+        kernel = kernel.specialize(**values)
+        inputs = {}
+        for a in kernel.free_inputs:
+            shape = a.concrete_shape({})
+            data = rng.random(shape) if a.dtype.is_float else rng.integers(0, 8, shape)
+            inputs[a.name] = np.asarray(data).astype(a.dtype.numpy)
+        compiled = polyc.compile(kernel, config=args.config)
+        outputs, report = compiled.run(inputs)
+        # the oracle is the region as written, before scheduling and specialising
+        result = compare(r.kernel, inputs, outputs, values)
+        print(f"== region {kernel.name} on {args.config}")
+        print(compiled)
+        print(report)
+        run = f"on {args.config}"
+        verdict = "yes" if result.ok else f"NO: {result.wrong[0].describe(run)}"
+        print(f"outputs match the interpreter: {verdict}")
+        if args.verify:
+            result.raise_if_wrong("compile", run)
+    return 0
+
+
+def _params(items: list[str]) -> dict[str, int]:
+    """``--param NAME=INTEGER`` values."""
+    import re
+
+    from polyc.errors import ArgumentError
+
+    given = {}
+    for item in items:
+        name, eq, value = (p.strip() for p in item.partition("="))
+        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            why = "it has no '='" if not eq else f"{name!r} is not a C identifier"
+            raise ArgumentError(
+                f"compile: --param {item!r} is not NAME=INTEGER because {why}. Write "
+                "e.g. --param n=64."
+            )
+        if not re.fullmatch(r"-?\d+", value):
+            raise ArgumentError(
+                f"compile: --param {item!r} is not NAME=INTEGER because its value "
+                f"{value!r} is not an integer. Write e.g. --param {name}=64."
+            )
+        given[name] = int(value)
+    return given

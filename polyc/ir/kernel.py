@@ -1,0 +1,554 @@
+"""The intermediate representation: arrays, statements and the immutable Kernel.
+
+A :class:`Kernel` holds arrays (name, shape, dtype, role), statements (isl domain,
+write target, body expression whose loads are the reads), parameters with a context,
+and one ``isl.Schedule`` tree that is the only source of loop order. A transformation
+returns a new Kernel that shares every analysis that does not depend on the schedule
+(dependences are computed once, on the program order, and cached).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+import islpy as isl
+import numpy as np
+
+from polyc.errors import AffineError, DefinitionError, InputError
+from polyc.ir import tree
+from polyc.ir.affine import Aff
+from polyc.ir.dtypes import DType
+from polyc.ir.expr import REDUCTION_OPS, Binary, Expr, Load, loads, same
+
+
+class Role(str, enum.Enum):
+    """What an array is to the kernel's caller."""
+
+    INPUT = "input"
+    OUTPUT = "output"
+    INOUT = "inout"  # read and written in place (C frontend, in-place updates)
+    TEMP = "temp"  # intermediate: allocated by the kernel, never returned
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Array:
+    """A multi-dimensional array; each extent is an Aff over parameters."""
+
+    name: str
+    shape: tuple[Aff, ...]
+    dtype: DType
+    role: Role = Role.TEMP
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def concrete_shape(self, params: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(int(d.evaluate(params)) for d in self.shape)
+
+    def nbytes(self, params: Mapping[str, int] | None = None) -> int:
+        return int(np.prod(self.concrete_shape(params or {}))) * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"{self.name}: {self.dtype}[{dims}] {self.role}"
+
+
+@dataclass(frozen=True, eq=False)
+class Statement:
+    """``target = body`` for every point of ``domain``.
+
+    ``domain`` is an isl set named after the statement whose dimensions are
+    ``iterators``. The reads are the :class:`Load` nodes of ``body``. ``origin`` says
+    where the statement came from (an op, a source line) for error messages.
+    """
+
+    name: str
+    iterators: tuple[str, ...]
+    domain: isl.Set
+    target: Load
+    body: Expr
+    origin: str = ""
+
+    @cached_property
+    def reads(self) -> tuple[Load, ...]:
+        """Distinct reads in evaluation order."""
+        out: list[Load] = []
+        for ld in loads(self.body):
+            if not any(ld.array == o.array and ld.index == o.index for o in out):
+                out.append(ld)
+        return tuple(out)
+
+    @cached_property
+    def reduction(self) -> str | None:
+        """The op when the statement is ``T = T op rest`` (a reduction update)."""
+        b = self.body
+        if isinstance(b, Binary) and b.op in REDUCTION_OPS:
+            for acc, rest in ((b.a, b.b), (b.b, b.a)):
+                if same(acc, self.target) and not any(
+                    ld.array == self.target.array for ld in loads(rest)
+                ):
+                    return b.op
+        return None
+
+    @property
+    def depth(self) -> int:
+        return len(self.iterators)
+
+    def instance(self, values: Sequence[int]) -> str:
+        """Readable instance, e.g. ``S0[i=3, j=0]``."""
+        pairs = ", ".join(f"{n}={v}" for n, v in zip(self.iterators, values))
+        return f"{self.name}[{pairs}]"
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.target} = {self.body}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One recorded transformation: ``schedules.<name>(kernel, *args, **kwargs)``."""
+
+    name: str
+    args: tuple = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def __str__(self) -> str:
+        parts = [repr(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{self.name}({', '.join(parts)})"
+
+
+@dataclass
+class _Shared:
+    """Analyses that depend only on arrays, statements and program order."""
+
+    program_schedule: isl.Schedule
+    cache: dict = field(default_factory=dict)
+
+
+class Kernel:
+    """An immutable polyhedral program.
+
+    Build kernels with :mod:`polyc.compute` or :mod:`polyc.ops` (or the frontends);
+    :meth:`Kernel.create` validates a hand-built one. Transformations in
+    :mod:`schedules` return new Kernels via :meth:`with_schedule`.
+    """
+
+    __slots__ = (
+        "__dict__",
+        "_shared",
+        "arrays",
+        "context",
+        "data",
+        "history",
+        "name",
+        "params",
+        "schedule",
+        "statements",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        arrays: Mapping[str, Array],
+        statements: Sequence[Statement],
+        params: Sequence[str],
+        context: isl.Set,
+        schedule: isl.Schedule,
+        history: tuple[Step, ...] = (),
+        data: Mapping[str, np.ndarray] | None = None,
+        _shared: _Shared | None = None,
+    ):
+        self.name = name
+        self.arrays = MappingProxyType(dict(arrays))
+        self.statements = tuple(statements)
+        self.params = tuple(params)
+        self.context = context
+        self.schedule = schedule
+        self.history = history
+        self.data = MappingProxyType(dict(data or {}))
+        self._shared = _shared or _Shared(schedule)
+
+    # construction -------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        arrays: Iterable[Array],
+        statements: Sequence[Statement],
+        params: Sequence[str] = (),
+        context: isl.Set | str | None = None,
+        schedule: isl.Schedule | None = None,
+        data: Mapping[str, np.ndarray] | None = None,
+    ) -> Kernel:
+        """Validate and build a Kernel; ``schedule`` defaults to program order.
+
+        Raises:
+            DefinitionError: on duplicate names, unknown arrays, or an access that
+                can fall outside its array (with a witness instance).
+        """
+        arrays = {a.name: a for a in arrays}
+        params = tuple(params)
+        ctx = _context(params, context)
+        if schedule is None:
+            schedule = tree.initial_schedule(
+                [(s.name, s.domain, s.iterators) for s in statements]
+            )
+        kernel = cls(name, arrays, statements, params, ctx, schedule, data=data)
+        kernel._validate()
+        return kernel
+
+    def with_schedule(self, schedule: isl.Schedule, step: Step | None = None) -> Kernel:
+        """The same program under a new schedule (no legality check: see schedules)."""
+        history = self.history + ((step,) if step else ())
+        return Kernel(
+            self.name,
+            self.arrays,
+            self.statements,
+            self.params,
+            self.context,
+            schedule,
+            history,
+            self.data,
+            self._shared,
+        )
+
+    def with_context(self, context: isl.Set | str) -> Kernel:
+        """The same kernel with extra parameter assumptions (e.g. ``N % 32 = 0``)."""
+        ctx = self.context.intersect(_context(self.params, context))
+        k = Kernel(
+            self.name,
+            self.arrays,
+            self.statements,
+            self.params,
+            ctx,
+            self.schedule,
+            self.history,
+            self.data,
+            _Shared(self._shared.program_schedule),
+        )
+        return k
+
+    def specialize(self, **values: int) -> Kernel:
+        """The same program with size parameters fixed (``kernel.specialize(N=64)``):
+        placement and the accelerator scheduler need concrete sizes. See
+        :func:`polyc.ir.specialize.specialize`."""
+        from polyc.ir.specialize import specialize
+
+        return specialize(self, values)
+
+    def with_data(self, data: Mapping[str, np.ndarray]) -> Kernel:
+        """Bind constant input arrays (weights); they are no longer passed by callers."""
+        merged = dict(self.data)
+        for key, value in data.items():
+            arr = self.arrays.get(key)
+            if arr is None or arr.role != Role.INPUT:
+                raise InputError(
+                    f"bind: {key!r} is not an input array of kernel {self.name!r} "
+                    f"because its inputs are {', '.join(a.name for a in self.inputs)}."
+                    " Bind one of those."
+                )
+            merged[key] = np.ascontiguousarray(value, dtype=arr.dtype.numpy)
+        return Kernel(
+            self.name,
+            self.arrays,
+            self.statements,
+            self.params,
+            self.context,
+            self.schedule,
+            self.history,
+            merged,
+            self._shared,
+        )
+
+    @property
+    def original(self) -> Kernel:
+        """This program under its program-order schedule, with no history."""
+        return Kernel(
+            self.name,
+            self.arrays,
+            self.statements,
+            self.params,
+            self.context,
+            self._shared.program_schedule,
+            (),
+            self.data,
+            self._shared,
+        )
+
+    def __reduce__(self):
+        stmts = [
+            (s.name, s.iterators, str(s.domain), s.target, s.body, s.origin)
+            for s in self.statements
+        ]
+        return (
+            _rebuild,
+            (
+                self.name,
+                dict(self.arrays),
+                stmts,
+                self.params,
+                str(self.context),
+                str(self.schedule),
+                str(self._shared.program_schedule),
+                self.history,
+                dict(self.data),
+            ),
+        )
+
+    # queries ------------------------------------------------------------------
+    def statement(self, name: str) -> Statement:
+        for s in self.statements:
+            if s.name == name:
+                return s
+        raise DefinitionError(
+            f"kernel: no statement named {name!r} because the statements are "
+            f"{', '.join(s.name for s in self.statements)}."
+        )
+
+    @property
+    def inputs(self) -> list[Array]:
+        return [a for a in self.arrays.values() if a.role in (Role.INPUT, Role.INOUT)]
+
+    @property
+    def outputs(self) -> list[Array]:
+        return [a for a in self.arrays.values() if a.role in (Role.OUTPUT, Role.INOUT)]
+
+    @property
+    def free_inputs(self) -> list[Array]:
+        """Inputs the caller passes (bound data excluded)."""
+        return [a for a in self.inputs if a.name not in self.data]
+
+    @property
+    def domain(self) -> isl.UnionSet:
+        return self.schedule.get_domain()
+
+    @cached_property
+    def deps(self):
+        """Exact dependences (:class:`polyc.ir.deps.Deps`), computed once per program."""
+        cache = self._shared.cache
+        if "deps" not in cache:
+            from polyc.ir.deps import compute_deps
+
+            cache["deps"] = compute_deps(self)
+        return cache["deps"]
+
+    def analysis(self, key: str, fn):
+        """Memoise ``fn(self)`` among kernels that share this program."""
+        cache = self._shared.cache
+        if key not in cache:
+            cache[key] = fn(self)
+        return cache[key]
+
+    def param_values(
+        self, arrays: Mapping[str, np.ndarray], given: Mapping[str, int] | None = None
+    ) -> dict[str, int]:
+        """Parameter values read off the shapes of ``arrays`` (plus ``given``).
+
+        Raises:
+            InputError: when a parameter cannot be determined or two arrays disagree.
+        """
+        values = dict(given or {})
+        for a in self.arrays.values():
+            arr = arrays.get(a.name)
+            if arr is None:
+                arr = self.data.get(a.name)
+            if arr is None or np.ndim(arr) != a.ndim:
+                continue
+            for dim, extent in zip(a.shape, np.shape(arr)):
+                if dim.is_linear and len(dim.terms) == 1 and dim.terms[0][1] == 1:
+                    p = dim.terms[0][0]
+                    want = int(extent) - dim.const
+                    if p in values and values[p] != want:
+                        raise InputError(
+                            f"inputs: parameter {p} is {values[p]} from one array but "
+                            f"{want} from {a.name} because their shapes disagree. Pass "
+                            "arrays whose shapes agree."
+                        )
+                    values[p] = want
+        missing = [p for p in self.params if p not in values]
+        if missing:
+            raise InputError(
+                f"inputs: no value for parameter(s) {', '.join(missing)} because no "
+                "input array's shape determines them. Pass them as keyword arguments, "
+                f"e.g. {missing[0]}=..."
+            )
+        return {p: values[p] for p in self.params}
+
+    def loop_nest(self, params: Mapping[str, int] | None = None) -> str:
+        """The schedule as readable pseudo-code."""
+        from polyc.ir.printing import loop_nest_text
+
+        return loop_nest_text(self, params)
+
+    def __str__(self) -> str:
+        from polyc.ir.printing import kernel_text
+
+        return kernel_text(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Kernel {self.name}: {len(self.statements)} statements, "
+            f"{len(self.arrays)} arrays, {len(self.history)} transformations>"
+        )
+
+    # validation ---------------------------------------------------------------
+    def _validate(self) -> None:
+        names = [s.name for s in self.statements]
+        if len(set(names)) != len(names):
+            raise DefinitionError(f"kernel: statement names repeat: {names}.")
+        for s in self.statements:
+            if s.domain.get_tuple_name() != s.name:
+                raise DefinitionError(
+                    f"kernel: statement {s.name} has a domain named "
+                    f"{s.domain.get_tuple_name()!r}. Name the domain after the statement."
+                )
+            for ld in (s.target, *s.reads):
+                arr = self.arrays.get(ld.array)
+                if arr is None:
+                    raise DefinitionError(
+                        f"kernel: statement {s.name} accesses {ld.array!r} because "
+                        f"{s.origin or 'its body'} uses it, but no array has that name."
+                        " Declare the array."
+                    )
+                if len(ld.index) != arr.ndim:
+                    raise DefinitionError(
+                        f"kernel: {s.name} indexes {arr.name} with {len(ld.index)} "
+                        f"indices but {arr.name} has {arr.ndim} dimensions."
+                    )
+            if self.arrays[s.target.array].role == Role.INPUT:
+                raise DefinitionError(
+                    f"kernel: statement {s.name} writes {s.target.array}, which is an "
+                    "input. Make it an output or inout array."
+                )
+        self._check_bounds()
+
+    def _check_bounds(self) -> None:
+        for s in self.statements:
+            for ld in (s.target, *s.reads):
+                arr = self.arrays[ld.array]
+                acc = access_map(s, ld, self.params).intersect_params(self.context)
+                inside = array_extent(arr, self.params).intersect_params(self.context)
+                outside = acc.range().subtract(inside)
+                if not outside.is_empty():
+                    wit = acc.intersect_range(outside).domain()
+                    point = wit.sample_point()
+                    where = f"instance {s.instance(point_values(point, s.depth))}"
+                    raise DefinitionError(
+                        f"kernel: {s.name} ({s.origin or str(s)}) accesses "
+                        f"{arr.name}[{', '.join(map(str, ld.index))}] outside "
+                        f"{arr.name}'s shape ({', '.join(map(str, arr.shape))}) because "
+                        f"{where} touches an element past the edge. Restrict the "
+                        "statement's domain or enlarge the array."
+                    )
+
+
+def point_values(point: isl.Point, n: int) -> list[int]:
+    """The first ``n`` set coordinates of an isl point as Python ints."""
+    return [
+        int(point.get_coordinate_val(isl.dim_type.set, d).to_python()) for d in range(n)
+    ]
+
+
+def _rebuild(name, arrays, stmts, params, context, schedule, program, history, data):
+    statements = [
+        Statement(n, its, isl.Set(dom), tgt, body, origin)
+        for n, its, dom, tgt, body, origin in stmts
+    ]
+    k = Kernel(
+        name,
+        arrays,
+        statements,
+        params,
+        isl.Set(context),
+        isl.Schedule(schedule),
+        history,
+        data,
+        _Shared(isl.Schedule(program)),
+    )
+    return k
+
+
+def _context(params: Sequence[str], context: isl.Set | str | None) -> isl.Set:
+    head = f"[{', '.join(params)}] -> " if params else ""
+    if context is None:
+        return isl.Set(f"{head}{{ : }}")
+    if isinstance(context, str):
+        text = context.strip()
+        if not text.startswith("[") and not text.startswith("{"):
+            text = f"{head}{{ : {text} }}"
+        elif text.startswith("{"):
+            text = head + text
+        try:
+            return isl.Set(text)
+        except isl.Error as err:
+            raise DefinitionError(
+                f"context: {context!r} is not a valid isl set because isl says: {err}. "
+                "Write constraints such as 'N >= 1 and N % 32 = 0'."
+            ) from None
+    return context
+
+
+def params_head(params: Sequence[str]) -> str:
+    return f"[{', '.join(params)}] -> " if params else ""
+
+
+def access_map(stmt: Statement, ld: Load, params: Sequence[str]) -> isl.Map:
+    """``{ S[i] -> A[f(i)] }`` restricted to the statement's domain."""
+    idx = ", ".join(a.to_isl() for a in ld.index)
+    its = ", ".join(stmt.iterators)
+    text = f"{params_head(params)}{{ {stmt.name}[{its}] -> {ld.array}[{idx}] }}"
+    try:
+        m = isl.Map(text)
+    except isl.Error as err:  # pragma: no cover - Aff guarantees affinity
+        raise AffineError(f"access: {text} is not affine ({err}).") from None
+    return m.intersect_domain(stmt.domain)
+
+
+def array_extent(arr: Array, params: Sequence[str]) -> isl.Set:
+    """``{ A[x0, x1] : 0 <= x0 < d0 and 0 <= x1 < d1 }``."""
+    dims = [f"x{d}" for d in range(arr.ndim)]
+    cons = " and ".join(
+        f"0 <= {x} < {extent.to_isl()}" for x, extent in zip(dims, arr.shape)
+    )
+    body = f"{arr.name}[{', '.join(dims)}]" + (f" : {cons}" if cons else "")
+    return isl.Set(f"{params_head(params)}{{ {body} }}")
+
+
+def make_domain(
+    name: str,
+    iterators: Sequence[str],
+    bounds: Sequence[tuple[Aff, Aff]],
+    params: Sequence[str],
+    conditions: Sequence[str] = (),
+) -> isl.Set:
+    """``{ name[i..] : lo_d <= i_d < hi_d and conditions }``."""
+    cons = [
+        f"{lo.to_isl()} <= {it} < {hi.to_isl()}"
+        for it, (lo, hi) in zip(iterators, bounds)
+    ]
+    cons += list(conditions)
+    body = f"{name}[{', '.join(iterators)}]" + (
+        f" : {' and '.join(cons)}" if cons else ""
+    )
+    return isl.Set(f"{params_head(params)}{{ {body} }}")
+
+
+__all__ = [
+    "Array",
+    "Kernel",
+    "Role",
+    "Statement",
+    "Step",
+    "access_map",
+    "array_extent",
+    "make_domain",
+]

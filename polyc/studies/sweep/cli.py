@@ -1,0 +1,312 @@
+"""``polyc sweep`` (performance studies) and ``polyc explain`` (one op, inspected)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+_OP_HELP = (
+    "op specs: NAME:key=value,... with shapes as AxBxC, e.g. "
+    "'matmul:M=256,N=256,K=256' or 'conv2d:input=1x64x56x56,weight=64x64x3x3,"
+    "padding=1'; prefix LABEL= to name a layer ('res2=conv2d:...'). Arguments are "
+    "those of polyc.ops.<NAME> (see polyc/ops/kernels.py)"
+)
+_SCHEDULE_HELP = (
+    "'none' (the kernel as written), 'default' (what polyc.compile chooses), "
+    "'auto' (schedules.auto), or an isl YAML schedule file"
+)
+
+_SWEEP_EPILOG = """\
+examples:
+  polyc sweep --ops matmul:M=256,N=256,K=256 relu:input=256x256 \\
+              --configs tiny edge-npu --schedule none default --out study/
+  polyc sweep --ops gemm=matmul:M=512,N=512,K=512 --configs datacenter \\
+              --cluster tcp://scheduler:8786 --out study/
+  polyc sweep --from study/sweep.json --out replot/      # table and plots again
+
+--out DIR receives sweep.json (every record, with full reports), sweep.csv (one
+row per point), and roofline, cycles, utilization and energy plots (PNG and SVG).
+Exit status: 0 when every point ran, 1 when some failed (they are listed under the
+table and kept in the files), 2 for bad arguments (nothing ran).
+"""
+
+_EXPLAIN_EPILOG = """\
+examples:
+  polyc explain matmul:M=64,N=64,K=64 --config edge-npu
+  polyc explain conv2d:input=1x8x16x16,weight=16x8x3x3,padding=1 --config tiny \\
+                --schedule none --trace conv.json     # then open it in ui.perfetto.dev
+
+Exit status: 0, or 2 with the error on stderr (a bad argument, or an op that does
+not compile or run).
+"""
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, 80)
+
+
+def add_parsers(sub) -> None:
+    """Add the ``sweep`` and ``explain`` subcommands to ``sub``."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser(
+        "sweep",
+        help="compile and simulate ops x schedules x configs; table, CSV, JSON, plots",
+        description=_wrap(
+            "Run a performance study: every combination of --ops, --schedule and "
+            "--configs is compiled and simulated, in a local process pool or on a "
+            "Dask cluster, and reported as a table (cycles against the roofline, "
+            "MAC utilisation, DRAM traffic, energy). A point that fails is "
+            "recorded with its error; the others go on."
+        ),
+        epilog=_SWEEP_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("--ops", "--op", nargs="+", metavar="OP", help=_OP_HELP)
+    p.add_argument(
+        "--configs",
+        "--config",
+        nargs="+",
+        default=["edge-npu"],
+        metavar="NAME",
+        help="hardware configs: shipped names (tiny, edge-npu, datacenter) or TOML "
+        "paths (default: edge-npu)",
+    )
+    p.add_argument(
+        "--schedule",
+        "--schedules",
+        nargs="+",
+        default=["default"],
+        metavar="S",
+        help=f"schedules to compare: {_SCHEDULE_HELP} (default: default)",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="local worker processes (default: every core; 1 runs in this process)",
+    )
+    where.add_argument(
+        "--cluster",
+        metavar="ADDR",
+        help="run on a Dask distributed scheduler instead, e.g. tcp://host:8786 "
+        "(workers need polyc installed; start them with --nthreads 1)",
+    )
+    p.add_argument("--out", metavar="DIR", help="write JSON, CSV and plots here")
+    p.add_argument(
+        "--formats",
+        nargs="+",
+        default=["png", "svg"],
+        choices=["png", "svg"],
+        help="plot formats (default: png svg)",
+    )
+    p.add_argument(
+        "--inputs",
+        choices=["random", "zeros"],
+        default="random",
+        help="input data (the cost does not depend on it; default: random)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="also compare every point's outputs with the reference interpreter",
+    )
+    p.add_argument(
+        "--no-progress", action="store_true", help="do not show progress on stderr"
+    )
+    p.add_argument(
+        "--from",
+        dest="load",
+        metavar="JSON",
+        help="do not run: load a sweep.json written before, print it and --out it",
+    )
+
+    e = sub.add_parser(
+        "explain",
+        help="show one op's kernel, schedule tree, dependences, mapping and report",
+        description=_wrap(
+            "Inspect one op on one hardware config: the kernel polyc compiles "
+            "(statements and loop nest), its schedule tree as isl YAML, the exact "
+            "dependences with their distance vectors, how each statement is mapped, "
+            "and after one simulated run the report: cycles against the roofline, "
+            "busy and idle cycles per engine, bytes per memory level, energy."
+        ),
+        epilog=_EXPLAIN_EPILOG,
+        formatter_class=fmt,
+    )
+    e.add_argument("op", metavar="OP", help=_OP_HELP)
+    e.add_argument(
+        "--config",
+        default="edge-npu",
+        metavar="NAME",
+        help="hardware config name or TOML path (default: edge-npu)",
+    )
+    e.add_argument(
+        "--schedule", default="default", metavar="S", help=f"{_SCHEDULE_HELP}"
+    )
+    e.add_argument(
+        "--trace",
+        metavar="PATH",
+        help="write the run's trace as Chrome trace-event JSON (opens in Perfetto)",
+    )
+    e.add_argument(
+        "--no-run", action="store_true", help="stop after compiling (no simulation)"
+    )
+    e.add_argument(
+        "--relations",
+        action="store_true",
+        help="also print the exact dependence relations (long for convolutions)",
+    )
+    e.add_argument(
+        "--inputs", choices=["random", "zeros"], default="random", help="input data"
+    )
+
+
+def run_sweep(args) -> int:
+    """``polyc sweep``: 0 when every point ran, 1 when some failed, 2 on bad input."""
+    from polyc.errors import PolycError
+
+    if not args.load and not args.ops:
+        print("polyc sweep: give --ops (or --from a sweep.json)", file=sys.stderr)
+        return 2
+    try:
+        if args.out:
+            _make_out(Path(args.out))
+        if args.load:
+            from polyc.studies.sweep.result import SweepResult
+
+            result = SweepResult.from_json(args.load)
+        else:
+            import polyc
+
+            for op in args.ops:
+                check_op_text(op, "sweep")
+            points = polyc.sweep.grid(args.ops, args.schedule, args.configs)
+            result = polyc.sweep(
+                points,
+                inputs=args.inputs,
+                jobs=args.jobs,
+                cluster=args.cluster,
+                progress=not args.no_progress,
+                check=args.check,
+            )
+        print(result.table())
+        if args.out:
+            written = _write_out(result, Path(args.out), args.formats)
+            print(f"\nwrote {', '.join(str(p) for p in written)}")
+    except PolycError as err:
+        print(f"polyc: {err}", file=sys.stderr)
+        return 2
+    return 1 if result.failed else 0
+
+
+def _write_out(result, out: Path, formats) -> list[Path]:
+    try:
+        _make_out(out)
+        written = [result.to_json(out / "sweep.json"), result.to_csv(out / "sweep.csv")]
+        return written + result.plot(out, formats=formats)
+    except OSError as err:
+        raise _out_error(out, err) from None
+
+
+def _make_out(out: Path) -> None:
+    """Create ``--out`` (before the sweep runs, so that a bad path costs nothing)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _out_error(out, err) from None
+
+
+def _out_error(out: Path, err: OSError):
+    from polyc.errors import ArgumentError
+
+    name = err.filename if err.filename and str(err.filename) != str(out) else None
+    what = f"{out} ({name})" if name else str(out)
+    if isinstance(err, FileExistsError) or (out.exists() and not out.is_dir()):
+        why = "it is a file, not a directory"
+    elif isinstance(err, PermissionError):
+        why = "permission is denied"
+    else:
+        why = f"the system reports '{err.strerror or err}'"
+    return ArgumentError(
+        f"sweep: cannot write the results to {what} because {why}. Pass --out a "
+        "directory you can write to."
+    )
+
+
+def check_op_text(text: str, command: str) -> None:
+    """Refuse, before any work, an op spec the command line cannot run: an unknown
+    op or argument (see :func:`polyc.sweep.spec.op_spec`), or a size given as a
+    word, which would make a symbolic size that random inputs cannot fill.
+
+    Raises:
+        ArgumentError: naming the op text and the argument.
+    """
+    from polyc.errors import ArgumentError
+    from polyc.studies.sweep.spec import op_signature, op_spec, parse_op
+
+    op_spec(text)
+    _, name, args, kwargs = parse_op(text)
+    sig = op_signature(name)
+    try:
+        bound = sig.bind_partial(*args, **kwargs).arguments
+    except TypeError:  # op_spec let it through: the op itself takes **kwargs
+        return
+    for key, value in bound.items():
+        param = sig.parameters[key]
+        if param.default is param.empty and isinstance(value, str):
+            shape = "Sequence" in str(param.annotation)
+            want = "a shape such as 1x8x16x16" if shape else "an integer such as 64"
+            raise ArgumentError(
+                f"{command}: op {text!r} gives {key} the word {value!r} because "
+                f"{key} must be {want} (a word would be a symbolic size, which "
+                f"{command} cannot fill with inputs). Write {key}="
+                f"{'1x8x16x16' if shape else '64'}."
+            )
+
+
+def run_explain(args) -> int:
+    """``polyc explain``: 0, or 2 with the error message (bad arguments, or an op
+    that fails to compile or run)."""
+    from polyc.errors import PolycError
+    from polyc.studies.explain import explain
+
+    try:
+        check_op_text(args.op, "explain")
+        if args.trace:
+            _check_writable(args.trace, "--trace")
+        text = explain(
+            args.op,
+            args.config,
+            args.schedule,
+            run=not args.no_run,
+            trace=args.trace,
+            inputs=args.inputs,
+            relations=args.relations,
+        )
+    except PolycError as err:
+        print(f"polyc: {err}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+def _check_writable(name: str, flag: str) -> None:
+    """Refuse an output path whose directory does not exist (before the run)."""
+    from polyc.errors import ArgumentError
+
+    path = Path(name)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        why = "it is a directory"
+    elif not parent.is_dir():
+        why = f"its directory {parent} does not exist"
+    else:
+        return
+    raise ArgumentError(
+        f"explain: cannot write {flag} {name} because {why}. Pass a file path in "
+        "an existing directory."
+    )

@@ -1,0 +1,266 @@
+"""What a sweep returns: one record per point, in the order of the points, as JSON,
+CSV, a text table and plots.
+
+A record (``result.records[i]``) is plain data: the point (``index``, ``label``,
+``op``, ``schedule``, ``config``), its ``status`` (``ok``, ``failed``, ``wrong``),
+``error_type``/``error`` when it did not succeed, the full ``report``
+(:meth:`accelerator.sim.report.Report.to_dict`), ``compiled`` (``str(compiled)``: how the
+kernel was mapped), and ``timing`` (host seconds per phase; the only field that
+differs between two runs of the same sweep). ``result.rows()`` flattens records into
+the columns of the CSV file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+#: the leading columns of rows() and the CSV file; energy.* and busy.* follow
+COLUMNS = (
+    "index",
+    "label",
+    "op",
+    "schedule",
+    "config",
+    "status",
+    "kernel",
+    "mode",
+    "cycles",
+    "roofline_cycles",
+    "ratio",
+    "bound",
+    "macs",
+    "mac_array_macs",
+    "macs_per_cycle",
+    "peak_macs_per_cycle",
+    "mac_utilization",
+    "dram_bytes",
+    "min_dram_bytes",
+    "intensity",
+    "dram_bytes_per_cycle",
+    "energy_pj",
+    "time_us",
+)
+_TAIL = ("kernel_s", "schedule_s", "compile_s", "run_s", "max_abs_error")
+_ERRORS = ("error_type", "error")
+
+
+class SweepResult:
+    """The records of a sweep (see the module docstring) and their forms."""
+
+    def __init__(self, records: list[dict], meta: dict | None = None):
+        self.records = sorted(records, key=lambda r: r["index"])
+        self.meta = dict(meta or {})
+
+    # selection -------------------------------------------------------------------
+    @property
+    def ok(self) -> list[dict]:
+        """Records of the points that ran and gave a report."""
+        return [r for r in self.records if r["status"] == "ok"]
+
+    @property
+    def failed(self) -> list[dict]:
+        """Records of the points that failed (or whose outputs were wrong)."""
+        return [r for r in self.records if r["status"] != "ok"]
+
+    def where(self, **match) -> SweepResult:
+        """The records whose fields equal ``match`` (e.g. ``config="tiny"``)."""
+        keep = [r for r in self.records if all(r.get(k) == v for k, v in match.items())]
+        return SweepResult(keep, self.meta)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.records)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.records[i]
+
+    def __repr__(self) -> str:
+        bad = f", {len(self.failed)} failed" if self.failed else ""
+        return f"<SweepResult {len(self)} points: {len(self.ok)} ok{bad}>"
+
+    def __str__(self) -> str:
+        return self.table()
+
+    # flat rows -------------------------------------------------------------------
+    def rows(self) -> list[dict]:
+        """One flat dict per point (the CSV columns); missing numbers are None."""
+        return [flat_row(r) for r in self.records]
+
+    def columns(self) -> list[str]:
+        """Every column of :meth:`rows`, in a stable order."""
+        extra: dict[str, None] = {}
+        for row in self.rows():
+            for key in row:
+                if key.startswith(("energy.", "busy.")):
+                    extra[key] = None
+        energy = [k for k in extra if k.startswith("energy.")]
+        busy = [k for k in extra if k.startswith("busy.")]
+        return [*COLUMNS, *energy, *busy, *_TAIL, *_ERRORS]
+
+    # files -----------------------------------------------------------------------
+    def to_json(self, path: str | Path) -> Path:
+        """Write ``{"meta": ..., "records": [...]}``; :meth:`from_json` reads it."""
+        path = Path(path)
+        payload = {"meta": self.meta, "records": self.records}
+        path.write_text(json.dumps(payload, indent=1, default=_plain) + "\n")
+        return path
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> SweepResult:
+        """A result written by :meth:`to_json` (to tabulate or plot again).
+
+        Raises:
+            ArgumentError: when the file is missing, unreadable, not JSON, or not
+                a sweep result.
+        """
+        from polyc.errors import ArgumentError
+
+        fix = "Pass a sweep.json written by 'polyc sweep --out' or to_json()."
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            if isinstance(err, FileNotFoundError):
+                why = "it does not exist"
+            elif isinstance(err, IsADirectoryError):
+                why = "it is a directory"
+            elif isinstance(err, OSError):
+                why = f"reading it failed ({err.strerror or err})"
+            else:
+                why = f"it is not JSON ({err})"
+            raise ArgumentError(
+                f"sweep: cannot load {path} because {why}. {fix}"
+            ) from None
+        records = data.get("records") if isinstance(data, dict) else None
+        bad = not isinstance(records, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("index"), int) and "status" in r
+            for r in records
+        )
+        if bad:
+            what = (
+                f"its top-level keys are {', '.join(map(str, data)) or 'none'}"
+                if isinstance(data, dict)
+                else f"it holds a JSON {type(data).__name__}"
+            )
+            raise ArgumentError(
+                f"sweep: {path} is not a sweep result because it has no list of "
+                f"point records under 'records' ({what}). {fix}"
+            )
+        meta = data.get("meta")
+        return cls(records, meta if isinstance(meta, dict) else None)
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write :meth:`rows` as CSV with a header (empty cells for missing values)."""
+        path = Path(path)
+        columns = self.columns()
+        with path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            for row in self.rows():
+                writer.writerow(
+                    {k: "" if row.get(k) is None else row[k] for k in columns}
+                )
+        return path
+
+    # text ------------------------------------------------------------------------
+    def table(self) -> str:
+        """An aligned text table of every point, then failures and a summary."""
+        from polyc.studies.sweep.text import render_table
+
+        return render_table(self)
+
+    # plots -----------------------------------------------------------------------
+    def plot(self, out_dir: str | Path, formats=("png", "svg")) -> list[Path]:
+        """Write every plot (roofline, cycles, utilization, energy) in each format
+        to ``out_dir``; returns the paths written."""
+        from polyc.studies.sweep import plot as sweep_plot
+
+        return sweep_plot.plot_all(self.rows(), Path(out_dir), tuple(formats))
+
+    def plot_roofline(self, path: str | Path) -> Path:
+        """Arithmetic intensity (MACs per DRAM byte moved) against achieved MACs per
+        cycle, with each config's roof; the format follows the file suffix."""
+        from polyc.studies.sweep import plot as sweep_plot
+
+        return sweep_plot.roofline(self.rows(), Path(path))
+
+    def plot_cycles(self, path: str | Path) -> Path:
+        """Simulated cycles per layer and schedule, one bar per config, with the
+        roofline bound marked on each bar."""
+        from polyc.studies.sweep import plot as sweep_plot
+
+        return sweep_plot.cycles(self.rows(), Path(path))
+
+    def plot_utilization(self, path: str | Path) -> Path:
+        """MAC-array utilisation (% of peak) per layer and schedule, per config."""
+        from polyc.studies.sweep import plot as sweep_plot
+
+        return sweep_plot.utilization(self.rows(), Path(path))
+
+    def plot_energy(self, path: str | Path) -> Path:
+        """Energy per point split by component (MAC array, vector, scalar, each
+        memory level), as shares of the total, with the total written beside."""
+        from polyc.studies.sweep import plot as sweep_plot
+
+        return sweep_plot.energy(self.rows(), Path(path))
+
+
+def flat_row(record: dict) -> dict:
+    """The flat form of one record (see :data:`COLUMNS`)."""
+    rep = record.get("report") or {}
+    roof = rep.get("roofline") or {}
+    cycles = rep.get("cycles")
+    macs = rep.get("macs")
+    dram = rep.get("dram_bytes")
+    row = {k: record.get(k) for k in ("index", "label", "op", "schedule", "config")}
+    row.update(
+        status=record["status"],
+        kernel=record.get("kernel"),
+        mode=rep.get("mode"),
+        cycles=cycles,
+        roofline_cycles=rep.get("roofline_cycles"),
+        ratio=rep.get("ratio"),
+        bound=roof.get("bound"),
+        macs=macs,
+        mac_array_macs=rep.get("mac_array_macs"),
+        macs_per_cycle=macs / cycles if macs is not None and cycles else None,
+        peak_macs_per_cycle=roof.get("peak_macs_per_cycle"),
+        mac_utilization=rep.get("mac_utilization"),
+        dram_bytes=dram,
+        min_dram_bytes=rep.get("min_dram_bytes"),
+        intensity=macs / dram if macs is not None and dram else None,
+        dram_bytes_per_cycle=record.get("dram_bytes_per_cycle"),
+        energy_pj=rep.get("energy_pj"),
+        time_us=rep.get("time_us"),
+    )
+    for name, pj in (rep.get("energy") or {}).items():
+        row[f"energy.{name}"] = pj
+    for name, use in (rep.get("engines") or {}).items():
+        row[f"busy.{name}"] = use["busy"]
+    timing = record.get("timing") or {}
+    for key in _TAIL[:-1]:
+        row[key] = timing.get(key)
+    row["max_abs_error"] = record.get("max_abs_error")
+    row["error_type"] = record.get("error_type")
+    row["error"] = record.get("error")
+    return row
+
+
+def geomean(values) -> float | None:
+    """Geometric mean of the positive values (None when there are none)."""
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def _plain(value):
+    """JSON for numpy scalars and other stray values in user-provided records."""
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)

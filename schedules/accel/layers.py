@@ -1,0 +1,318 @@
+"""Layers: groups of consecutive statements that the accelerator scheduler fuses.
+
+A kernel built with the compute API (or the op library) starts as a sequence of
+one band per statement. Consecutive statements whose leading iterators run over the
+same ranges form a *layer* when fusing their bands on those iterators is legal
+(the exact check of :func:`schedules.fuse` decides): a contraction with its init
+and its element-wise epilogue (bias, activation) on the output's dimensions, the
+statements of a softmax on its rows. Inside a layer the fused (shared) iterators
+are tiled alike; each statement's other iterators are its private loops.
+
+A top-level child that is not a band over one statement (loop chains of a C
+program, several statements per band) is an *opaque* layer: it is placed whole
+or not at all.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc.errors import PolycError
+from polyc.ir import tree
+from polyc.ir.kernel import Kernel, Statement
+from schedules import stree
+from schedules.apply import apply_schedule
+from schedules.fusion import fuse
+from schedules.legality import dependences
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Statements fused on their first ``depth`` iterators (or one opaque child)."""
+
+    index: int
+    stmts: tuple[Statement, ...]
+    bands: tuple[str, ...]
+    depth: int
+    opaque: bool = False
+    children: tuple[int, ...] = ()  # positions in the root sequence
+
+    def lo(self, stmt: Statement, it: str) -> int:
+        return _bounds(stmt)[it][0]
+
+    def extent(self, stmt: Statement, it: str) -> int:
+        lo, hi = _bounds(stmt)[it]
+        return hi - lo + 1
+
+    def shared(self, stmt: Statement) -> tuple[str, ...]:
+        return stmt.iterators[: self.depth]
+
+    def private(self, stmt: Statement) -> tuple[str, ...]:
+        return stmt.iterators[self.depth :]
+
+    @property
+    def arrays(self) -> list[str]:
+        out: list[str] = []
+        for s in self.stmts:
+            for ld in (s.target, *s.reads):
+                if ld.array not in out:
+                    out.append(ld.array)
+        return out
+
+    @property
+    def name(self) -> str:
+        return "+".join(s.name for s in self.stmts)
+
+
+@functools.cache
+def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:
+    """Per iterator: the smallest and largest value in the domain."""
+    dom = stmt.domain
+    out = {}
+    for d, it in enumerate(stmt.iterators):
+        lo = dom.dim_min_val(d).to_python()
+        hi = dom.dim_max_val(d).to_python()
+        out[it] = (int(lo), int(hi))
+    return out
+
+
+def split(
+    kernel: Kernel, fusion: bool = True, cuts: frozenset[int] = frozenset()
+) -> list[Layer]:
+    """The kernel's layers, in program order (see the module docstring); a layer
+    never spans a position in ``cuts`` (the top-level child there starts a new
+    one: the scheduler fuses less where a fused group fits nothing)."""
+    children = top_children(kernel)
+    simple = [_simple(kernel, c) for c in children]
+    out: list[Layer] = []
+    group: list[tuple] = []  # (statement, band, child position)
+    depth = 0
+    for pos, (child, item) in enumerate(zip(children, simple)):
+        if item is None:
+            if group:
+                out.append(_layer(len(out), group, depth))
+                group = []
+            stmts = tuple(_stmts(kernel, child))
+            out.append(Layer(len(out), stmts, (), 0, True, (pos,)))
+            continue
+        item = (*item, pos)
+        stmt = item[0]
+        if not group:
+            group, depth = [item], stmt.depth
+            continue
+        related = _related(group, stmt) or _init_for(
+            group, stmt, children, simple, child
+        )
+        d = 0
+        if fusion and related and len(group) < MAX_STATEMENTS and pos not in cuts:
+            d = _fusable(kernel, group, item, depth)
+        if d:
+            group.append(item)
+            depth = d
+        else:
+            out.append(_layer(len(out), group, depth))
+            group, depth = [item], stmt.depth
+    if group:
+        out.append(_layer(len(out), group, depth))
+    return out
+
+
+def per_statement(kernel: Kernel) -> tuple[Kernel, dict[str, str]]:
+    """The kernel with each top-level loop chain that runs several statements (a C
+    loop nest such as ``for i, j: { C[i][j] = 0; for k: C[i][j] += ... }``)
+    rewritten as one loop nest per statement in their order, the shape the
+    compute API gives, where the exact legality check allows it: the statements
+    then form layers like any others. Returns the kernel and, per chain that must
+    stay whole, the reason (keyed by its statements, ``"S0+S1"``)."""
+    children = list(top_children(kernel))
+    reasons: dict[str, str] = {}
+    changed = False
+    for pos in range(len(children)):
+        child = children[pos]
+        if isinstance(child, list) or _simple(kernel, child) is not None:
+            continue
+        stmts = _stmts(kernel, child)
+        if any(s.depth == 0 for s in stmts) or not stmts:
+            reasons["+".join(s.name for s in stmts)] = (
+                "it holds a statement outside every loop"
+            )
+            continue
+        parts = [
+            stree.from_isl(tree.initial_schedule([(s.name, s.domain, s.iterators)]))
+            for s in stmts
+        ]
+        trial = children[:pos] + [parts] + children[pos + 1 :]
+        try:
+            apply_schedule(kernel, stree.to_isl(_sequence(trial)))
+        except PolycError as err:
+            why = str(err).split(" because ", 1)[-1].split(". ", 1)[0]
+            reasons["+".join(s.name for s in stmts)] = (
+                f"one loop nest per statement would break a dependence ({why})"
+            )
+            continue
+        children, changed = trial, True
+    if not changed:
+        return kernel, reasons
+    return apply_schedule(kernel, stree.to_isl(_sequence(children))), reasons
+
+
+def _sequence(children) -> stree.Node:
+    flat = [n for c in children for n in (c if isinstance(c, list) else [c])]
+    return flat[0] if len(flat) == 1 else stree.Sequence_(tuple(flat))
+
+
+def top_children(kernel: Kernel) -> tuple:
+    """The children of the root sequence (or the root alone), as stree nodes."""
+    root = stree.from_isl(kernel.schedule)
+    return root.children if isinstance(root, stree.Sequence_) else (root,)
+
+
+def sub_kernel(kernel: Kernel, positions) -> Kernel:
+    """The statements of some top-level children as a kernel of their own, with
+    their part of the schedule: transformations of one layer are checked against
+    its own dependences (the layers keep their order, so the dependences between
+    them hold whatever a layer does inside)."""
+    positions = tuple(positions)
+
+    def build(k: Kernel) -> Kernel:
+        children = top_children(k)
+        parts = [children[p] for p in positions]
+        node = parts[0] if len(parts) == 1 else stree.Sequence_(tuple(parts))
+        names = {n for part in parts for n in stree.statements(part)}
+        stmts = [s for s in k.statements if s.name in names]
+        # the statements come from a validated kernel: no need to validate again
+        part = Kernel(
+            f"{k.name}_part",
+            k.arrays,
+            stmts,
+            k.params,
+            k.context,
+            stree.to_isl(node),
+        )
+        # the part's dependences are the program's between its statements (exact:
+        # computed once on the whole program, with its kills)
+        mine = [
+            d
+            for d in dependences(k)
+            if d[2].get_tuple_name(isl.dim_type.in_) in names
+            and d[2].get_tuple_name(isl.dim_type.out) in names
+        ]
+        part.analysis("schedules.dependences", lambda _: mine)
+        return part
+
+    # memoised with the program (and its dependences) and the schedule whose
+    # children the positions count: the search and the build of a layer ask for
+    # the same part
+    key = ("layers.sub_kernel", kernel.schedule.get_root().to_str(), positions)
+    return kernel.analysis(key, lambda _: build(kernel))
+
+
+#: statements fused into one layer at most
+MAX_STATEMENTS = 12
+
+
+def _related(group, stmt: Statement) -> bool:
+    """``stmt`` reads or writes an array that the group writes (a consumer, or a
+    reduction into the group's output)."""
+    written = {g[0].target.array for g in group}
+    return any(ld.array in written for ld in (stmt.target, *stmt.reads))
+
+
+def _init_for(group, stmt: Statement, children, simple, child) -> bool:
+    """``stmt`` initialises an array (it reads none) that the next statement reads
+    together with an array of the group (the sum of a softmax)."""
+    if stmt.reads:
+        return False
+    pos = list(children).index(child)
+    if pos + 1 >= len(children) or simple[pos + 1] is None:
+        return False
+    nxt = simple[pos + 1][0]
+    reads = {ld.array for ld in nxt.reads}
+    return stmt.target.array in reads and _related(group, nxt)
+
+
+def _layer(index, group, depth) -> Layer:
+    if len(group) == 1:
+        depth = group[0][0].depth
+    return Layer(
+        index,
+        tuple(g[0] for g in group),
+        tuple(g[1] for g in group),
+        depth,
+        False,
+        tuple(g[2] for g in group),
+    )
+
+
+def _stmts(kernel: Kernel, node) -> list[Statement]:
+    return [kernel.statement(n) for n in stree.statements(node)]
+
+
+def _simple(kernel: Kernel, node) -> tuple[Statement, str] | None:
+    """``(statement, band)`` when ``node`` is a named band running one statement
+    with its iterators as members, in order."""
+    nb = stree.named_at(node)
+    if nb is None or nb.attrs:
+        return None
+    names = stree.statements(node)
+    if len(names) != 1 or not isinstance(nb.band.child, stree.Leaf):
+        return None
+    stmt = kernel.statement(names[0])
+    if nb.members != stmt.iterators or stmt.depth == 0:
+        return None
+    ident = isl.UnionMap.from_multi_union_pw_aff(nb.band.schedule)
+    want = isl.Map.identity(isl.Space.map_from_set(stmt.domain.get_space()))
+    got = isl.Map.from_union_map(ident).reset_tuple_id(isl.dim_type.out)
+    if not got.is_subset(want.reset_tuple_id(isl.dim_type.out)):
+        return None
+    return stmt, nb.name
+
+
+def _aligned(group, stmt: Statement, d: int) -> bool:
+    """Every access that ``stmt`` and the group make to an array they share indexes
+    its first ``d`` dimensions by the first ``d`` iterators: then every dependence
+    between them joins instances with the same shared iterators, which fusion at
+    depth ``d`` keeps in order (the group runs first in each shared iteration). A
+    fast path for the common case; otherwise ``fuse`` decides."""
+    from polyc.ir.affine import var
+
+    mine = {ld.array for ld in (stmt.target, *stmt.reads)}
+    for s in [g[0] for g in group] + [stmt]:
+        for ld in (s.target, *s.reads):
+            if ld.array not in mine or not any(
+                ld.array in {x.array for x in (g[0].target, *g[0].reads)} for g in group
+            ):
+                continue
+            if len(ld.index) < d or s.depth < d:
+                return False
+            if any(ld.index[p] != var(s.iterators[p]) for p in range(d)):
+                return False
+    return True
+
+
+def _fusable(kernel: Kernel, group, item, depth: int) -> int:
+    """The largest depth at which ``item`` fuses with the group (0: it does not)."""
+    stmt, band, _ = item
+    first = group[0][0]
+    d = min(depth, stmt.depth)
+    part = None
+    while d > 0:
+        same = all(
+            _bounds(first)[first.iterators[p]] == _bounds(stmt)[stmt.iterators[p]]
+            for p in range(d)
+        )
+        if same and _aligned(group, stmt, d):
+            return d
+        if same:
+            if part is None:
+                part = sub_kernel(kernel, [g[2] for g in group] + [item[2]])
+            try:
+                fuse(part, [g[1] for g in group] + [band], depth=d)
+                return d
+            except PolycError:
+                pass
+        d -= 1
+    return 0

@@ -1,0 +1,249 @@
+"""The memory planner: byte offsets for the on-chip buffers of every level.
+
+Each buffer asks for ``slots x slot_bytes`` in one level for a lifetime (an
+interval of layer positions: buffers of different layers never live at once).
+Offsets come from interval-graph first fit: buffers sorted by lifetime start and
+decreasing size take the lowest offset, aligned to the level's
+``alignment_bytes``, that no buffer with an overlapping lifetime uses; a buffer
+that fits in one bank never straddles a bank boundary (so that double-buffered
+operands sit in whole banks) unless that leaves no gap for some buffer: the plan
+is then packed again without the bank rule. A level that cannot hold what is live at once
+raises :class:`~polyc.errors.PlacementError` with the level, its capacity and
+the buffers with their sizes.
+
+A level whose copies zero-fill halos keeps a small block of zeros (the source of
+those fills) at its top for the whole kernel.
+
+:func:`replan` plans every ``@buffer`` of a schedule and writes the result as one
+``@scope`` mark per layer (the code generator allocates a layer's buffers there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import islpy as isl
+
+from accelerator.hardware.spec import Spec
+from polyc.errors import PlacementError
+from polyc.ir import marks as pm
+from polyc.ir.marks import Allocation
+from schedules.accel import isltree
+
+#: bytes of the zero block a level keeps for zero-filling copies (one element of
+#: any dtype, repeated with stride 0; the alignment rounds it up)
+ZERO_BYTES = 8
+
+
+@dataclass(frozen=True)
+class Request:
+    """One buffer to place: ``slots`` slots of ``slot_bytes`` in level
+    ``level_index``, live from layer ``start`` to layer ``end`` (inclusive)."""
+
+    name: str
+    array: str
+    level_index: int
+    slots: int
+    slot_bytes: int
+    start: int
+    end: int
+
+    @property
+    def bytes(self) -> int:
+        return self.slots * self.slot_bytes
+
+
+def round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def zero_block(spec: Spec, level_index: int) -> Allocation:
+    """The zero block of a level: its last aligned bytes."""
+    level = spec.memory[level_index]
+    size = round_up(ZERO_BYTES, level.alignment_bytes)
+    return Allocation(
+        f"{pm.ZERO}{level.name}", level_index, level.capacity_bytes - size, size
+    )
+
+
+def plan(
+    spec: Spec, requests: Sequence[Request], zero_levels: Sequence[int] = ()
+) -> dict[str, Allocation]:
+    """Offsets for ``requests`` (see the module docstring).
+
+    Raises:
+        PlacementError: when the buffers live at once in a level do not fit.
+    """
+    for req in requests:  # what is live at once must fit, before any packing
+        capacity = _capacity(spec, req.level_index, zero_levels)
+        live = [
+            r
+            for r in requests
+            if r.level_index == req.level_index
+            and r.start <= req.end
+            and req.start <= r.end
+            and r is not req
+        ]
+        align = spec.memory[req.level_index].alignment_bytes
+        if sum(round_up(r.bytes, align) for r in [*live, req]) > capacity:
+            _overflow(spec, req, live, capacity)
+    try:
+        return _pack(spec, requests, zero_levels, banked=True)
+    except _NoGap:
+        # the bank rule is a preference (fewer conflicts), not a requirement: when
+        # it leaves no gap for a buffer, pack without it
+        try:
+            return _pack(spec, requests, zero_levels, banked=False)
+        except _NoGap as gap:
+            _overflow(spec, gap.req, gap.live, gap.capacity)
+    raise AssertionError  # pragma: no cover
+
+
+class _NoGap(Exception):
+    def __init__(self, req, live, capacity):
+        self.req, self.live, self.capacity = req, live, capacity
+
+
+def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
+    """First fit by lifetime and decreasing size (``banked``: a buffer that fits in
+    one bank never straddles two).
+
+    Raises:
+        _NoGap: naming the first buffer that finds no gap.
+    """
+    out: dict[str, Allocation] = {}
+    order = sorted(requests, key=lambda r: (r.level_index, r.start, -r.bytes, r.name))
+    placed: list[tuple[Request, int]] = []
+    for req in order:
+        level = spec.memory[req.level_index]
+        capacity = _capacity(spec, req.level_index, zero_levels)
+        live = [
+            (r, off)
+            for r, off in placed
+            if r.level_index == req.level_index
+            and r.start <= req.end
+            and req.start <= r.end
+        ]
+        bank = level.capacity_bytes // level.banks if banked else level.capacity_bytes
+        offset = _first_fit(req, live, level.alignment_bytes, bank)
+        size = round_up(req.bytes, level.alignment_bytes)
+        if offset + size > capacity:
+            raise _NoGap(req, [r for r, _ in live], capacity)
+        placed.append((req, offset))
+        out[req.name] = Allocation(req.name, req.level_index, offset, size)
+    return out
+
+
+def _capacity(spec: Spec, level_index: int, zero_levels) -> int:
+    if level_index in zero_levels:
+        return zero_block(spec, level_index).offset
+    return spec.memory[level_index].capacity_bytes
+
+
+def _first_fit(
+    req: Request, live: list[tuple[Request, int]], align: int, bank: int
+) -> int:
+    size = round_up(req.bytes, align)
+    taken = sorted((off, off + round_up(r.bytes, align)) for r, off in live)
+    offset = 0
+    while True:
+        if size <= bank and offset // bank != (offset + size - 1) // bank:
+            offset = round_up(offset, bank)  # keep a one-bank buffer in one bank
+        clash = next(
+            ((lo, hi) for lo, hi in taken if lo < offset + size and offset < hi), None
+        )
+        if clash is None:
+            return offset
+        offset = round_up(clash[1], align)
+
+
+def _overflow(spec: Spec, req: Request, live: list[Request], capacity: int):
+    level = spec.memory[req.level_index]
+    everyone = sorted([*live, req], key=lambda r: -r.bytes)
+    listing = ", ".join(
+        f"{r.name} ({r.array}) {r.bytes:,} B"
+        + (f" = {r.slots} x {r.slot_bytes:,} B" if r.slots > 1 else "")
+        for r in everyone
+    )
+    total = sum(round_up(r.bytes, level.alignment_bytes) for r in everyone)
+    raise PlacementError(
+        f"place: the buffers do not fit in level {level.name} because it holds "
+        f"{capacity:,} bytes and {len(everyone)} buffers live at once ask for "
+        f"{total:,} bytes: {listing}. Use smaller tiles, one slot instead of two, "
+        "or another level."
+    )
+
+
+# the @scope marks of a schedule ---------------------------------------------------
+
+
+_BUFFER_NAME = re.compile(r"@buffer (\w+):")
+
+
+def buffer_names(schedule: isl.Schedule) -> list[str]:
+    """Names of the buffers of a schedule (read off its text: cheaper than a walk)."""
+    return _BUFFER_NAME.findall(str(schedule))
+
+
+def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
+    """Every ``@buffer`` mark of a schedule, in tree order."""
+    out = []
+    for _, node in isltree.walk(schedule):
+        name = isltree.mark_name(node)
+        if name and pm.kind(name) == "buffer":
+            out.append(pm.BufferMark.parse(name))
+    return out
+
+
+def replan(spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
+    """Plan every buffer (each lives for its layer) and write one ``@scope`` mark
+    per layer that has buffers.
+
+    Raises:
+        PlacementError: when a layer's buffers do not fit.
+    """
+    schedule = _drop_scopes(schedule)
+    layer_paths = isltree.layers(schedule)
+    requests, per_layer = [], {}
+    zero_levels = set()
+    for path, node in isltree.walk(schedule):
+        name = isltree.mark_name(node)
+        if not name or pm.kind(name) != "buffer":
+            continue
+        b = pm.BufferMark.parse(name)
+        layer = layer_paths.index(isltree.layer_top(schedule, path))
+        requests.append(
+            Request(b.name, b.array, b.level_index, b.slots, b.slot_bytes, layer, layer)
+        )
+        per_layer.setdefault(layer, []).append(b.name)
+        if b.clamp:
+            zero_levels.add(b.level_index)
+    allocs = plan(spec, requests, sorted(zero_levels))
+    for layer in sorted(per_layer, reverse=True):
+        scope = pm.ScopeMark(tuple(allocs[n] for n in per_layer[layer]))
+        node = isltree.at(schedule, layer_paths[layer])
+        schedule = node.insert_mark(isl.Id(scope.text())).get_schedule()
+    for level in sorted(zero_levels):
+        z = zero_block(spec, level)
+        schedule = (
+            schedule.get_root()
+            .child(0)
+            .insert_mark(isl.Id(pm.ScopeMark((z,)).text()))
+            .get_schedule()
+        )
+    return schedule
+
+
+def _drop_scopes(schedule: isl.Schedule) -> isl.Schedule:
+    """The schedule without its ``@scope`` marks (deleted last first, so that the
+    paths of the others stay valid)."""
+    paths = [
+        path
+        for path, node in isltree.walk(schedule)
+        if (name := isltree.mark_name(node)) and pm.kind(name) == "scope"
+    ]
+    for path in reversed(paths):
+        schedule = isltree.at(schedule, path).delete().get_schedule()
+    return schedule

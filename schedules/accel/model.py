@@ -1,0 +1,709 @@
+"""The analytical cost model of a tiled, placed layer on one hardware description.
+
+Tile sizes are sympy symbols (``T_i``, ``T_S1_k``); the model builds, per array,
+its buffer extents and how often its copy runs, and per statement its MAC-array,
+vector or scalar time per tile, as sympy expressions, then evaluates them over a
+grid of candidate sizes with numpy (``lambdify``). The timing follows the
+simulator's rules (``docs/accelerator.md``):
+
+- a copy of ``b`` bytes keeps a DMA channel busy ``setup x descriptors +
+  latency + b / min(channel, SRAM) `` cycles and takes ``b`` of the DRAM
+  bandwidth; copies run on all channels at once;
+- a MAC call ``m x n x k`` costs ``fill_drain + ceil(m/rows) ceil(n/cols)
+  ceil(k/rate)``;
+- a vector operation over ``e`` elements costs ``ceil(e/lanes) x`` its ops'
+  cycles, plus one reduction step per output of a reduction;
+- the scalar core issues every call (``issue_cycles``) and runs unmapped
+  statements instance by instance.
+
+With double buffering the engines overlap, so a layer takes the busiest engine's
+total (MAC array, vector unit, DMA: the larger of DRAM bytes over its bandwidth and
+channel time over the channels, scalar core), plus the first tile's loads before
+anything can start and the last tile's stores after everything else.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from accelerator.hardware.spec import OP_CLASSES, Spec
+from polyc.ir import macmap
+from polyc.ir.expr import ops_count
+from polyc.ir.kernel import Kernel, Statement
+from schedules.accel.evaluate import descriptors, numeric
+from schedules.accel.layers import Layer
+from schedules.accel.memplan import ZERO_BYTES
+from schedules.accel.placement import CHUNK_BYTES
+
+#: slots of an operand buffer copied per tile (streamed through a statement's
+#: reduction loops, or only read by the layer): the next two tiles load while one
+#: is in use (2 is also tried where memory is short)
+STREAM_SLOTS = 3
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The discrete choices of a layer's schedule (tile sizes aside)."""
+
+    engine: tuple[tuple[str, str], ...]  # (stmt, "mac" | "vector" | "scalar" | "fold")
+    groups: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()  # stmt -> (m,n,k)
+    pitched: tuple[str, ...] = ()  # mac statements whose output rows take A's pitch
+    order: tuple[int, ...] = ()  # shared positions, outermost tile loop first
+    free: tuple[tuple, ...] = ()  # ("s", p) or ("p", stmt, iterator)
+    layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()  # buffer dim orders
+    stream_slots: int = STREAM_SLOTS  # slots of operands streamed by reductions
+    phased: tuple[str, ...] = ()  # pitched mac statements whose A rows are polyphase
+
+    def engine_of(self, stmt: str) -> str:
+        return dict(self.engine)[stmt]
+
+    def groups_of(self, stmt: str) -> tuple[tuple[str, ...], ...]:
+        return dict(self.groups)[stmt]
+
+
+@dataclass(frozen=True)
+class Polyphase:
+    """A pitched MAC statement's A operand stored in phases: along ``dim`` the
+    outer fused M iterator moves by ``factor`` rows, so the rows of one residue
+    sit together and it moves one row of a phase; dimension ``inner`` (where the
+    inner M iterator moves by ``multiple``) is padded to a multiple of
+    ``multiple``, so that a phase row is a whole pitch ``padded / multiple`` of
+    the inner iterator's steps."""
+
+    array: str
+    dim: int
+    factor: int
+    inner: int
+    multiple: int
+
+    def pitch(self, padded):
+        return padded / self.multiple
+
+
+def polyphase(stmt: Statement, groups) -> Polyphase | None:
+    """How to store the A operand of a pitched MAC statement in phases so that the
+    fused M rows of a strided convolution stop skipping rows (``None`` when its
+    outer M iterator moves by one row, or some iterator of a MAC dimension would
+    cross phases inside a call)."""
+    from schedules.accel.tensorize import contraction
+
+    con = contraction(stmt)
+    a = stmt.reads[con.a]
+    m = groups[0]
+    if len(m) != 2:
+        return None
+    h, w = m
+    dims = [d for d, aff in enumerate(a.index) if aff.coefficient(h)]
+    inner = [d for d, aff in enumerate(a.index) if aff.coefficient(w)]
+    if len(dims) != 1 or len(inner) != 1 or dims == inner:
+        return None
+    d, e = dims[0], inner[0]
+    f = abs(a.index[d].coefficient(h))
+    if f < 2 or any(a.index[d].coefficient(it) % f for g in groups for it in g):
+        return None
+    return Polyphase(a.array, d, f, e, abs(a.index[e].coefficient(w)))
+
+
+@dataclass
+class Estimate:
+    """Model outputs over a grid of tile sizes (numpy arrays, one per candidate)."""
+
+    cycles: np.ndarray
+    dram_bytes: np.ndarray
+    sram_bytes: np.ndarray
+    engines: dict = field(default_factory=dict)
+    transfers: np.ndarray | None = None  # DMA calls
+    staged: dict = field(default_factory=dict)  # array -> staged at each point
+
+
+def symbol(layer: Layer, var: tuple) -> sp.Symbol:
+    if var[0] == "s":
+        return sp.Symbol(
+            f"T_{layer.stmts[0].iterators[var[1]]}", positive=True, integer=True
+        )
+    return sp.Symbol(f"T_{var[1]}_{var[2]}", positive=True, integer=True)
+
+
+class LayerModel:
+    """Expressions of one layer and structure (see the module docstring)."""
+
+    def __init__(
+        self, kernel: Kernel, layer: Layer, spec: Spec, st: Structure, level: int
+    ):
+        self.kernel, self.layer, self.spec, self.st = kernel, layer, spec, st
+        self.level = spec.memory[level]
+        self.vars = list(st.free)
+        self.syms = [symbol(layer, v) for v in self.vars]
+        self._phases = {}
+        for name in st.phased:
+            stmt = kernel.statement(name)
+            ph = polyphase(stmt, st.groups_of(name))
+            if ph is not None:
+                self._phases[ph.array] = ph
+        self._arrays = {}
+        for name in layer.arrays:
+            self._arrays[name] = self._array(name)
+
+    # tile sizes ----------------------------------------------------------------------
+    def size(self, stmt: Statement, it: str, inside: bool = True):
+        """The extent of ``it`` in one tile of ``stmt`` (the full range when the loop
+        is not tiled or runs below the copy: ``inside=False``)."""
+        var = self._var(stmt, it)
+        if var is None or not inside:
+            return sp.Integer(self.layer.extent(stmt, it))
+        return self.syms[self.vars.index(var)]
+
+    def _var(self, stmt: Statement, it: str):
+        p = stmt.iterators.index(it)
+        if p < self.layer.depth:
+            v = ("s", p)
+        else:
+            v = ("p", stmt.name, it)
+        return v if v in self.vars else None
+
+    def trips(self, stmt: Statement, it: str):
+        return sp.ceiling(sp.Integer(self.layer.extent(stmt, it)) / self.size(stmt, it))
+
+    def loops(self, stmt: Statement) -> list[str]:
+        """Tiled loops of ``stmt``, outermost first (shared in the chosen order)."""
+        shared = [stmt.iterators[p] for p in self.st.order]
+        private = [it for it in self.layer.private(stmt) if self._var(stmt, it)]
+        return [it for it in shared if self._var(stmt, it)] + private
+
+    def tiles(self, stmt: Statement):
+        out = sp.Integer(1)
+        for it in self.loops(stmt):
+            out *= self.trips(stmt, it)
+        return out
+
+    # arrays ----------------------------------------------------------------------------
+    def _array(self, name: str) -> dict:
+        arr = self.kernel.arrays[name]
+        shape = arr.concrete_shape({})
+        users = [s for s in self.layer.stmts if name in _arrays_of(s)]
+        touching = {
+            s.name: [it for it in self.loops(s) if _touches(s, name, it)] for s in users
+        }
+        # the copy sits below the innermost tiled loop that moves the footprint
+        copies, inner_loops = sp.Integer(1), {}
+        streamed = len(users) == 1 and any(
+            it in self.layer.private(users[0]) for it in touching[users[0].name]
+        )
+        if streamed:
+            s = users[0]
+            last = touching[s.name][-1]
+            above = self.loops(s)[: self.loops(s).index(last) + 1]
+            for it in above:
+                copies *= self.trips(s, it)
+            inner_loops[s.name] = set(above)
+        else:
+            first = users[0]
+            moving = [
+                p
+                for p in self.st.order
+                if any(
+                    self._var(s, s.iterators[p]) and _touches(s, name, s.iterators[p])
+                    for s in users
+                )
+            ]
+            cut = self.st.order.index(moving[-1]) + 1 if moving else 0
+            for p in self.st.order[:cut]:
+                if self._var(first, first.iterators[p]):
+                    copies *= self.trips(first, first.iterators[p])
+            for s in users:
+                inner_loops[s.name] = {s.iterators[p] for p in self.st.order[:cut]}
+        extents = []
+        for d in range(arr.ndim):
+            per = []
+            for s in users:
+                for ld in (s.target, *s.reads):
+                    if ld.array != name:
+                        continue
+                    per.append(
+                        self._extent(s, ld.index[d], inner_loops[s.name], shape[d])
+                    )
+            extents.append(sp.Max(*per) if len(per) > 1 else per[0])
+        written = any(s.target.array == name for s in users)
+        read = any(ld.array == name for s in users for ld in s.reads)
+        # the whole layer's box (a buffer staged above the tile loops)
+        whole = []
+        for d in range(arr.ndim):
+            whole.append(
+                max(
+                    int(self._extent(s, ld.index[d], set(), shape[d]))
+                    for s in users
+                    for ld in (s.target, *s.reads)
+                    if ld.array == name
+                )
+            )
+        return {
+            "extents": extents,
+            "whole": whole,
+            "shape": shape,
+            "copies": copies,
+            "itemsize": arr.dtype.itemsize,
+            "written": written,
+            "read": read,
+            "users": users,
+            "streamed": streamed,
+        }
+
+    def _extent(self, stmt: Statement, aff, inside: set, dim: int):
+        if not aff.is_linear:
+            return sp.Integer(dim)
+        e = sp.Integer(1)
+        for it in stmt.iterators:
+            coef = abs(aff.coefficient(it))
+            if coef:
+                e += coef * (
+                    self.size(stmt, it, it in inside or not self._var(stmt, it)) - 1
+                )
+        return e
+
+    # engines ---------------------------------------------------------------------------
+    def mac_cycles(self, stmt: Statement):
+        """``(cycles per tile, calls per tile)`` of a tensorized statement."""
+        a = self.spec.mac_array
+        m_g, n_g, k_g = self.st.groups_of(stmt.name)
+        from schedules.accel.tensorize import contraction
+
+        con = contraction(stmt)
+        dt = a.dtypes[con.operand]
+        ext = {}
+        for role, g in zip("mnk", (m_g, n_g, k_g)):
+            if not g:
+                ext[role] = sp.Integer(1)
+            elif len(g) == 1:
+                ext[role] = self.size(stmt, g[0])
+            elif role == "k":
+                ext[role] = self.size(stmt, g[0]) * self.size(stmt, g[1])
+            else:
+                pitch = self.pitch(stmt)
+                ext[role] = (self.size(stmt, g[0]) - 1) * pitch + self.size(stmt, g[1])
+        calls = sp.Integer(1)
+        used = set(m_g + n_g + k_g)
+        for it in stmt.iterators:
+            if it not in used:
+                calls *= self.size(stmt, it)
+        rate = dt.macs_per_cycle
+        passes = (
+            sp.ceiling(ext["m"] / a.rows)
+            * sp.ceiling(ext["n"] / a.cols)
+            * sp.ceiling(ext["k"] / sp.Rational(rate).limit_denominator(64))
+        )
+        return calls * (a.fill_drain_cycles + passes), calls
+
+    def pitch(self, stmt: Statement):
+        """Row pitch of the A operand's buffer along the inner fused M iterator."""
+        from schedules.accel.tensorize import contraction
+
+        con = contraction(stmt)
+        a = stmt.reads[con.a]
+        w = self.st.groups_of(stmt.name)[0][-1]
+        info = (
+            self._arrays[a.array] if a.array in self._arrays else self._array(a.array)
+        )
+        ph = self._phases.get(a.array)
+        if ph is not None:
+            return ph.pitch(self._padded(ph, info["extents"][ph.inner]))
+        for d, aff in enumerate(a.index):
+            if aff.coefficient(w):
+                return info["extents"][d]
+        return sp.Integer(1)
+
+    @staticmethod
+    def _padded(ph: Polyphase, extent):
+        return ph.multiple * sp.ceiling(extent / ph.multiple)
+
+    # the MAC mapping at one point ------------------------------------------------------
+    def mac_mapping(self, stmt: Statement, point: dict):
+        """:func:`polyc.ir.macmap.check` of a tensorized statement at one point of the
+        grid (``{symbol: tile size}``): its operands through the buffers the
+        placement would give them there (box extents, the output row padded to
+        A's pitch, A's phases, channels-last layouts), so the search proposes
+        only mappings the code generator emits. Returns the dimensions or the
+        :class:`polyc.ir.macmap.Refusal`."""
+        from schedules.accel.tensorize import contraction
+
+        con = contraction(stmt)
+        memo: dict = {}
+
+        def num(e) -> int:
+            return round(float(numeric(e, point, memo)))
+
+        loads = {"c": stmt.target, "a": stmt.reads[con.a], "b": stmt.reads[con.b]}
+        ops = {key: self._operand(stmt, ld.array, ld, num) for key, ld in loads.items()}
+        extents, exact = {}, {}
+        for it in stmt.iterators:
+            full = self.layer.extent(stmt, it)
+            extents[it] = min(num(self.size(stmt, it)), full)
+            exact[it] = full % extents[it] == 0
+        m, n, k = self.st.groups_of(stmt.name)
+        return macmap.check(stmt.name, {"m": m, "n": n, "k": k}, ops, extents, exact)
+
+    def _operand(self, stmt: Statement, name: str, ld, num) -> macmap.Operand:
+        """``ld`` through the buffer of ``name`` as :func:`schedules.place` lays
+        it out (the strides of ``placement._buffer_mark``)."""
+        info = self._arrays[name] if name in self._arrays else self._array(name)
+        box = tuple(num(e) for e in info["extents"])
+        padded = list(box)
+        factors = [1] * len(padded)
+        ph = self._phases.get(name)
+        if ph is not None:
+            factors[ph.dim] = ph.factor
+            padded[ph.inner] = -(-padded[ph.inner] // ph.multiple) * ph.multiple
+        if stmt.name in self.st.pitched and name == stmt.target.array:
+            w = self.st.groups_of(stmt.name)[0][-1]
+            for d, aff in enumerate(stmt.target.index):
+                if aff.coefficient(w):
+                    padded[d] = max(
+                        padded[d], num(self.pitch(stmt)), aff.coefficient(w)
+                    )
+        order = dict(self.st.layouts).get(name, tuple(range(len(padded))))
+        strides = [0] * len(padded)
+        step = 1
+        for d in reversed(order):
+            strides[d] = step
+            step *= -(-padded[d] // factors[d])
+        phases = tuple(factors) if any(f > 1 for f in factors) else ()
+        return macmap.Operand(name, ld.index, tuple(strides), phases, box)
+
+    def vector_cycles(self, stmt: Statement):
+        v = self.spec.vector
+        elements = sp.Integer(1)
+        for it in stmt.iterators:
+            elements *= self.size(stmt, it)
+        ops = ops_count(stmt.body)
+        per = sum(ops.get(k, 0) * v.cycles[k] for k in OP_CLASSES) or 1
+        cycles = sp.ceiling(elements / v.lanes) * per
+        if stmt.reduction is not None:
+            red = sp.Integer(1)
+            target = {n for a in stmt.target.index for n in a.names()}
+            for it in stmt.iterators:
+                if it not in target:
+                    red *= self.size(stmt, it)
+            cycles += sp.ceiling(elements / red) * v.cycles["reduce"]
+        return cycles
+
+    def scalar_cycles(self, stmt: Statement) -> float:
+        sc = self.spec.scalar
+        ops = ops_count(stmt.body)
+        lat = self.level.latency_cycles
+        nbytes = sum(ld.dtype.itemsize for ld in (stmt.target, *stmt.reads))
+        per = (
+            sc.statement_cycles
+            + sum(ops.get(k, 0) * sc.cycles[k] for k in OP_CLASSES)
+            + lat
+            + math.ceil(nbytes / self.level.bytes_per_cycle)
+        )
+        n = 1
+        for it in stmt.iterators:
+            n *= self.layer.extent(stmt, it)
+        return float(per * n)
+
+    # evaluation ------------------------------------------------------------------------
+    def stageable(self, upper) -> tuple[str, ...]:
+        """Operands that may be staged whole in the SRAM level ``upper`` (a
+        :class:`MemoryLevel` above the engines' one, or ``None``): read and not
+        written by the layer, stored plainly (no phases, no layout change), taken
+        in the layer's order while their aligned boxes fit (less a zero block)."""
+        if upper is None:
+            return ()
+        align = upper.alignment_bytes
+        room = upper.capacity_bytes - 2 * max(ZERO_BYTES, align)
+        relaid = {a for a, _ in self.st.layouts} | set(self._phases)
+        out = []
+        for name, info in self._arrays.items():
+            if info["written"] or not self._copy_in(name, info) or name in relaid:
+                continue
+            nbytes = math.prod(info["whole"]) * info["itemsize"]
+            need = -(-nbytes // align) * align
+            if need <= room:
+                out.append(name)
+                room -= need
+        return tuple(out)
+
+    def evaluate(
+        self, grid: dict[sp.Symbol, np.ndarray], staged=(), upper=None
+    ) -> Estimate:
+        """The model at every candidate of ``grid`` (arrays of equal length).
+
+        ``staged`` operands (of :meth:`stageable`) whose copy runs more than
+        once are copied whole from DRAM into the SRAM level ``upper`` once,
+        above the tile loops, and each tile's copy then comes from there (the
+        upper level's latency and bandwidth)."""
+        spec = self.spec
+        args = [np.asarray(grid[s], dtype=float) for s in self.syms]
+        n = len(args[0]) if args else 1
+        values = self._values(args, n)
+
+        def ev(expr):
+            return values[expr]
+
+        dma = spec.dma
+        rate = min(dma.bytes_per_cycle, self.level.bytes_per_cycle)
+        lat = max(spec.dram.latency_cycles, self.level.latency_cycles)
+        dram_bytes = np.zeros(n)
+        chan = np.zeros(n)
+        sram = np.zeros(n)
+        first_in = np.zeros(n)
+        first_time = np.zeros(n)
+        last_out = np.zeros(n)
+        last_time = np.zeros(n)
+        issues = np.zeros(n)
+        transfers = np.zeros(n)
+        streams = np.zeros(n)
+        most = np.ones(n)
+        stored = []  # copies of each copied-out buffer
+        want = min(spec.dram.bytes_per_cycle, self.level.bytes_per_cycle)
+        split = min(dma.channels, max(1, -(-int(want) // int(rate))))
+        hop = _hops(spec, upper, self.level)  # (DRAM -> upper, upper -> engines')
+        staged_at = {}
+        for name, info in self._arrays.items():
+            ext = [ev(e) for e in info["extents"]]
+            copies = ev(info["copies"])
+            size = info["itemsize"]
+            elems = np.ones(n)
+            moved = np.ones(n)
+            for e, dim in zip(ext, info["shape"]):
+                elems *= e
+                moved *= np.minimum(e, dim)
+            if name in self._pitched_outputs():
+                elems = self._pitched_elements(name, ext, ev)
+            ph = self._phases.get(name)
+            phases = 1
+            if ph is not None:  # one copy per phase; rows and pitch rounded up
+                phases = ph.factor
+                inner = ph.multiple * np.ceil(ext[ph.inner] / ph.multiple)
+                rows = ph.factor * np.ceil(ext[ph.dim] / ph.factor)
+                elems = elems / (ext[ph.inner] * ext[ph.dim]) * inner * rows
+            slots = np.where(
+                copies > 1,
+                self.st.stream_slots if info["streamed"] or not info["written"] else 2,
+                1,
+            )
+            align = self.level.alignment_bytes
+            sram += slots * np.ceil(elems * size / align) * align
+            nbytes = moved * size
+            # staged only when the tiles re-read it: more bytes than its box
+            reread = copies * nbytes > 1.001 * staged_at_bytes(info, size)
+            use = reread & (name in staged and upper is not None)
+            staged_at[name] = use
+            src = info["whole"] if use.any() else info["shape"]
+            desc = descriptors(ext, src, dma.max_dims)
+            c_lat, c_rate, c_want, c_split = (
+                np.where(use, a, b) for a, b in zip(hop[1], (lat, rate, want, split))
+            )
+            # a large copy is cut into ``split`` calls on as many channels
+            cut = np.where(nbytes >= c_split * CHUNK_BYTES, c_split, 1)
+            cut = cut * phases
+            per_call = desc * dma.setup_cycles + c_lat + nbytes / cut / c_rate
+            ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
+            dram_bytes += np.where(use, 0, copies * nbytes * ways)
+            chan += copies * per_call * cut * ways
+            issues += copies * ways * cut
+            transfers += copies * ways * cut
+            streams += np.where(copies > 1, cut, 0) * ways
+            most = np.maximum(most, copies)
+            if self._copy_out(name, info):
+                stored.append(copies)
+            alone = (
+                desc * dma.setup_cycles
+                + c_lat
+                + nbytes / np.minimum(cut * c_rate, c_want)
+            )
+            if use.any():  # the staging copy: DRAM -> upper once, before the tiles
+                s_lat, s_rate, s_want, s_split = hop[0]
+                whole = staged_at_bytes(info, size)
+                s_cut = s_split if whole >= s_split * CHUNK_BYTES else 1
+                s_desc = descriptors(
+                    [np.full(1, float(e)) for e in info["whole"]],
+                    info["shape"],
+                    dma.max_dims,
+                )[0]
+                s_call = s_desc * dma.setup_cycles + s_lat + whole / s_cut / s_rate
+                s_alone = (
+                    s_desc * dma.setup_cycles
+                    + s_lat
+                    + whole / min(s_cut * s_rate, s_want)
+                )
+                dram_bytes += np.where(use, whole, 0)
+                chan += np.where(use, s_call * s_cut, 0)
+                issues += np.where(use, s_cut, 0)
+                transfers += np.where(use, s_cut, 0)
+                alone = np.where(use, s_alone + alone, alone)
+            if self._copy_in(name, info):
+                first_in += np.where(use, staged_at_bytes(info, size), nbytes)
+                first_time = np.maximum(first_time, alone)
+            if self._copy_out(name, info):
+                last_out += nbytes
+                last_time = np.maximum(last_time, alone)
+        mac = np.zeros(n)
+        vec = np.zeros(n)
+        scalar = np.zeros(n)
+        for s in self.layer.stmts:
+            eng = self.st.engine_of(s.name)
+            tiles = ev(self.tiles(s))
+            if eng == "mac":
+                cyc, calls = self.mac_cycles(s)
+                mac += tiles * ev(cyc)
+                issues += tiles * ev(calls)
+            elif eng == "vector":
+                vec += tiles * ev(self.vector_cycles(s))
+                issues += tiles * (2 if s.reduction else 1)
+            elif eng == "scalar":
+                scalar += self.scalar_cycles(s)
+        scalar += issues * spec.scalar.issue_cycles
+        dram_bw = spec.dram.bytes_per_cycle
+        # copies in flight: each double-buffered stream overlaps the compute; a
+        # store of every tile waits for its compute at the head of a channel's
+        # queue, so the loads queued behind it get one channel fewer
+        waiting = np.zeros(n, dtype=bool)
+        for copies in stored:
+            waiting |= (copies >= most) & (most > 1)
+        ways = np.clip(streams, 1, np.maximum(dma.channels - waiting, 1))
+        dma_time = np.maximum(dram_bytes / dram_bw, chan / ways)
+        fill = np.maximum(first_time, first_in / dram_bw)
+        drain = np.maximum(last_time, last_out / dram_bw)
+        busiest = np.maximum(np.maximum(mac, vec), np.maximum(dma_time, scalar))
+        cycles = busiest + fill + drain
+        return Estimate(
+            cycles,
+            dram_bytes,
+            sram,
+            {"mac": mac, "vector": vec, "dma": dma_time, "scalar": scalar},
+            transfers,
+            staged_at,
+        )
+
+    def _expressions(self) -> list[sp.Expr]:
+        """Every expression :meth:`evaluate` needs, to lambdify them at once."""
+        out: list[sp.Expr] = []
+        for info in self._arrays.values():
+            out.extend(info["extents"])
+            out.append(info["copies"])
+        for s in self.layer.stmts:
+            out.append(self.tiles(s))
+            eng = self.st.engine_of(s.name)
+            if eng == "mac":
+                out.extend(self.mac_cycles(s))
+            elif eng == "vector":
+                out.append(self.vector_cycles(s))
+        for s in self.st.pitched:
+            out.append(self.pitch(self.kernel.statement(s)))
+        return out
+
+    def _values(self, args, n: int) -> dict:
+        env = dict(zip(self.syms, args))
+        memo: dict = {}
+        out = {}
+        for e in dict.fromkeys(self._expressions()):
+            v = numeric(e, env, memo)
+            out[e] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+        return out
+
+    def _copy_in(self, name: str, info) -> bool:
+        """A buffer is filled when the layer reads values it does not produce."""
+        return info["read"] and not self._initialised(name)
+
+    def _initialised(self, name: str) -> bool:
+        """The first statement of the layer that touches ``name`` writes it without
+        reading it (an init), so reads see the layer's own values."""
+        for s in self.layer.stmts:
+            if s.target.array == name:
+                return not any(ld.array == name for ld in s.reads)
+            if any(ld.array == name for ld in s.reads):
+                return False
+        return False
+
+    def _copy_out(self, name: str, info) -> bool:
+        if not info["written"]:
+            return False
+        arr = self.kernel.arrays[name]
+        return arr.role.value != "temp" or self._read_later(name)
+
+    def _read_later(self, name: str) -> bool:
+        mine = {s.name for s in self.layer.stmts}
+        after = False
+        for s in self.kernel.statements:
+            if s.name in mine:
+                after = True
+                continue
+            if after and any(ld.array == name for ld in s.reads):
+                return True
+        return False
+
+    def _pitched_outputs(self) -> set[str]:
+        return {self.kernel.statement(s).target.array for s in self.st.pitched}
+
+    def _pitched_elements(self, name: str, ext, ev):
+        stmt = next(
+            self.kernel.statement(s)
+            for s in self.st.pitched
+            if self.kernel.statement(s).target.array == name
+        )
+        w = self.st.groups_of(stmt.name)[0][-1]
+        pitch = ev(self.pitch(stmt))
+        out = np.ones_like(pitch)
+        for d, aff in enumerate(stmt.target.index):
+            out *= pitch if aff.coefficient(w) else ext[d]
+        return out
+
+    def traffic_formula(self, staged=()) -> sp.Expr:
+        """DRAM bytes of the layer as a formula of the tile sizes (for explanations;
+        a ``staged`` operand moves its whole box once)."""
+        total = sp.Integer(0)
+        for name, info in self._arrays.items():
+            if name in staged:
+                total += sp.Integer(int(staged_at_bytes(info, info["itemsize"])))
+                continue
+            moved = sp.Integer(1)
+            for e, dim in zip(info["extents"], info["shape"]):
+                moved *= sp.Min(e, dim)
+            ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
+            total += ways * info["copies"] * moved * info["itemsize"]
+        return total
+
+
+def staged_at_bytes(info: dict, itemsize: int) -> float:
+    """Bytes a staged operand moves from DRAM: its whole box, clipped to the array."""
+    return float(
+        math.prod(min(e, d) for e, d in zip(info["whole"], info["shape"])) * itemsize
+    )
+
+
+def _hops(spec: Spec, upper, level):
+    """``(latency, per-channel rate, wanted bandwidth, calls per copy)`` of the copy
+    DRAM -> ``upper`` and of ``upper`` -> ``level`` (the simulator's rules: the
+    slower end's latency, a channel at most the SRAM ends' bandwidth)."""
+    out = []
+    for a, b in ((spec.dram, upper), (upper, level)):
+        if a is None or b is None:
+            out.append((0, 1.0, 1.0, 1))
+            continue
+        ends = (a, b)
+        rate = min(
+            [spec.dma.bytes_per_cycle]
+            + [m.bytes_per_cycle for m in ends if m.kind == "sram"]
+        )
+        want = min(m.bytes_per_cycle for m in ends)
+        split = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
+        out.append((max(a.latency_cycles, b.latency_cycles), rate, want, split))
+    return out
+
+
+def _arrays_of(stmt: Statement) -> set[str]:
+    return {ld.array for ld in (stmt.target, *stmt.reads)}
+
+
+def _touches(stmt: Statement, array: str, it: str) -> bool:
+    return any(
+        it in a.names()
+        for ld in (stmt.target, *stmt.reads)
+        if ld.array == array
+        for a in ld.index
+    )

@@ -1,0 +1,496 @@
+"""The accelerator-aware scheduler: loop order, tiling, fusion, placement, double
+buffering and engine mapping for one hardware description.
+
+1. The kernel is split into layers (:mod:`schedules.accel.layers`): statements fused on
+   their leading iterators when that is legal (a contraction with its init and
+   epilogue, the statements of a softmax row).
+2. Per layer, :mod:`schedules.accel.search` enumerates structures (engine per
+   statement: MAC array, vector unit or scalar core; MAC dimension groups; the
+   order of the tile loops; which loops to tile) and evaluates every candidate tile
+   size with the analytical model of :mod:`schedules.accel.model` (sympy
+   expressions of DRAM traffic and engine time, evaluated over the grid with
+   numpy), keeping the candidates whose buffers fit the engines' memory level.
+3. The best candidate is applied with the public transformations — ``tile``,
+   ``fuse``, ``permute``, then ``tensorize``/``map_vector`` and ``place`` — so the
+   result is an ordinary scheduled Kernel whose history replays. Each array is
+   placed below the innermost tile loop that moves its footprint (hoisted out of
+   the others: a stationary operand is copied once per tile of the loops it
+   depends on), with two slots when its copy runs more than once. With an SRAM
+   level above the engines' one (datacenter's ``shared``), an operand the tiles
+   re-read from DRAM is staged whole there, above the tile loops, when it fits
+   and the model says that is not slower: DRAM is read once and the tiles' copies
+   come from that level (multi-level tiling, two levels). If a candidate
+   turns out not to fit (alignment, exact footprints), the next one is tried; a
+   layer with no candidate stays DRAM-direct.
+
+Deterministic: candidates are ranked by predicted cycles, then DRAM bytes, then
+buffer bytes, then structure text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accelerator.hardware.spec import Spec
+from polyc.errors import PolycError
+from polyc.ir import macmap
+from polyc.ir.kernel import Kernel
+from schedules import stree
+from schedules.accel import search
+from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
+from schedules.accel.model import polyphase
+from schedules.accel.placement import box_extent, place
+from schedules.accel.tensorize import map_vector, tensorize
+from schedules.apply import apply_schedule
+from schedules.bands import permute
+from schedules.fusion import fuse
+from schedules.tiling import tile
+
+
+@dataclass
+class LayerChoice:
+    """What the scheduler chose for one layer (for ``print(compiled)``)."""
+
+    layer: Layer
+    candidate: search.Candidate | None
+    tried: int = 0
+    note: str = ""
+    context: tuple = ()  # (kernel, spec) to build the traffic formula on demand
+    split_from: str = ""  # the fused group it was cut from, and why
+
+    @property
+    def formula(self) -> str:
+        """DRAM traffic of the chosen candidate as a formula of its tile sizes."""
+        if self.candidate is None or not self.context:
+            return ""
+        kernel, spec = self.context
+        return search.formula(kernel, self.layer, spec, self.candidate)
+
+
+@dataclass
+class Choice:
+    """The scheduler's result: the scheduled kernel and an explanation per layer."""
+
+    kernel: Kernel
+    config: str
+    layers: list[LayerChoice] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def predicted_cycles(self) -> float:
+        return sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
+
+
+def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
+    """Schedule ``kernel`` for ``spec`` (see the module docstring). Never raises for
+    a valid kernel: a fused group that fits nothing is split into smaller layers;
+    what still cannot be placed runs DRAM-direct, and the choice says why.
+    ``stage=False`` keeps every layer in the engines' level alone (no operand
+    staged in the SRAM level above it)."""
+    if not _concrete(kernel):
+        p = kernel.params[0]
+        return Choice(
+            kernel,
+            spec.name,
+            note=(
+                f"the sizes are symbolic ({', '.join(kernel.params)}), so the whole "
+                "kernel runs DRAM-direct: placement needs concrete sizes. Fix them "
+                f"with kernel.specialize({p}=...) (polyc compile: --param {p}=VALUE "
+                f"or -D {p}=VALUE)"
+            ),
+        )
+    kernel, whole = per_statement(kernel)
+    level = spec.memory[search.engine_level(spec)].name
+    cuts: set[int] = set()
+    found: dict = {}  # (children, depth) -> the layer's candidates
+    failed_groups: list[tuple[frozenset, str]] = []
+    while True:
+        layers = split(kernel, cuts=frozenset(cuts))
+        options, choices = _search(kernel, layers, spec, stage, found, whole)
+        empty = [
+            i for i, opts in enumerate(options) if not opts and _splittable(layers[i])
+        ]
+        if empty:
+            layer = layers[empty[0]]
+            why = f"no tiling of its {len(layer.stmts)} fused statements fits {level}"
+            cuts.add(_cut(layer))
+            failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
+            continue
+        result, chosen, failed = _build_first(kernel, layers, options, choices, spec)
+        if failed is not None:
+            layer = layers[failed.index]
+            cuts.add(_cut(layer))
+            why = f"no candidate fits once placed ({failed.reason})"
+            failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
+            continue
+        break
+    for i, cand in enumerate(chosen):
+        choices[i].candidate = cand
+        choices[i].tried = len(options[i])
+        choices[i].context = (kernel, spec)
+        mine = set(layers[i].children)
+        for group, why in reversed(failed_groups):
+            if mine < group:
+                choices[i].split_from = why
+                break
+    return Choice(result, spec.name, choices)
+
+
+def _search(kernel, layers, spec, stage, found, whole):
+    """Candidates and an explanation per layer (searched once per layer shape)."""
+    options: list[list[search.Candidate]] = []
+    choices: list[LayerChoice] = []
+    for layer in layers:
+        if layer.opaque:
+            options.append([])
+            why = whole.get(layer.name, "it is not a loop nest of its own")
+            note = f"its loop nest stays whole because {why}"
+            choices.append(LayerChoice(layer, None, note=note))
+            continue
+        key = (layer.children, layer.depth)
+        if key not in found:
+            found[key] = search.search(kernel, layer, spec, stage=stage)
+        cands = found[key]
+        options.append(cands)
+        level = spec.memory[search.engine_level(spec)].name
+        note = "" if cands else f"no tiling of the statement fits {level}"
+        choices.append(LayerChoice(layer, None, note=note))
+    return options, choices
+
+
+def _build_first(kernel, layers, options, choices, spec):
+    """``(kernel, chosen, None)`` for the first candidates that place; a layer whose
+    candidates all fail runs DRAM-direct, unless it fuses several statements:
+    then ``(None, None, failure)`` (the caller splits it)."""
+    picks = [0 if opts else None for opts in options]
+    while True:
+        chosen = [options[i][p] if p is not None else None for i, p in enumerate(picks)]
+        try:
+            return build(kernel, layers, chosen, spec), chosen, None
+        except _LayerFailed as failed:
+            i = failed.index
+            if picks[i] + 1 < len(options[i]):
+                picks[i] += 1
+                continue
+            if _splittable(layers[i]):
+                return None, None, failed
+            picks[i] = None
+            choices[i].note = f"no candidate fits once placed ({failed.reason})"
+
+
+def _splittable(layer: Layer) -> bool:
+    return not layer.opaque and len(layer.children) > 1
+
+
+def _cut(layer: Layer) -> int:
+    """Where to split a fused layer that fits nothing: the middle, but never
+    between a contraction and the init just before it."""
+    mid = len(layer.stmts) // 2
+    before, at = layer.stmts[mid - 1], layer.stmts[mid]
+    if at.reduction is not None and before.target.array == at.target.array:
+        mid = mid - 1 if mid > 1 else mid + 1
+    return layer.children[min(mid, len(layer.children) - 1)]
+
+
+def _concrete(kernel: Kernel) -> bool:
+    """Placement needs concrete sizes: a kernel without parameters."""
+    return not kernel.params
+
+
+class _LayerFailed(Exception):
+    def __init__(self, index: int, reason: str):
+        super().__init__(reason)
+        self.index, self.reason = index, reason
+
+
+def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
+    """Apply the chosen candidates: loop transformations of every layer first, then
+    engine marks, then placements (they add extension nodes).
+
+    Raises:
+        _LayerFailed: naming the layer whose candidate could not be applied.
+    """
+    bands = {}
+    parts = {}
+    for layer, cand in zip(layers, chosen):
+        if cand is None:
+            continue
+        try:
+            part = sub_kernel(kernel, layer.children)
+            part, bands[layer.index] = _loops(part, layer, cand)
+        except PolycError as err:
+            raise _LayerFailed(layer.index, str(err)) from None
+        parts[layer.index] = part
+    k = _assemble(kernel, layers, parts)
+    for layer, cand in zip(layers, chosen):
+        if cand is None:
+            continue
+        try:
+            k = _engines(k, layer, cand)
+        except PolycError as err:
+            raise _LayerFailed(layer.index, str(err)) from None
+    for layer, cand in zip(layers, chosen):
+        if cand is None:
+            continue
+        try:
+            k = _placements(k, layer, cand, bands[layer.index], spec)
+        except PolycError as err:
+            raise _LayerFailed(layer.index, str(err)) from None
+        _check_macs(k, layer)
+    return k
+
+
+def _check_macs(k: Kernel, layer: Layer) -> None:
+    """The layer's MAC mappings as placed pass the predicate the code generator
+    applies (:func:`polyc.ir.macmap.from_marks`), so codegen never refuses what the
+    scheduler hands it: a refused candidate is replaced by the next one."""
+    refused = macmap.refusals(k, {s.name for s in layer.stmts})
+    if refused:
+        _, why = refused[0]
+        raise _LayerFailed(layer.index, why.message("tensorize"))
+
+
+def _assemble(kernel: Kernel, layers: list[Layer], parts: dict) -> Kernel:
+    """The kernel under its layers' new subtrees (each transformed and checked on
+    its own statements), checked as a whole once by ``apply_schedule``."""
+    if not parts:
+        return kernel
+    children = list(top_children(kernel))
+    for layer in layers:
+        if layer.index not in parts:
+            continue
+        node = stree.from_isl(parts[layer.index].schedule)
+        children[layer.children[0]] = node
+        for pos in layer.children[1:]:
+            children[pos] = None
+    kept = [c for c in children if c is not None]
+    root = kept[0] if len(kept) == 1 else stree.Sequence_(tuple(kept))
+    return apply_schedule(kernel, stree.to_isl(root))
+
+
+def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
+    """Tile every statement of the layer, fuse the tile bands, order the loops.
+    Returns the kernel and where each loop went: ``{(stmt, it): (band, pos)}``."""
+    st = cand.structure
+    if len(layer.stmts) == 1 and not any(
+        size < _extent_of(layer, var) for var, size in cand.sizes
+    ):
+        return k, {}  # one tile: the statement's own band, copies above it
+    tile_bands = []
+    for s, band in zip(layer.stmts, layer.bands):
+        sizes = {}
+        for p, it in enumerate(s.iterators):
+            var = ("s", p) if p < layer.depth else ("p", s.name, it)
+            size = cand.size_of(var)
+            if var[0] == "s":
+                sizes[it] = size if size is not None else layer.extent(s, it)
+            elif size is not None:
+                sizes[it] = size
+        k = tile(k, band, sizes)
+        tile_bands.append((s, f"{band}_t", [it for it in s.iterators if it in sizes]))
+    fused = tile_bands[0][1]
+    if len(layer.stmts) > 1:
+        fused = f"L{layer.index}"
+        k = fuse(k, [b for _, b, _ in tile_bands], depth=layer.depth, name=fused)
+    first = layer.stmts[0]
+    members = [f"{first.iterators[p]}_t" for p in range(layer.depth)]
+    ordered = [members[p] for p in st.order]
+    if ordered != members:
+        k = permute(k, fused, ordered)
+    where = {}
+    for s, band, tiled in tile_bands:
+        for pos, p in enumerate(st.order):
+            where[(s.name, s.iterators[p])] = (fused, pos)
+        private = [it for it in tiled if s.iterators.index(it) >= layer.depth]
+        own = band if len(layer.stmts) > 1 else fused
+        offset = 0 if len(layer.stmts) > 1 else layer.depth
+        for pos, it in enumerate(private):
+            where[(s.name, it)] = (own, offset + pos)
+    return k, where
+
+
+def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
+    st = cand.structure
+    folded = {
+        search.folds_into(layer, s).name: s.name
+        for s in layer.stmts
+        if st.engine_of(s.name) == "fold"
+    }
+    for s, band in zip(layer.stmts, layer.bands):
+        eng = st.engine_of(s.name)
+        if eng == "mac":
+            m, n, kk = st.groups_of(s.name)
+            k = tensorize(k, band, m=m, n=n, k=kk, init=folded.get(s.name))
+        elif eng == "vector":
+            k = map_vector(k, band)
+    return k
+
+
+def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) -> Kernel:
+    level = spec.memory[search.engine_level(spec)].name
+    st = cand.structure
+    order = _place_order(layer)
+    for array in order:
+        users = [s for s in layer.stmts if array in _arrays(s)]
+        band, depth = _position(layer, cand, where, users, array)
+        if array in cand.staged:  # whole, once, above the tile loops
+            upper = spec.memory[search.upper_level(spec)].name
+            top = _outermost(layer, where)
+            k = place(k, top, array, upper, config=spec, depth=0, slots=1, plan=False)
+        pad = _pitch(k, st, array)
+        layout = {a: o for a, o in st.layouts if a == array} or None
+        phase = None
+        ph = _polyphase(k, st, array)
+        if ph is not None:
+            pad, phase = _phase_pad(k, array, ph, band, depth)
+        k = place(
+            k,
+            band,
+            array,
+            level,
+            config=spec,
+            depth=depth,
+            pad=pad,
+            layout=layout,
+            phase=phase,
+            slots=_slots(layer, cand, where, users, array),
+            plan=array == order[-1],  # plan once the layer's buffers are all in
+        )
+    return k
+
+
+def _arrays(stmt) -> set[str]:
+    return {ld.array for ld in (stmt.target, *stmt.reads)}
+
+
+def _place_order(layer: Layer) -> list[str]:
+    """Operands before outputs, so that a pitched output can read its input's
+    buffer pitch."""
+    outputs = {s.target.array for s in layer.stmts}
+    arrays = layer.arrays
+    return [a for a in arrays if a not in outputs] + [a for a in arrays if a in outputs]
+
+
+def _position(layer: Layer, cand, where, users, array) -> tuple[str, int]:
+    """Below the innermost loop that tiles and moves the array's footprint (private
+    loops only when one statement uses the array); above the layer when none."""
+    best = None
+    for s in users:
+        for it in s.iterators:
+            if (s.name, it) not in where or not _tiles(layer, cand, s, it):
+                continue
+            if not _touches(s, array, it):
+                continue
+            private = s.iterators.index(it) >= layer.depth
+            if private and len(users) > 1:
+                continue
+            band, pos = where[(s.name, it)]
+            key = (private, pos)
+            if best is None or key > best[0]:
+                best = (key, band, pos + 1)
+    if best is None:
+        first = layer.stmts[0]
+        if (first.name, first.iterators[0]) not in where:
+            return layer.bands[0], 0
+        return where[(first.name, first.iterators[0])][0], 0
+    return best[1], best[2]
+
+
+def _outermost(layer: Layer, where) -> str:
+    """The band of the layer's outermost tile loop."""
+    first = layer.stmts[0]
+    return where.get((first.name, first.iterators[0]), (layer.bands[0], 0))[0]
+
+
+def _extent_of(layer: Layer, var: tuple) -> int:
+    if var[0] == "s":
+        first = layer.stmts[0]
+        return layer.extent(first, first.iterators[var[1]])
+    stmt = next(s for s in layer.stmts if s.name == var[1])
+    return layer.extent(stmt, var[2])
+
+
+def _tiles(layer: Layer, cand, s, it) -> bool:
+    p = s.iterators.index(it)
+    var = ("s", p) if p < layer.depth else ("p", s.name, it)
+    size = cand.size_of(var)
+    return size is not None and size < layer.extent(s, it)
+
+
+def _touches(s, array, it) -> bool:
+    return any(
+        it in a.names()
+        for ld in (s.target, *s.reads)
+        if ld.array == array
+        for a in ld.index
+    )
+
+
+def _pitch(k: Kernel, st, array: str) -> dict | None:
+    """A pitched output's padding: its dimension of the inner fused M iterator
+    takes the input buffer's pitch, the stride of the outer fused M iterator in
+    the input buffer over the inner one's (the input row's extent, or half the
+    padded row for a stride-2 input stored in phases)."""
+    from schedules.accel.memplan import buffers
+    from schedules.accel.tensorize import contraction
+
+    for name in st.pitched:
+        s = k.statement(name)
+        if s.target.array != array:
+            continue
+        a_ld = s.reads[contraction(s).a]
+        h, w = st.groups_of(name)[0][-2:]
+        a_buf = [b for b in buffers(k.schedule) if b.array == a_ld.array][-1]
+        d_a = next(d for d, aff in enumerate(a_ld.index) if aff.coefficient(w))
+        d_c = next(d for d, aff in enumerate(s.target.index) if aff.coefficient(w))
+        pitch = a_buf.extent[d_a]
+        outer, inner = _stride(a_buf, a_ld, h), _stride(a_buf, a_ld, w)
+        if a_buf.phases and inner and outer % inner == 0:
+            pitch = outer // inner
+        return {array: {d_c: max(pitch, s.target.index[d_c].coefficient(w))}}
+    return None
+
+
+def _stride(buf, ld, it: str) -> int:
+    """Element stride of ``it`` through ``ld`` in ``buf`` (phase-aware)."""
+    return sum(
+        st * (a.coefficient(it) // buf.phase(d))
+        for d, (st, a) in enumerate(zip(buf.strides, ld.index))
+    )
+
+
+def _polyphase(k: Kernel, st, array: str):
+    for name in st.phased:
+        ph = polyphase(k.statement(name), st.groups_of(name))
+        if ph is not None and ph.array == array:
+            return ph
+    return None
+
+
+def _phase_pad(k: Kernel, array: str, ph, band: str, depth: int):
+    """Padding and phases of a polyphase operand: its inner M dimension padded
+    to a multiple of the inner iterator's step (a phase row is a whole pitch)."""
+    e = box_extent(k, band, array, depth)[ph.inner]
+    padded = -(-e // ph.multiple) * ph.multiple
+    pad = {array: {ph.inner: padded}} if padded != e else None
+    return pad, {array: {ph.dim: ph.factor}}
+
+
+def _slots(layer, cand, where, users, array) -> int | None:
+    """The structure's slots (three: the next two tiles load while one is in use,
+    so the loads need not wait for the output's copy-out to leave DRAM
+    bandwidth) for an operand copied per tile, either streamed through the
+    reduction loops of one statement or read only by the layer; else the default
+    (two for an output written per tile, one for a copy that runs once)."""
+    band, depth = _position(layer, cand, where, users, array)
+    if depth and array not in {s.target.array for s in layer.stmts}:
+        return cand.structure.stream_slots
+    if depth == 0 or len(users) != 1:
+        return None
+    s = users[0]
+    private = [
+        it
+        for it in layer.private(s)
+        if (s.name, it) in where and where[(s.name, it)][0] == band
+    ]
+    return cand.structure.stream_slots if private else None

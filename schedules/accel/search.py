@@ -1,0 +1,473 @@
+"""The search of the accelerator scheduler: per layer, the structures worth trying
+(engine per statement, MAC dimension groups, tile-loop order, which loops to tile)
+and the best tile sizes of each under the cost model (:mod:`schedules.accel.model`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+import islpy as isl
+import numpy as np
+
+from accelerator.hardware.spec import Spec
+from polyc.ir.kernel import Kernel, Statement, array_extent, params_head
+from polyc.ir.macmap import Refusal
+from schedules.accel.evaluate import candidates
+from schedules.accel.layers import Layer
+from schedules.accel.memplan import ZERO_BYTES
+from schedules.accel.model import STREAM_SLOTS, LayerModel, Structure, polyphase, symbol
+from schedules.accel.tensorize import contraction
+
+#: loops up to this many iterations stay whole (filter taps, small batch)
+SMALL = 8
+#: at most this many tiled loops per layer, and candidate points per structure
+MAX_FREE = 4
+MAX_POINTS = 30000
+#: predictions within this fraction of each other count as a tie, broken by fewer
+#: DMA calls (latency-bound small copies are fragile), then more slots
+TIE = 0.01
+#: engine assignments tried per layer before only the first contraction varies
+MAX_ENGINE_COMBOS = 16
+#: ranked points of a structure checked for a realisable MAC mapping before the
+#: structure is given up
+SCAN = 32
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One schedule of a layer: its structure, tile sizes and predicted cost."""
+
+    structure: Structure
+    sizes: tuple[tuple[tuple, int], ...]  # (variable, size)
+    cycles: float
+    dram_bytes: float
+    sram_bytes: float
+    engines: tuple[tuple[str, float], ...] = ()  # predicted busy cycles per engine
+    transfers: float = 0.0  # DMA calls
+    staged: tuple[str, ...] = ()  # operands staged whole in the level above
+
+    def size_of(self, var: tuple) -> int | None:
+        return dict(self.sizes).get(var)
+
+
+def engine_level(spec: Spec) -> int:
+    """The on-chip level the compute engines share (MAC operands, accumulators and
+    the vector unit), innermost first."""
+    a = spec.mac_array
+    common = set(a.operand_levels) & set(a.accumulator_levels) & set(spec.vector.levels)
+    for m in reversed(spec.sram_levels):
+        if m.name in common:
+            return spec.level_index(m.name)
+    return spec.level_index(spec.vector.levels[0])
+
+
+def upper_level(spec: Spec) -> int | None:
+    """The SRAM level right above the engines' one (datacenter's ``shared``), where
+    operands re-read across tiles are staged; ``None`` with one SRAM level."""
+    i = engine_level(spec) - 1
+    return i if i > 0 and spec.memory[i].kind == "sram" else None
+
+
+def engines(kernel: Kernel, stmt: Statement, spec: Spec) -> list[str]:
+    """Engines that can run ``stmt``: the MAC array for a contraction of a dtype it
+    takes, the vector unit for element-wise and reduction work, else the scalar
+    core."""
+    out = []
+    con = contraction(stmt)
+    if con is not None and con.operand in spec.mac_array.dtypes:
+        out.append("mac")
+    if stmt.reduction is not None or not _self_dependent(kernel, stmt):
+        out.append("vector")
+    return out or ["scalar"]
+
+
+def folds_into(layer: Layer, stmt: Statement) -> Statement | None:
+    """The contraction of the layer whose output ``stmt`` zeroes (``out = 0``), if
+    ``stmt`` is such an init: it can be folded into the MAC calls."""
+    from polyc.ir.expr import Const
+
+    if not (isinstance(stmt.body, Const) and stmt.body.value == 0):
+        return None
+    later = layer.stmts[layer.stmts.index(stmt) + 1 :]
+    for s in later:
+        if s.target.array == stmt.target.array:
+            return s if contraction(s) is not None else None
+    return None
+
+
+def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
+    def compute(k: Kernel) -> bool:
+        mine = isl.UnionSet.from_set(stmt.domain)
+        deps = k.deps.validity.intersect_domain(mine).intersect_range(mine)
+        return not deps.is_empty()
+
+    return kernel.analysis(("accel.self_dependent", stmt.name), compute)
+
+
+def mac_groups(layer: Layer, stmt: Statement):
+    """MAC mappings to try: ``((m, n, k), pitched, layouts, phased)``.
+
+    Each dimension is the longest iterator of its role (a convolution's channels,
+    not its filter taps). M may also fuse its two innermost iterators over a padded
+    output pitch (several output rows per call). K may fuse the filter-row tap with
+    the channels when the operands sit channels-last in their buffers (``layouts``
+    moves the channel dimension innermost), so that one call covers a row of taps.
+    A pitched M over a strided input may store that input in phases (``phased``,
+    see :func:`schedules.accel.model.polyphase`). Whether a mapping is realisable
+    depends on the buffers, so it is decided per tile size by the search
+    (:func:`_realisable`): a dilated, causal or reversed tap does not fuse with
+    the channels, and then K runs over the channels with the taps around the call.
+    """
+    con = contraction(stmt)
+
+    def longest(role: str) -> tuple[str, ...]:
+        members = con.members(role)
+        if not members:
+            return ()
+        return (max(reversed(members), key=lambda it: layer.extent(stmt, it)),)
+
+    m, n, k = longest("m"), longest("n"), longest("k")
+    ms = con.members("m")
+    ms_options = [(m, False)] + ([(ms[-2:], True)] if len(ms) >= 2 else [])
+    k_options = [(k, ())]
+    fused = _channels_last(layer, stmt, con)
+    if fused is not None:
+        k_options.append(fused)
+    out = []
+    for mm, pitched in ms_options:
+        for kk, layouts in k_options:
+            out.append(((mm, n, kk), pitched, layouts, False))
+            # a strided convolution's input in phases: the fused rows stop
+            # skipping the rows of the other parity
+            if pitched and polyphase(stmt, (mm, n, kk)) is not None:
+                out.append(((mm, n, kk), pitched, layouts, True))
+    return out
+
+
+def _channels_last(layer: Layer, stmt: Statement, con):
+    """``((tap, channel), layouts)``: the K group over a filter row and the channels,
+    when both operands index the channel alone in one dimension (moved innermost
+    in their buffers) and the same tap in the dimension before it."""
+    best = None
+    for kc in con.members("k"):
+        out = []
+        for ld in (stmt.reads[con.a], stmt.reads[con.b]):
+            dims = [d for d, a in enumerate(ld.index) if a.coefficient(kc)]
+            if len(dims) != 1 or len(ld.index) < 2 or ld.index[dims[0]].names() != {kc}:
+                break
+            order = [d for d in range(len(ld.index)) if d != dims[0]] + [dims[0]]
+            prev = ld.index[order[-2]]
+            taps = [
+                it
+                for it in stmt.iterators
+                if it != kc and con.roles[it] == "k" and prev.coefficient(it)
+            ]
+            out.append((ld.array, tuple(order), tuple(taps)))
+        if len(out) != 2 or len(out[0][2]) != 1 or out[0][2] != out[1][2]:
+            continue
+        if best is None or layer.extent(stmt, kc) > layer.extent(stmt, best[0][1]):
+            best = ((out[0][2][0], kc), tuple((a, o) for a, o, _ in out))
+    return best
+
+
+def structures(
+    kernel: Kernel, layer: Layer, spec: Spec, private: bool, all_orders: bool = True
+):
+    """Every structure worth modelling for ``layer`` (with ``all_orders=False``,
+    in the natural order of the tile loops only)."""
+    per_stmt = []
+    for s in layer.stmts:
+        opts = []
+        if folds_into(layer, s) is not None:
+            opts.append(("fold", None, False, (), False))
+        for eng in engines(kernel, s, spec):
+            if eng == "mac":
+                for groups, pitched, layouts, phased in mac_groups(layer, s):
+                    opts.append((eng, groups, pitched, layouts, phased))
+            else:
+                opts.append((eng, None, False, (), False))
+        per_stmt.append(opts)
+    if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
+        first = next((i for i, o in enumerate(per_stmt) if len(o) > 1), 0)
+        per_stmt = [o if i == first else o[:1] for i, o in enumerate(per_stmt)]
+    free = _free(layer, private)
+    shared_free = [v[1] for v in free if v[0] == "s"]
+    fixed = [p for p in range(layer.depth) if p not in shared_free]
+    # the order of the tile loops matters for what a copy can be hoisted out of:
+    # with no private loops every array moves with every loop, so one order does
+    orders = [tuple(shared_free)]
+    if _has_private(layer) and all_orders:
+        orders = list(itertools.permutations(shared_free))
+        if len(orders) > 6:
+            orders = [tuple(shared_free), tuple(reversed(shared_free))]
+    for combo in itertools.product(*per_stmt):
+        engine = tuple((s.name, c[0]) for s, c in zip(layer.stmts, combo))
+        chosen = dict(engine)
+        if any(
+            e == "fold" and chosen[folds_into(layer, s).name] != "mac"
+            for s, e in zip(layer.stmts, chosen.values())
+        ):
+            continue
+        groups = tuple((s.name, c[1]) for s, c in zip(layer.stmts, combo) if c[1])
+        pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
+        layouts = tuple(x for c in combo for x in c[3])
+        phased = tuple(s.name for s, c in zip(layer.stmts, combo) if c[4])
+        streams = (STREAM_SLOTS, 2)
+        for order in orders:
+            for slots in streams:
+                yield Structure(
+                    engine,
+                    groups,
+                    pitched,
+                    tuple(fixed) + order,
+                    tuple(free),
+                    layouts,
+                    slots,
+                    phased,
+                )
+
+
+def _has_private(layer: Layer) -> bool:
+    return any(layer.private(s) for s in layer.stmts)
+
+
+def _free(layer: Layer, private: bool) -> list[tuple]:
+    """The loops to tile: shared loops longer than one iteration, the reduction
+    loops of contractions (and every private loop when ``private``), largest first
+    when there are too many."""
+    first = layer.stmts[0]
+    out = []
+    for p in range(layer.depth):
+        if layer.extent(first, first.iterators[p]) > 1:
+            out.append((layer.extent(first, first.iterators[p]), ("s", p)))
+    for s in layer.stmts:
+        con = contraction(s)
+        for it in layer.private(s):
+            ext = layer.extent(s, it)
+            if ext <= SMALL:
+                continue
+            if private or (con is not None and con.roles[it] == "k"):
+                out.append((ext, ("p", s.name, it)))
+    if len(out) > MAX_FREE:
+        out = sorted(out, key=lambda x: -x[0])[:MAX_FREE]
+    keep = {v for _, v in out}
+    return [v for _, v in sorted(out, key=lambda x: _key(x[1])) if v in keep]
+
+
+def may_leave(kernel: Kernel, layer: Layer) -> bool:
+    """Whether a tile's box may leave its array (a padded convolution, whose
+    domain skips the padding but whose boxes are rectangular hulls), so that a
+    copy may be clipped and its level needs a zero block: some access leaves the
+    array over the bounding box of its statement's domain."""
+
+    def compute(kernel: Kernel) -> bool:
+        params = kernel.params
+        for s in layer.stmts:
+            box = _bounding_box(s)
+            for ld in (s.target, *s.reads):
+                inside = array_extent(kernel.arrays[ld.array], params)
+                idx = ", ".join(a.to_isl() for a in ld.index)
+                text = f"{{ {s.name}[{', '.join(s.iterators)}] -> {ld.array}[{idx}] }}"
+                acc = isl.Map(params_head(params) + text).intersect_domain(box)
+                if not acc.range().is_subset(inside):
+                    return True
+        return False
+
+    key = ("accel.may_leave", tuple(s.name for s in layer.stmts))
+    return kernel.analysis(key, compute)
+
+
+def _bounding_box(stmt: Statement) -> isl.Set:
+    """The smallest box holding ``stmt``'s domain (its iterators' ranges)."""
+    dom = stmt.domain
+    box = isl.Set.universe(dom.get_space())
+    for i in range(dom.dim(isl.dim_type.set)):
+        lo = dom.dim_min(i).min_val().to_python()
+        hi = dom.dim_max(i).max_val().to_python()
+        box = box.lower_bound_val(isl.dim_type.set, i, isl.Val(lo))
+        box = box.upper_bound_val(isl.dim_type.set, i, isl.Val(hi))
+    return box
+
+
+def _key(var: tuple):
+    return (0, var[1], "") if var[0] == "s" else (1, var[1], var[2])
+
+
+def search(
+    kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8, stage: bool = True
+) -> list[Candidate]:
+    """The ``keep`` best candidates that fit, best first (deterministic). With
+    ``stage`` (and an SRAM level above the engines'), operands re-read from DRAM
+    across tiles may be staged whole in that level (see :func:`_best`)."""
+    level = engine_level(spec)
+    upper = upper_level(spec) if stage else None
+    capacity = spec.memory[level].capacity_bytes
+    if may_leave(kernel, layer):  # a halo: the level keeps a zero block
+        capacity -= 2 * max(ZERO_BYTES, spec.memory[level].alignment_bytes)
+    found: list[Candidate] = []
+    for private in (False, True):
+        for st in structures(kernel, layer, spec, private, all_orders=False):
+            found.extend(_best(kernel, layer, spec, st, level, capacity, keep, upper))
+        if not found:
+            continue
+        # the two best structures again, in every order of their tile loops
+        tops: list[Structure] = []
+        for c in sorted(found, key=lambda c: c.cycles):
+            key = replace(c.structure, order=())
+            if key not in tops:
+                tops.append(key)
+            if len(tops) == 2:
+                break
+        natural = {c.structure for c in found}
+        for st in structures(kernel, layer, spec, private, all_orders=True):
+            if replace(st, order=()) in tops and st not in natural:
+                found.extend(
+                    _best(kernel, layer, spec, st, level, capacity, keep, upper)
+                )
+        break
+    best = min((c.cycles for c in found), default=1.0)
+    found.sort(
+        key=lambda c: (
+            round(c.cycles / (TIE * best)),
+            c.transfers,
+            -c.structure.stream_slots,
+            c.dram_bytes,
+            c.sram_bytes,
+            repr(c.structure),
+        )
+    )
+    return found[:keep]
+
+
+def _best(
+    kernel, layer, spec, st: Structure, level, capacity, keep, upper=None
+) -> list[Candidate]:
+    """The ``keep`` best tile sizes of ``st``. With an ``upper`` level, each point
+    is also modelled with its re-read operands staged there (those that fit,
+    copied once from DRAM above the tile loops) and staged where that is not
+    slower than the single-level placement (within the tie margin)."""
+    model = _model(kernel, layer, spec, st, level)
+    values = []
+    exact = {
+        (name, g[2][-1]) for name, g in st.groups if len(g[2]) > 1
+    }  # a fused K's inner iterator is tiled only by divisors (no partial tiles)
+    folded = {
+        folds_into(layer, kernel.statement(name)).name
+        for name, eng in st.engine
+        if eng == "fold"
+    }
+    for var in st.free:
+        stmt = layer.stmts[0] if var[0] == "s" else kernel.statement(var[1])
+        it = stmt.iterators[var[1]] if var[0] == "s" else var[2]
+        ext = layer.extent(stmt, it)
+        vals = candidates(ext)
+        if var[0] == "p" and var[1] in folded and _writes_along(stmt, it):
+            # a folded init overwrites with the first call of each output tile
+            # after it: the contraction may not tile its output on its own
+            # (schedules.accel.tensorize refuses it)
+            vals = [ext]
+        if (stmt.name, it) in exact:
+            vals = [v for v in vals if ext % v == 0]
+        values.append(vals)
+    cap = 11
+    while values and np.prod([len(v) for v in values]) > MAX_POINTS and cap > 3:
+        cap -= 1
+        values = [v[-cap:] for v in values]
+    if values:
+        mesh = np.array(list(itertools.product(*values)), dtype=float)
+        grid = {sym: mesh[:, i] for i, sym in enumerate(model.syms)}
+    else:
+        mesh = np.zeros((1, 0))
+        grid = {}
+    est = model.evaluate(grid)
+    top = spec.memory[upper] if upper is not None else None
+    staged = model.stageable(top)
+    if staged:
+        est = _staged(est, model.evaluate(grid, staged, top))
+    ok = np.flatnonzero(est.sram_bytes <= capacity)
+    if ok.size == 0:
+        return []
+    near = np.round(est.cycles[ok] / (TIE * est.cycles[ok].min()))
+    order = ok[
+        np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.transfers[ok], near))
+    ]
+    out = []
+    for i in _realisable(model, st, mesh, order, keep):
+        sizes = tuple((v, int(mesh[i, j])) for j, v in enumerate(st.free))
+        out.append(
+            Candidate(
+                st,
+                sizes,
+                float(est.cycles[i]),
+                float(est.dram_bytes[i]),
+                float(est.sram_bytes[i]),
+                tuple((e, float(v[i])) for e, v in est.engines.items()),
+                float(est.transfers[i]),
+                tuple(a for a, use in est.staged.items() if use[i]),
+            )
+        )
+    return out
+
+
+def _writes_along(stmt: Statement, it: str) -> bool:
+    return any(a.coefficient(it) for a in stmt.target.index)
+
+
+def _realisable(model: LayerModel, st: Structure, mesh, order, keep: int):
+    """The first ``keep`` points of ``order`` whose MAC mappings are realisable
+    (:func:`polyc.ir.macmap.check` on the buffers the placement would give them):
+    the search proposes only what the code generator emits. A structure whose
+    best ``SCAN`` points are all refused is given up (its mapping does not
+    depend on the tile sizes: taps that cannot fuse with the channels)."""
+    macs = [model.kernel.statement(name) for name, eng in st.engine if eng == "mac"]
+    if not macs:
+        return order[:keep]
+    out = []
+    for n, i in enumerate(order[: SCAN + keep]):
+        if len(out) == keep or (n == SCAN and not out):
+            break
+        point = {sym: float(mesh[i, j]) for j, sym in enumerate(model.syms)}
+        if not any(isinstance(model.mac_mapping(s, point), Refusal) for s in macs):
+            out.append(i)
+    return out
+
+
+def _staged(one, two):
+    """Per point, the staged estimate ``two`` where it is within the tie margin of
+    the single-level ``one`` (it moves fewer DRAM bytes), else ``one``."""
+    some = np.zeros(len(one.cycles), dtype=bool)
+    for u in two.staged.values():
+        some |= u
+    use = some & (two.cycles <= one.cycles * (1 + TIE))
+
+    def pick(a, b):
+        return np.where(use, b, a)
+
+    return replace(
+        one,
+        cycles=pick(one.cycles, two.cycles),
+        dram_bytes=pick(one.dram_bytes, two.dram_bytes),
+        sram_bytes=one.sram_bytes,
+        engines={e: pick(v, two.engines[e]) for e, v in one.engines.items()},
+        transfers=pick(one.transfers, two.transfers),
+        staged={a: u & use for a, u in two.staged.items()},
+    )
+
+
+def _model(kernel, layer, spec, st: Structure, level) -> LayerModel:
+    """The layer's model for ``st``: structures that differ in slots only share
+    their expressions (slots enter the numeric evaluation alone)."""
+    key = ("accel.model", layer.index, layer.name, spec, replace(st, stream_slots=0))
+    model = kernel.analysis(key, lambda k: LayerModel(k, layer, spec, st, level))
+    model.st = st
+    return model
+
+
+def formula(kernel: Kernel, layer: Layer, spec: Spec, cand: Candidate) -> str:
+    """The DRAM traffic of a candidate as a formula of its tile sizes."""
+    model = LayerModel(kernel, layer, spec, cand.structure, engine_level(spec))
+    expr = model.traffic_formula(cand.staged)
+    names = ", ".join(f"{symbol(layer, v)}={n}" for v, n in cand.sizes)
+    return f"DRAM bytes = {expr}" + (f" at {names}" if names else "")

@@ -1,0 +1,444 @@
+"""Engine mapping: contractions onto the MAC array, element-wise and reduction work
+onto the vector unit.
+
+A statement ``C[f] = C[f] + A[g] * B[h]`` (casts allowed where they are the MAC
+array's: int8 operands into an int32 accumulator, float16 into float32) is a
+*contraction*. Its iterators take roles from where they appear: **M** (in C and A),
+**N** (in C and B), **K** (in A and B), batch (in all three) and the rest. One MAC
+call ``C[m, n] += A[m, k] @ B[k, n]`` covers one group of iterators per MAC
+dimension over strided 2-D views of the buffers; the other iterators (batch, the
+second spatial dimension and the filter taps of a convolution) run as C loops
+around the call, so the implicit GEMM of conv2d (strided, dilated, grouped) needs no
+im2col. :func:`tensorize` marks a point band for this::
+
+    @tensorize(matmul) S1: m=i n=j k=k
+    extension { [i_t, j_t, k_t] -> pc_mac_S1[i_t, j_t, k_t] }
+      band S1(i, j, k)           <- one MAC call per tile, not these loops
+
+The MAC array runs the rectangular hull of each tile: for a padded convolution the
+extra instances read the zero halo of the input buffer (placement fills it), and
+:func:`tensorize` refuses a statement whose extra instances would add anything
+else (a triangular or strided-divisibility domain). The engine sums each output
+element in its own order (reassociation, as every BLAS does): integers stay exact,
+floats round differently within a few ulps.
+
+:func:`map_vector` marks a band whose statements run as one vector-unit operation
+per tile (``@vector``); it refuses a statement whose instances depend on each
+other other than by a reduction into its target (a scan, an in-place stencil).
+Unmarked statements run on the scalar core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polyc.errors import ArgumentError, IllegalTransformError
+from polyc.ir import marks as pm
+from polyc.ir.expr import Binary, Cast, Expr, Load
+from polyc.ir.kernel import Kernel, Statement, array_extent
+from schedules.accel import footprint as F
+from schedules.accel import isltree
+from schedules.common import step
+
+ROLES = ("m", "n", "k")
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """A statement that the MAC array can run."""
+
+    stmt: Statement
+    a: int  # position of the A operand in stmt.reads
+    b: int
+    mode: int
+    operand: str  # operand dtype name
+    roles: dict  # iterator -> "m" | "n" | "k" | "batch" | "other"
+
+    def members(self, role: str) -> tuple[str, ...]:
+        return tuple(i for i in self.stmt.iterators if self.roles[i] == role)
+
+
+def contraction(stmt: Statement) -> Contraction | None:
+    """The contraction form of ``stmt``, or None when it is not one."""
+    if stmt.reduction != "add":
+        return None
+    body = stmt.body
+    rest = body.b if _is_target(body.a, stmt) else body.a
+    if not (isinstance(rest, Binary) and rest.op == "mul"):
+        return None
+    loads = [_uncast(rest.a, stmt), _uncast(rest.b, stmt)]
+    if any(ld is None for ld in loads) or loads[0].dtype != loads[1].dtype:
+        return None
+    acc = stmt.target.dtype.name
+    if rest.dtype.name != acc:
+        return None
+    mode = pm.MAC_MODES.get((loads[0].dtype.name, acc))
+    if mode is None:
+        return None
+    positions = []
+    for ld in loads:
+        pos = next(
+            (
+                n
+                for n, r in enumerate(stmt.reads)
+                if r.array == ld.array and r.index == ld.index
+            ),
+            None,
+        )
+        positions.append(pos)
+    c, a, b = stmt.target, loads[0], loads[1]
+    roles = {}
+    for it in stmt.iterators:
+        where = tuple(_uses(ld, it) for ld in (c, a, b))
+        if "floor" in where:
+            roles[it] = "other"
+            continue
+        inc, ina, inb = (w == "linear" for w in where)
+        if inc and ina and not inb:
+            roles[it] = "m"
+        elif inc and inb and not ina:
+            roles[it] = "n"
+        elif ina and inb and not inc:
+            roles[it] = "k"
+        elif inc and ina and inb:
+            roles[it] = "batch"
+        else:
+            roles[it] = "other"
+    return Contraction(stmt, positions[0], positions[1], mode, a.dtype.name, roles)
+
+
+def _is_target(e: Expr, stmt: Statement) -> bool:
+    return (
+        isinstance(e, Load)
+        and e.array == stmt.target.array
+        and e.index == stmt.target.index
+    )
+
+
+def _uncast(e: Expr, stmt: Statement) -> Load | None:
+    """The load under at most one cast to the accumulator dtype."""
+    if isinstance(e, Cast):
+        if e.dtype != stmt.target.dtype:
+            return None
+        e = e.x
+    return e if isinstance(e, Load) else None
+
+
+def _uses(ld: Load, it: str) -> str:
+    """``"floor"`` when ``it`` appears inside a floor or modulo of an index,
+    ``"linear"`` when it appears with a coefficient, else ``""``."""
+    for a in ld.index:
+        for atom, _ in a.terms:
+            if not isinstance(atom, str) and it in atom.num.names():
+                return "floor"
+    return "linear" if any(a.coefficient(it) for a in ld.index) else ""
+
+
+def tensorize(
+    kernel: Kernel,
+    band: str,
+    *,
+    m: Sequence[str] | None = None,
+    n: Sequence[str] | None = None,
+    k: Sequence[str] | None = None,
+    init: str | None = None,
+) -> Kernel:
+    """Run the contraction in point band ``band`` on the MAC array, one call per tile
+    (see the module docstring).
+
+    ``init`` names the statement that zeroes the output tile before the
+    contraction (``out = 0``): it is folded into the calls (the first contribution
+    to each output element overwrites instead of accumulating), so it costs
+    nothing and the calls need not wait for it.
+
+    ``m``, ``n``, ``k`` list the iterators fused into each MAC dimension,
+    outermost first (default: the innermost iterator of each role); their strides
+    in the buffers must allow the fusion (:func:`polyc.ir.macmap.check`, applied to
+    the placed buffers when the kernel is compiled).
+    The other iterators become loops around the call.
+
+    Raises:
+        ScheduleError: unknown band.
+        ArgumentError: the band holds more than one statement, or a statement that
+            is not a contraction the MAC array runs, or iterators in the wrong role.
+        IllegalTransformError: when the rectangular hull of a tile adds instances
+            that would change the result (not a zero-padded halo), or ``init`` is
+            not a zero init of the same output tiles.
+    """
+    op = "tensorize"
+    mark = isltree.find_named(kernel.schedule, band, op)
+    stmts = sorted(s for s in isltree.statements_of(mark) if not s.startswith("pc_"))
+    if len(stmts) != 1:
+        raise ArgumentError(
+            f"{op}: band {band!r} runs {', '.join(stmts)} because it was fused or "
+            "holds an init. Tensorize the point band of the contraction alone "
+            "(distribute or tile it first)."
+        )
+    stmt = kernel.statement(stmts[0])
+    con = contraction(stmt)
+    if con is None:
+        raise ArgumentError(
+            f"{op}: {stmt} is not a contraction the MAC array runs because its body "
+            "is not target + x * y over two loads of one dtype (with casts to an "
+            "int32 or float32 accumulator only). Map it to the vector unit "
+            "(schedules.map_vector) instead."
+        )
+    groups = {}
+    for role, given in zip(ROLES, (m, n, k)):
+        groups[role] = _group(op, con, role, given)
+    prefix = F.prefix_map(kernel, mark)
+    box = F.tile_box(prefix, stmt.name)
+    _check_hull(op, kernel, con, prefix, box)
+    used = {i for g in groups.values() for i in g}
+    loops = tuple(i for i in stmt.iterators if i not in used)
+    if init is not None:
+        _check_init(op, kernel, stmt, init, mark)
+    tmark = pm.TensorizeMark(
+        stmt=stmt.name,
+        mode=con.mode,
+        a=con.a,
+        b=con.b,
+        m=groups["m"],
+        n=groups["n"],
+        k=groups["k"],
+        loops=loops,
+        lo=str(box.multi("lo")),
+        hi=str(box.multi("hi")),
+        init=init or "",
+    )
+    tiles = F.pw_multi(box.lo).domain()
+    ident = isl.Map.identity(isl.Space.map_from_set(tiles.get_space()))
+    ext = ident.intersect_domain(tiles).set_tuple_name(
+        isl.dim_type.out, pm.MAC + stmt.name
+    )
+    graft = isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
+    node = mark.graft_before(graft)
+    while node.get_type() != isl.schedule_node_type.extension:
+        node = node.parent()
+    node = node.insert_mark(isl.Id(tmark.text()))
+    return kernel.with_schedule(
+        node.get_schedule(),
+        step(
+            op,
+            band,
+            m=tuple(m) if m is not None else None,
+            n=tuple(n) if n is not None else None,
+            k=tuple(k) if k is not None else None,
+            init=init,
+        ),
+    )
+
+
+def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
+    """``init`` writes zeros to exactly the output elements of each tile that the
+    contraction then accumulates, just before it, in the same tile."""
+    from polyc.ir.expr import Const
+
+    s0 = kernel.statement(init)
+    if not (isinstance(s0.body, Const) and s0.body.value == 0):
+        raise ArgumentError(
+            f"{op}: {init} cannot be folded into the MAC calls of {stmt.name} because "
+            f"it writes {s0.body}, not zero. Keep it as its own statement."
+        )
+    if s0.target.array != stmt.target.array:
+        raise ArgumentError(
+            f"{op}: {init} cannot be folded into {stmt.name} because it writes "
+            f"{s0.target.array}, not {stmt.target.array}. Name the output's init."
+        )
+    other = isltree.find_named(kernel.schedule, _band_of(kernel, init), op)
+    a, b = isltree.path_of(mark), isltree.path_of(other)
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    node = isltree.at(kernel.schedule, a[:common])
+    prefix = F.prefix_map(kernel, node)
+    mine = prefix.intersect_domain(isl.UnionSet.from_set(stmt.domain))
+    fp1 = F.footprint(kernel, mine, stmt.target.array, "write", None)
+    only0 = prefix.intersect_domain(isl.UnionSet.from_set(s0.domain))
+    fp0 = F.footprint(kernel, only0, s0.target.array, "write", None)
+    if fp0 is None or fp1 is None or not fp0.is_equal(fp1):
+        raise IllegalTransformError(
+            f"{op}: {init} cannot be folded into the MAC calls of {stmt.name} because "
+            "the output elements it zeroes per tile are not those the contraction "
+            "accumulates in that tile. Fuse the init with the contraction's tile "
+            "loops first."
+        )
+    # the calls overwrite until the first tile after the init is done: within one
+    # iteration of the common band, every call must write the same output tile
+    # (a tile loop over an output dimension inside it would leave the second
+    # tile accumulating onto what the init never wrote)
+    calls = F.prefix_map(kernel, mark).intersect_domain(
+        isl.UnionSet.from_set(stmt.domain)
+    )
+    per_call = F.footprint(kernel, calls, stmt.target.array, "write", None)
+    whole = calls.reverse().apply_range(mine).apply_range(fp1)
+    if per_call is None or not isl.UnionMap.from_map(per_call).is_equal(whole):
+        raise IllegalTransformError(
+            f"{op}: {init} cannot be folded into the MAC calls of {stmt.name} because "
+            "the contraction tiles an output dimension inside the loops it shares "
+            "with the init, so only its first output tile would start from the "
+            "init's zeros. Fuse the init with those tile loops, or keep it as its "
+            "own statement."
+        )
+    flow = kernel.deps.by_array("flow").get(s0.target.array)
+    same = prefix.apply_range(prefix.reverse())
+    if flow is not None:
+        out = flow.intersect_domain(isl.UnionSet.from_set(s0.domain)).subtract(same)
+        if not out.is_empty():
+            raise IllegalTransformError(
+                f"{op}: {init} cannot be folded into {stmt.name} because its zeros "
+                "are read outside the tile. Keep it as its own statement."
+            )
+
+
+def _band_of(kernel: Kernel, stmt: str) -> str:
+    """The innermost named band that runs ``stmt`` alone."""
+    from polyc.ir import tree
+
+    best = None
+    for _, node in isltree.walk(kernel.schedule):
+        name = isltree.mark_name(node)
+        parsed = tree.parse_band_mark(name) if name else None
+        if parsed and isltree.statements_of(node) & {
+            s.name for s in kernel.statements
+        } == {stmt}:
+            best = parsed[0]
+    if best is None:
+        raise ArgumentError(
+            f"tensorize: {stmt} has no band of its own because it is fused with "
+            "other statements. Tile it so that its point band runs it alone."
+        )
+    return best
+
+
+def _group(op, con: Contraction, role: str, given) -> tuple[str, ...]:
+    members = con.members(role)
+    if given is None:
+        return members[-1:]
+    given = tuple(given)
+    wrong = [i for i in given if con.roles.get(i) != role]
+    if wrong:
+        have = ", ".join(f"{i}: {r}" for i, r in con.roles.items())
+        raise ArgumentError(
+            f"{op}: {', '.join(wrong)} cannot be MAC dimension {role} of "
+            f"{con.stmt.name} because the roles of its iterators are {have} (m: in "
+            "the output and A, n: in the output and B, k: in A and B). Pick "
+            f"{role} from {', '.join(members) or '(none)'}."
+        )
+    return given
+
+
+def _check_hull(op, kernel: Kernel, con: Contraction, prefix, box: F.Box) -> None:
+    """Instances of a tile's hull that are not in the domain must read a zero of the
+    halo (an operand index outside its array), and every hull instance must write
+    inside the output array."""
+    stmt = con.stmt
+    like = F.tile_instances(prefix, stmt.name)
+    hull = F.hull_instances(box, like).range()
+    domain = stmt.domain.intersect_params(kernel.context)
+    extra = hull.subtract(domain)
+    loads = [stmt.target, stmt.reads[con.a], stmt.reads[con.b]]
+    inside = []
+    for ld in loads:
+        arr = kernel.arrays[ld.array]
+        acc = _plain_access(kernel, stmt, ld)
+        inside.append(acc.intersect_range(array_extent(arr, kernel.params)).domain())
+    out_of_c = hull.subtract(inside[0])
+    if not out_of_c.is_empty():
+        raise IllegalTransformError(
+            f"{op}: the tiles of {stmt.name} are not rectangular and their hull "
+            f"writes {stmt.target.array} outside the array because "
+            f"{_point(stmt, out_of_c)} is in a tile's hull. Tensorize a band whose "
+            "tiles are boxes, or map the statement to the vector unit."
+        )
+    bad = extra.intersect(inside[1]).intersect(inside[2])
+    if not bad.is_empty():
+        raise IllegalTransformError(
+            f"{op}: the MAC array would run {_point(stmt, bad)}, which is in the "
+            f"rectangular hull of a tile of {stmt.name} but not in its domain, and "
+            "its operands are inside their arrays, so it would add a non-zero "
+            "product. Map the statement to the vector unit (schedules.map_vector)."
+        )
+
+
+def _plain_access(kernel: Kernel, stmt: Statement, ld: Load) -> isl.Map:
+    idx = ", ".join(a.to_isl() for a in ld.index)
+    head = f"[{', '.join(kernel.params)}] -> " if kernel.params else ""
+    its = ", ".join(stmt.iterators)
+    return isl.Map(f"{head}{{ {stmt.name}[{its}] -> {ld.array}[{idx}] }}")
+
+
+def _point(stmt: Statement, s: isl.Set) -> str:
+    """The lexicographically smallest instance of ``s`` (a stable witness)."""
+    p = s.lexmin().sample_point()
+    vals = [
+        int(p.get_coordinate_val(isl.dim_type.set, d).to_python())
+        for d in range(stmt.depth)
+    ]
+    return stmt.instance(vals)
+
+
+# vector unit ----------------------------------------------------------------------
+
+
+def vector_ok(kernel: Kernel, stmt: Statement, prefix: isl.UnionMap) -> str | None:
+    """None when ``stmt``'s instances in one tile can run as one vector operation,
+    else the reason (a dependence between them that is not a reduction)."""
+    if stmt.reduction is not None:
+        return None
+    mine = isl.UnionSet.from_set(stmt.domain)
+    deps = kernel.deps.validity.intersect_domain(mine).intersect_range(mine)
+    if deps.is_empty():
+        return None
+    same = prefix.apply_range(prefix.reverse())
+    inside = deps.intersect(same)
+    if inside.is_empty():
+        return None
+    maps: list[isl.Map] = []
+    inside.foreach_map(maps.append)
+    pair = maps[0].wrap().lexmin().sample_point()
+    n = stmt.depth
+    vals = [
+        int(pair.get_coordinate_val(isl.dim_type.set, d).to_python())
+        for d in range(2 * n)
+    ]
+    return (
+        f"{stmt.instance(vals[:n])} -> {stmt.instance(vals[n:])} depend on each "
+        "other inside one tile"
+    )
+
+
+def map_vector(kernel: Kernel, band: str) -> Kernel:
+    """Run the statements of band ``band`` on the vector unit: all their instances in
+    one execution of the band are one vector operation (element-wise work, and
+    reductions into the statement's own target). ::
+
+        map_vector(k, "S2")
+
+        # band S2                       # @vector S2
+        for i, j:                ->     for i, j:       <- one vector op per tile
+          e[i,j] = exp(x[i,j] - m[i])     e[i,j] = exp(x[i,j] - m[i])
+
+    Raises:
+        ScheduleError: unknown band.
+        ArgumentError: a statement whose instances depend on each other inside one
+            execution of the band other than by a reduction (run it on the scalar
+            core: leave it unmarked).
+    """
+    op = "map_vector"
+    mark = isltree.find_named(kernel.schedule, band, op)
+    names = sorted(s for s in isltree.statements_of(mark) if not s.startswith("pc_"))
+    prefix = F.prefix_map(kernel, mark)
+    for name in names:
+        why = vector_ok(kernel, kernel.statement(name), prefix)
+        if why is not None:
+            raise ArgumentError(
+                f"{op}: {name} cannot run as one vector operation per tile of band "
+                f"{band!r} because {why}. Leave it on the scalar core, or tile so "
+                "that dependent instances fall in different tiles."
+            )
+    node = mark.insert_mark(isl.Id(pm.VectorMark(tuple(names)).text()))
+    return kernel.with_schedule(node.get_schedule(), step(op, band))

@@ -1,0 +1,299 @@
+"""The timing model, driven through the runtime's Python bindings.
+
+Every expected cycle count is written out from the config's numbers, so a change in
+the model shows up as arithmetic that no longer holds. The tiny config: the scalar
+core spends ISSUE = 1 cycle to issue a command; DMA: SETUP = 4 cycles, 8 B/cycle per
+channel, DRAM 8 B/cycle with LAT = 20 cycles (L1: 16 B/cycle, 2 cycles); a 4x4 MAC
+array with FILL = 8 cycles; a 4-lane vector unit.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import tomllib
+
+from accelerator.hardware.config import CONFIG_DIR, from_dict, load_config
+from accelerator.sim.simulator import Simulator
+from codegen.accel.direct import build_runtime
+
+ISSUE, SETUP, DRAM_BW, LAT, FILL = 1, 4, 8, 20, 8
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return build_runtime()
+
+
+def tiny_with(**edits):
+    """The tiny spec with ``section.key=value`` edits (``dma__bytes_per_cycle=4``)."""
+    with open(CONFIG_DIR / "tiny.toml", "rb") as f:
+        data = copy.deepcopy(tomllib.load(f))
+    for path, value in edits.items():
+        *head, last = path.split("__")
+        node = data
+        for h in head:
+            node = node[int(h)] if h.isdigit() else node[h]
+        node[last] = value
+    return from_dict(data)
+
+
+def test_one_dma(rt):
+    sim = Simulator(rt, load_config("tiny"))
+    B = 1024
+    src = sim.bind("A", np.arange(B, dtype=np.uint8))
+    dst = sim.alloc("l1", 0, B, "A_l1")
+    sim.dma((dst, 0, [1]), (src, 0, [1]), [B], 1, channel=0)
+    # issued at 0 (the scalar core is busy 1 cycle), then set-up, data, latency
+    expected = ISSUE + SETUP + B // DRAM_BW + LAT
+    assert sim.ready(dst) == expected
+    report = sim.finish()
+    assert report.cycles == expected
+    assert report.engine("dma0").busy == expected - ISSUE
+    assert report.engine("dma1").busy == 0
+    assert report.dram_bytes == B
+    assert report.level("l1").bytes_written == B
+    assert np.array_equal(sim.array(dst, np.uint8, [B]), np.arange(B, dtype=np.uint8))
+
+
+def test_two_dmas_share_dram_bandwidth(rt):
+    """Each channel alone could use all of DRAM's 8 B/cycle: run together, the
+    second gets what the first leaves, so the pair takes 2B/8 of data time."""
+    sim = Simulator(rt, load_config("tiny"))
+    B = 1024
+    src = sim.bind("A", np.zeros(2 * B, dtype=np.uint8))
+    d0 = sim.alloc("l1", 0, B, "x")
+    d1 = sim.alloc("l1", B, B, "y")
+    sim.dma((d0, 0, [1]), (src, 0, [1]), [B], 1, channel=0)
+    sim.dma((d1, 0, [1]), (src, B, [1]), [B], 1, channel=1)
+    first = ISSUE + SETUP + B // DRAM_BW + LAT
+    # the second starts one issue later, but DRAM is full until the first's data ends
+    second = ISSUE + SETUP + 2 * B // DRAM_BW + LAT
+    assert (sim.ready(d0), sim.ready(d1)) == (first, second)
+    assert sim.finish().cycles == second
+
+
+def test_two_slow_channels_do_not_contend(rt):
+    """With 4 B/cycle channels, two transfers fit in DRAM's 8 B/cycle side by side."""
+    sim = Simulator(rt, tiny_with(dma__bytes_per_cycle=4.0))
+    B = 512
+    src = sim.bind("A", np.zeros(2 * B, dtype=np.uint8))
+    d0 = sim.alloc("l1", 0, B, "x")
+    d1 = sim.alloc("l1", B, B, "y")
+    sim.dma((d0, 0, [1]), (src, 0, [1]), [B], 1, channel=0)
+    sim.dma((d1, 0, [1]), (src, B, [1]), [B], 1, channel=1)
+    assert sim.ready(d0) == ISSUE + SETUP + B // 4 + LAT
+    assert sim.ready(d1) == 2 * ISSUE + SETUP + B // 4 + LAT
+
+
+def test_dma_beyond_descriptor_dims_pays_setup_per_descriptor(rt):
+    sim = Simulator(rt, load_config("tiny"))  # 2-D descriptors
+    src = sim.bind("A", np.zeros((4, 8, 8), dtype=np.float32))
+    dst = sim.alloc("l1", 0, 4 * 4 * 4 * 4, "t")
+    # a 4x4x4 block of a 4x8x8 array: three dimensions that cannot merge
+    sim.dma((dst, 0, [16, 4, 1]), (src, 0, [64, 8, 1]), [4, 4, 4], 4, channel=0)
+    descriptors, nbytes = 4, 4 * 4 * 4 * 4
+    assert sim.ready(dst) == ISSUE + descriptors * SETUP + nbytes // DRAM_BW + LAT
+    assert sim.finish().dma_descriptors == descriptors
+
+
+@pytest.mark.parametrize(
+    "dtype,rate,m,n,k",
+    [("float32", 1.0, 10, 6, 7), ("float16", 0.5, 4, 4, 7), ("int8", 2.0, 9, 3, 16)],
+)
+def test_mac_tile(rt, dtype, rate, m, n, k):
+    spec = tiny_with(**{f"mac_array__dtypes__{dtype}__macs_per_cycle": rate})
+    sim = Simulator(rt, spec)
+    es = np.dtype(dtype).itemsize
+    a = sim.alloc("l1", 0, 1024, "a")
+    b = sim.alloc("l1", 1024, 1024, "b")
+    c = sim.alloc("l1", 2048, 1024, "c")
+    sim.mac(m, n, k, (a, 0, k, 1), (b, 0, n, 1), (c, 0, n, 1), dtype=dtype)
+    rows = cols = 4
+    passes = math.ceil(m / rows) * math.ceil(n / cols)
+    expected = ISSUE + FILL + passes * math.ceil(k / rate)
+    report = sim.finish()
+    assert report.cycles == expected
+    assert report.engine("mac_array").busy == expected - ISSUE
+    assert report.mac_array_macs == m * n * k
+    acc = 4 if dtype == "int8" else es
+    assert report.level("l1").bytes_read == (m * k + k * n) * es
+    assert report.level("l1").bytes_written == m * n * acc
+
+
+def test_vector_ops(rt):
+    sim = Simulator(rt, load_config("tiny"))  # 4 lanes; add 1, trans 8, reduce 2
+    x = sim.alloc("l1", 0, 4096, "x")
+    y = sim.alloc("l1", 4096, 4096, "y")
+    n = 10
+    sim.vec_binary("add", "float32", 1, n, (y, 0, 0, 1), (x, 0, 0, 1), (x, 0, 0, 1))
+    t = ISSUE + math.ceil(n / 4) * 1
+    assert sim.ready(y) == t
+    sim.vec_unary("exp", "float32", 1, n, (x, 0, 0, 1), (y, 0, 0, 1))
+    t = max(t, 2 * ISSUE) + math.ceil(n / 4) * 8  # waits for y
+    assert sim.ready(x) == t
+    rows = 3
+    sim.vec_reduce("sum", "float32", rows, n, (y, 0, 1, 0), (x, 0, n, 1))
+    t += rows * (math.ceil(n / 4) * 1 + 2)
+    assert sim.ready(y) == t
+    work = {"add": 1, "mul": 2, "transcendental": 1}  # e.g. x * y + exp(x) * 2
+    sim.vector(n, work, [(x, False, 0, 4 * n), (y, True, 0, 4 * n)], label="fused")
+    t += math.ceil(n / 4) * (1 + 2 * 1 + 8)
+    assert sim.ready(y) == t
+    report = sim.finish()
+    assert report.cycles == t
+    assert report.vector_ops["transcendental"] == 2 * n
+    assert report.vector_ops["reduce"] == rows
+
+
+def test_scalar_statement_cost(rt):
+    spec = load_config("tiny")
+    sim = Simulator(rt, spec)
+    s = sim.stmt(
+        "S1",
+        ops={"add": 1, "mul": 1},
+        access=[
+            ("dram", 4, False),
+            ("dram", 4, False),
+            ("dram", 4, False),
+            ("dram", 4, True),
+        ],
+        macs=1,
+    )
+    sim.scalar(s, 100)
+    # statement 1 + add 1 + mul 1 + one DRAM latency for the reads + 16 B at 8 B/cycle
+    per = 1 + 1 + 1 + LAT + 16 // DRAM_BW
+    report = sim.finish()
+    assert report.cycles == 100 * per
+    assert report.macs == 100 and report.mac_array_macs == 0
+    assert report.level("dram").bytes_read == 1200
+    assert report.statements[0].cycles_per_instance == per
+    pj = spec.scalar.pj_per_op * 200 + 1600 * spec.dram.read_pj_per_byte
+    assert report.energy_pj == pytest.approx(pj)
+
+
+def _tiled_loop(rt, tiles, n, double_buffer=True, store=True):
+    """Per tile: load a 4x16 float32 tile of A (256 B), then C += A_t @ B on the MAC
+    array (B, 16 x n, already resident). Loads run on channel 0."""
+    sim = Simulator(rt, load_config("tiny"))
+    A = sim.bind("A", np.ones((tiles * 4, 16), dtype=np.float32))
+    Cd = sim.bind("C", np.zeros((4, n), dtype=np.float32))
+    tile = 4 * 16 * 4
+    bufs = [sim.alloc("l1", 0, tile, "a0")]
+    bufs.append(sim.alloc("l1", tile, tile, "a1") if double_buffer else bufs[0])
+    b = sim.alloc("l1", 2 * tile, 16 * n * 4, "b")
+    sim.array(b, np.float32, (16, n))[:] = 1.0
+    c = sim.alloc("l1", 2 * tile + 16 * n * 4, 4 * n * 4, "c")
+
+    def load(t):
+        sim.dma((bufs[t % 2], 0, [1]), (A, t * 64, [1]), [64], 4, channel=0)
+
+    load(0)
+    for t in range(tiles):
+        if t + 1 < tiles:
+            load(t + 1)
+        sim.mac(
+            4,
+            n,
+            16,
+            (bufs[t % 2], 0, 16, 1),
+            (b, 0, n, 1),
+            (c, 0, n, 1),
+            accumulate=t > 0,
+        )
+    if store:
+        sim.dma((Cd, 0, [1]), (c, 0, [1]), [4 * n], 4, channel=1)
+    report = sim.finish()
+    assert np.all(sim.array(c, np.float32, (4, n)) == 16 * tiles)
+    return report
+
+
+DMA_TILE = SETUP + 256 // DRAM_BW + LAT  # 56 cycles per 256-byte tile
+
+
+def test_compute_bound_loop_hides_its_loads(rt):
+    """MAC 4x16x16 = FILL + 4 passes x 16 = 72 cycles > 56 per load: after the
+    first load, every load runs under the previous tile's compute."""
+    T, n = 6, 16
+    mac = FILL + (n // 4) * 16
+    assert mac > DMA_TILE
+    report = _tiled_loop(rt, T, n)
+    store = SETUP + 4 * n * 4 // DRAM_BW + LAT
+    assert report.cycles == (ISSUE + DMA_TILE) + T * mac + store
+    assert report.engine("mac_array").busy == T * mac
+    assert report.engine("dma0").busy == T * DMA_TILE
+    # the MAC array waits only for the first load and the final store
+    assert report.engine("mac_array").idle == ISSUE + DMA_TILE + store
+    # the timeline shows it: loads of tiles 1.. run while the MAC array computes
+    macs = [e for e in report.events if e.kind == "mac"]
+    loads = [e for e in report.events if e.kind == "dma" and e.engine == "dma0"]
+    for load in loads[1:]:
+        assert any(m.start <= load.start and load.end <= m.end for m in macs)
+    # one buffer instead of two: each load waits for the previous tile's compute
+    single = _tiled_loop(rt, T, n, double_buffer=False)
+    assert single.cycles == ISSUE + T * (DMA_TILE + mac) + store
+
+
+def test_bandwidth_bound_loop_hides_its_compute(rt):
+    """MAC 4x4x16 = FILL + 16 = 24 cycles < 56 per load: the loads run back to back
+    and only the last tile's compute shows."""
+    T, n = 6, 4
+    mac = FILL + 16
+    assert mac < DMA_TILE
+    report = _tiled_loop(rt, T, n, store=False)
+    assert report.cycles == ISSUE + T * DMA_TILE + mac
+    assert report.engine("dma0").idle == ISSUE + mac
+    assert report.engine("mac_array").busy == T * mac
+
+
+def test_full_command_queue_stalls_the_scalar_core(rt):
+    """tiny's engines queue 4 commands: issuing a 6th MAC waits until the 2nd starts
+    (a command leaves the queue when its engine starts it)."""
+    sim = Simulator(rt, load_config("tiny"))
+    buf = sim.alloc("l1", 0, 4096, "x")
+    k = 42
+    mac = FILL + k  # a 4x4 tile is one pass
+    for _ in range(6):
+        sim.mac(4, 4, k, (buf, 0, k, 1), (buf, 0, 4, 1), (buf, 512, 4, 1))
+    second_start = ISSUE + mac
+    assert sim.now == second_start + ISSUE
+    report = sim.finish()
+    assert report.cycles == ISSUE + 6 * mac
+    stalls = [e for e in report.events if e.kind == "wait"]
+    assert [(e.label, e.end) for e in stalls] == [("queue full", second_start)]
+
+
+def test_wait_advances_the_scalar_core(rt):
+    sim = Simulator(rt, load_config("tiny"))
+    src = sim.bind("A", np.zeros(64, dtype=np.uint8))
+    dst = sim.alloc("l1", 0, 64, "x")
+    sim.dma((dst, 0, [1]), (src, 0, [1]), [64], 1)
+    assert sim.now == ISSUE
+    sim.wait(dst)
+    assert sim.now == ISSUE + SETUP + 64 // DRAM_BW + LAT
+    report = sim.finish()
+    kinds = [e.kind for e in report.events]
+    assert kinds == ["dma", "wait"]
+
+
+def test_reused_space_waits_for_its_last_reader(rt):
+    """A buffer allocated over freed space inherits the space's busy time, so a new
+    DMA into it cannot overwrite data the old buffer's consumer still reads."""
+    sim = Simulator(rt, load_config("tiny"))
+    src = sim.bind("A", np.zeros(1024, dtype=np.uint8))
+    old = sim.alloc("l1", 0, 1024, "old")
+    sim.dma((old, 0, [1]), (src, 0, [1]), [1024], 1, channel=0)
+    busy = sim.ready(old)
+    sim.free(old)
+    new = sim.alloc("l1", 512, 256, "new")
+    sim.dma((new, 0, [1]), (src, 0, [1]), [256], 1, channel=1)
+    assert sim.ready(new) == busy + SETUP + 256 // DRAM_BW + LAT
+
+
+def test_timing_is_deterministic(rt):
+    a = _tiled_loop(rt, 4, 16).to_dict()
+    b = _tiled_loop(rt, 4, 16).to_dict()
+    assert a == b

@@ -1,0 +1,239 @@
+"""MAC mappings: the scheduler proposes only what the code generator emits.
+
+Dilated, causal and reversed-tap convolutions used to fail on every shipped
+config with ``CodegenError: iterators rw, rc of S1 cannot fuse into MAC dimension
+k``: the search fused the filter taps with the channels into K (channels-last),
+which is a pitch only when a tap moves one channel row in both operands. Now
+:func:`polyc.ir.macmap.check` decides for the search (on the buffers its model
+predicts), the build (on the placed marks) and codegen alike, and these
+convolutions run on the MAC array with the taps looping around the call.
+
+Floats are compared with the interpreter on the untransformed kernel at rtol 1e-5
+(atol 1e-5 of the output's largest magnitude: the MAC array sums in its own
+order, so elements near zero differ by a few ulps of the larger terms).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import polyc
+from accelerator import load_config
+from polyc import compute as pc
+from polyc import ops
+from polyc.ir import macmap
+from polyc.ir.affine import Aff, var
+from schedules.accel import scheduler as accel
+from schedules.accel import search
+from schedules.accel.layers import split
+
+CONFIGS = ("tiny", "edge-npu", "datacenter")
+
+
+def causal_conv1d(C=8, Co=8, T=16, R=3):
+    """``y[o, t] = sum_{c, r} x[c, t - r] * w[o, c, r]`` over ``t - r >= 0``."""
+    x = pc.placeholder("x", (C, T), "float32")
+    w = pc.placeholder("w", (Co, C, R), "float32")
+    c, r = pc.reduce_axis(C, "c"), pc.reduce_axis(R, "r")
+    y = pc.compute(
+        "y",
+        (Co, T),
+        lambda o, t: pc.sum(x[c, t - r] * w[o, c, r], (c, r), where=t - r >= 0),
+    )
+    return pc.kernel("causal", outputs=[y])
+
+
+def reversed_tap_conv1d(C=8, Co=8, T=16, R=3):
+    """A padded conv whose tap index runs backwards: ``xp[rc, t + R - 1 - r]``."""
+    xp = pc.placeholder("xp", (C, T + R - 1), "float32")
+    w = pc.placeholder("w", (Co, C, R), "float32")
+    rc, r = pc.reduce_axis(C, "rc"), pc.reduce_axis(R, "r")
+    y = pc.compute(
+        "y",
+        (Co, T),
+        lambda o, t: pc.sum(xp[rc, t + R - 1 - r] * w[o, rc, r], (rc, r)),
+    )
+    return pc.kernel("revtap", outputs=[y])
+
+
+@functools.cache
+def dilated_conv2d():
+    return ops.conv2d(
+        input=(1, 4, 12, 12), weight=(8, 4, 3, 3), padding=2, dilation=2, bias=False
+    )
+
+
+@functools.cache
+def dilated_conv1d_torch():
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Conv1d(8, 8, 3, dilation=2, padding=2).eval()
+    return polyc.from_torch(model, (torch.randn(1, 8, 16),))
+
+
+KERNELS = {
+    "dilated_conv2d": dilated_conv2d,
+    "dilated_conv1d": dilated_conv1d_torch,
+    "causal_conv1d": causal_conv1d,
+    "reversed_tap_conv1d": reversed_tap_conv1d,
+}
+
+
+def _inputs(kernel, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        a.name: rng.standard_normal(a.concrete_shape({})).astype(np.float32)
+        for a in kernel.free_inputs
+    }
+
+
+def _statements_on_mac(compiled) -> list[str]:
+    """Statements that ``print(compiled)`` lists as running on the MAC array."""
+    text = str(compiled).split("  statements:\n", 1)[1]
+    return [
+        line.split(":")[0].strip() for line in text.splitlines() if "[MAC array" in line
+    ]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_convolution_compiles_tensorized_and_correct(name, config):
+    kernel = KERNELS[name]()
+    data = _inputs(kernel)
+    want = polyc.interpret(kernel, data)
+    compiled = polyc.compile(kernel, config=config)
+    got, _ = compiled.run(data)
+    for out, ref in want.items():
+        np.testing.assert_allclose(
+            got[out], ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max())
+        )
+    contractions = [
+        s.name for s in kernel.statements if search.contraction(s) is not None
+    ]
+    assert contractions and _statements_on_mac(compiled) == contractions
+    assert "@tensorize" in str(compiled.kernel.schedule)
+
+
+def test_torch_dilated_conv2d_runs_on_the_mac_array():
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Conv2d(6, 8, 3, dilation=2, padding=2).eval()
+    x = torch.randn(1, 6, 10, 10)
+    kernel = polyc.from_torch(model, (x,))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    (out,) = kernel.outputs
+    got, _ = compiled.run({"arg0": x.numpy()})
+    want = model(x).detach().numpy()
+    np.testing.assert_allclose(got[out.name], want, rtol=1e-5, atol=1e-5)
+    assert len(_statements_on_mac(compiled)) == 1
+
+
+# the predicate ---------------------------------------------------------------------
+
+
+def _conv_operands(dilation: int):
+    """``out[n, o, h, w] += input[n, rc, h + d*rh, w + d*rw] * weight[o, rc, rh,
+    rw]`` over channels-last buffers of a tile of 4 channels, 8 x 8 outputs."""
+    n, o, h, w, rc, rh, rw = (var(x) for x in ("n", "o", "h", "w", "rc", "rh", "rw"))
+    d = dilation
+    span = 8 + d * 2
+    return {
+        "c": macmap.Operand("out_l1_0", (n, o, h, w), (512, 64, 8, 1)),
+        "a": macmap.Operand(
+            "input_l1_0",
+            (n, rc, h + rh * d, w + rw * d),
+            (span * span * 4, 1, span * 4, 4),
+        ),
+        "b": macmap.Operand("weight_l1_0", (o, rc, rh, rw), (36, 1, 12, 4)),
+    }
+
+
+def _tile():
+    extents = {"n": 1, "o": 8, "h": 8, "w": 8, "rc": 4, "rh": 3, "rw": 3}
+    return extents, dict.fromkeys(extents, True)
+
+
+def test_predicate_refuses_dilated_taps_fused_with_channels_with_the_reason():
+    extents, exact = _tile()
+    fused = {"m": ("w",), "n": ("o",), "k": ("rw", "rc")}
+    got = macmap.check("S1", fused, _conv_operands(2), extents, exact)
+    assert isinstance(got, macmap.Refusal)
+    assert got.message("codegen") == (
+        "codegen: iterators rw, rc of S1 cannot fuse into MAC dimension k because "
+        "the buffer strides of rw are not one pitch times the inner iterator's in "
+        "every access (or would overlap): rw moves 8 in input_l1_0 (where rc moves "
+        "1) and 4 in weight_l1_0 (where rc moves 1), and the pitch must be one "
+        "integer equal to the span of the iterators inside it. Tensorize with "
+        "k=('rc',) and loop over the others, or place the buffers with matching "
+        "row pitches."
+    )
+    # undilated, a tap moves one channel row in both: (rw, rc) is one K of 12
+    dims = macmap.check("S1", fused, _conv_operands(1), extents, exact)
+    assert dims["k"].ratios == (4, 1) and dims["k"].unit == (("a", 1), ("b", 1))
+    # dilated, K over the channels alone with the taps around the call
+    alone = macmap.check("S1", {**fused, "k": ("rc",)}, _conv_operands(2), *_tile())
+    assert not isinstance(alone, macmap.Refusal)
+
+
+def test_predicate_refuses_a_k_that_is_not_whole_in_every_tile_and_phase_crossing():
+    extents, exact = _tile()
+    fused = {"m": ("w",), "n": ("o",), "k": ("rw", "rc")}
+    got = macmap.check("S1", fused, _conv_operands(1), extents, {**exact, "rc": False})
+    assert isinstance(got, macmap.Refusal) and "cannot fuse" in got.what
+    ops_ = _conv_operands(1)
+    ops_["a"] = replace(ops_["a"], phases=(1, 1, 1, 2))  # w stored in 2 phases
+    got = macmap.check("S1", fused, ops_, extents, exact)
+    assert got.message("codegen").startswith(
+        "codegen: w of S1 cannot run inside one MAC call over input_l1_0 because it "
+        "moves 1 elements along dimension 3, which is stored in 2 phases"
+    )
+    # an inner iterator that does not move through one operand
+    ops_ = _conv_operands(1)
+    ops_["b"] = replace(ops_["b"], index=(var("o"), var("rc"), var("rh"), Aff(0)))
+    got = macmap.check("S1", {**fused, "k": ("rw",)}, ops_, extents, exact)
+    assert got.what == "MAC dimension k of S1 (rw) does not move through weight_l1_0"
+
+
+# the scheduler -----------------------------------------------------------------------
+
+
+def _conv_layer(kernel):
+    (layer,) = [x for x in split(kernel) if any(s.name == "S1" for s in x.stmts)]
+    return split(kernel), layer
+
+
+def test_search_proposes_only_mappings_the_placement_realises():
+    kernel = dilated_conv2d()
+    spec = load_config("edge-npu")
+    layers, layer = _conv_layer(kernel)
+    cands = search.search(kernel, layer, spec, keep=4)
+    macs = [c for c in cands if c.structure.engine_of("S1") == "mac"]
+    assert macs
+    for cand in macs:
+        assert cand.structure.groups_of("S1")[2] == ("rc",)  # taps stay outside
+        placed = accel.build(kernel, layers, [cand], spec)
+        assert macmap.refusals(placed) == []
+
+
+def test_build_refuses_a_candidate_codegen_could_not_emit():
+    # the safety net behind the search: a candidate with the taps fused into K
+    # (what the search proposed before) fails its layer, so the next is taken
+    kernel = dilated_conv2d()
+    spec = load_config("edge-npu")
+    layers, layer = _conv_layer(kernel)
+    cand = search.search(kernel, layer, spec)[0]
+    st = cand.structure
+    con = search.contraction(kernel.statement("S1"))
+    fused, layouts = search._channels_last(layer, kernel.statement("S1"), con)
+    m, n, _ = st.groups_of("S1")
+    bad = replace(
+        cand, structure=replace(st, groups=(("S1", (m, n, fused)),), layouts=layouts)
+    )
+    with pytest.raises(accel._LayerFailed, match=r"tensorize: iterators rw, rc of S1"):
+        accel.build(kernel, layers, [bad], spec)
