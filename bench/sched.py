@@ -45,7 +45,7 @@ class Case:
 def cases(quick: bool) -> list[Case]:
     from bench import plain_c
     from polyc import ops
-    from schedules import examples as ex
+    from polyc.ops import polybench as ex
 
     n_mm, n_2mm, n_syrk = (256, 200, 256) if quick else (1024, 800, 1024)
     n_st, steps = (200, 20) if quick else (1000, 100)

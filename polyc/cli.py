@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         "demo", help="compile and run a small multi-op example end to end and report"
     )
     demo.add_argument("--size", type=int, default=64, help="problem size (default 64)")
-    from polyc.integrations.c_cli import add_compile_parser
+    from polyc.integrations.c_source.cli import add_compile_parser
 
     add_compile_parser(sub)
     from polyc.studies.sweep.cli import add_parsers as add_study_parsers
@@ -52,7 +52,7 @@ def _run(args) -> int:
 
         return run_demo(size=args.size)
     if args.command == "compile":
-        from polyc.integrations.c_cli import run_compile
+        from polyc.integrations.c_source.cli import run_compile
 
         return run_compile(args)
     if args.command == "fuzz":

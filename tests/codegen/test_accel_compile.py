@@ -324,15 +324,15 @@ def test_missing_input_is_an_input_error(mm_compiled):
 
 def _library_cases():
     from polyc import ops
-    from tests.support import kernels
+    from polyc.ops import polybench as ex
 
     return [
         ("conv2d int8 strided padded", ops.conv2d((1, 3, 7, 7), (4, 3, 3, 3), padding=1,
                                                   stride=2, dtype="int8"), {}),
         ("softmax", ops.softmax((3, 10)), {}),
         ("layer_norm", ops.layer_norm((3, 8), (8,)), {}),
-        ("jacobi2d (inout, time loop)", kernels.jacobi2d(), {"T": 3}),
-        ("lu (inout, triangular)", kernels.lu(), {}),
+        ("jacobi2d (inout, time loop)", ex.jacobi2d(None, None, "float64"), {"T": 3}),
+        ("lu (inout, triangular)", ex.lu_right_looking(), {}),
     ]  # fmt: skip
 
 

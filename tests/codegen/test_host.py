@@ -15,24 +15,24 @@ from codegen import build as cbuild
 from codegen.host import generate
 from polyc.ir.expr import Opaque
 from polyc.ir.kernel import Statement
-from tests.support import kernels
+from polyc.ops import polybench as ex
 
 
 def test_compiled_kernels_equal_the_interpreter(rng):
     cases = [
         (
-            kernels.matmul(M=9, N=7, K=5),
+            ex.matmul(7, m=9, k=5),
             {"A": rng.random((9, 5), np.float32), "B": rng.random((5, 7), np.float32)},
             {},
         ),
         (
-            kernels.jacobi2d(),
+            ex.jacobi2d(None, None, "float64"),
             {"A": rng.random((9, 9)), "B": rng.random((9, 9))},
             {"T": 3},
         ),
-        (kernels.lu(), {"A": rng.random((7, 7)) + 7 * np.eye(7)}, {}),
-        (kernels.seidel2d(), {"A": rng.random((6, 6))}, {"T": 2}),
-        (kernels.producer_consumer(), {"A": rng.random(16, np.float32)}, {}),
+        (ex.lu_right_looking(), {"A": rng.random((7, 7)) + 7 * np.eye(7)}, {}),
+        (ex.seidel2d(None, None, "float64"), {"A": rng.random((6, 6))}, {"T": 2}),
+        (ex.producer_stencil(16), {"A": rng.random(16, np.float32)}, {}),
     ]
     for kern, inputs, params in cases:
         want = polyc.interpret(kern, inputs, **params)
@@ -42,20 +42,20 @@ def test_compiled_kernels_equal_the_interpreter(rng):
 
 
 def test_generated_c_reads_like_the_loop_nest():
-    text = generate(kernels.matmul()).text
+    text = generate(ex.matmul(3, m=4, k=5)).text
     assert "float (*restrict C)[3] = (float (*)[3])_pc_C;" in text
     assert "C[i][j] = (C[i][j] + (A[i][k] * B[k][j]));" in text
     assert "for (long k = 0; k <= 4; k += 1)" in text
 
 
 def test_input_shape_is_checked_before_any_c_runs():
-    mod = polyc.build(kernels.matmul())
+    mod = polyc.build(ex.matmul(3, m=4, k=5))
     with pytest.raises(polyc.InputError, match="input A has shape"):
         mod(A=np.zeros((3, 3), np.float32), B=np.zeros((5, 3), np.float32))
 
 
 def test_compiler_failure_quotes_the_generated_line():
-    kern = kernels.producer_consumer()
+    kern = ex.producer_stencil(16)
     s = kern.statements[0]
     broken = Statement(
         s.name,
@@ -77,7 +77,7 @@ def test_compiler_failure_quotes_the_generated_line():
 def test_corrupted_cache_entry_is_rebuilt(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cbuild, "_loaded", {})
-    kern = kernels.producer_consumer(N=12)
+    kern = ex.producer_stencil(12)
     first = polyc.build(kern)
     assert not first.cached
     # a half-written entry (a new file: the loaded module's mapping must stay valid)
@@ -96,7 +96,7 @@ def test_corrupted_cache_entry_is_rebuilt(tmp_path, monkeypatch, rng):
 def test_garbage_manifest_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cbuild, "_loaded", {})
-    kern = kernels.producer_consumer(N=11)
+    kern = ex.producer_stencil(11)
     polyc.build(kern)
     for manifest in tmp_path.glob("*.json"):
         manifest.write_text("{not json")
@@ -107,8 +107,8 @@ def test_garbage_manifest_is_rebuilt(tmp_path, monkeypatch):
 _RACE = textwrap.dedent(
     """
     import numpy as np, polyc
-    from tests.support import kernels
-    kern = kernels.matmul(M=13, N=11, K=7)
+    from polyc.ops import polybench as ex
+    kern = ex.matmul(11, m=13, k=7)
     a = np.ones((13, 7), np.float32); b = np.ones((7, 11), np.float32)
     out = polyc.build(kern)(A=a, B=b)["C"]
     assert (out == 7).all()

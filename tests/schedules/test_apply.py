@@ -5,7 +5,7 @@ from __future__ import annotations
 import islpy as isl
 
 import schedules as S
-from schedules import examples as ex
+from polyc.ops import polybench as ex
 from tests.support.sched import assert_same, jacobi_time_tiled
 
 

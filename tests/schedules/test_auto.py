@@ -10,7 +10,7 @@ import schedules as S
 from polyc import compute as pc
 from polyc import ops
 from polyc.errors import BudgetError
-from schedules import examples as ex
+from polyc.ops import polybench as ex
 from schedules import stree
 from schedules.host.cache_model import Cache, Model
 from tests.support.sched import assert_same, compile_c

@@ -7,7 +7,7 @@ import pytest
 import schedules as S
 from polyc import ArgumentError, BudgetError, IllegalTransformError, ScheduleError
 from polyc.lang.program import Program
-from schedules import examples as ex
+from polyc.ops import polybench as ex
 
 
 @pytest.fixture(scope="module")

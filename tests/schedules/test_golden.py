@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import schedules as S
 from codegen.host import generate
-from schedules import examples as ex
+from polyc.ops import polybench as ex
 from tests.support.sched import jacobi_time_tiled
 
 

@@ -9,7 +9,7 @@ import schedules as S
 from codegen.host import generate
 from polyc import IllegalTransformError
 from polyc.lang.program import Program
-from schedules import examples as ex
+from polyc.ops import polybench as ex
 from tests.support.sched import assert_same, compile_c, jacobi_time_tiled
 
 

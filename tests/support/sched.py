@@ -25,7 +25,7 @@ from codegen.emit import CEmitter
 from codegen.host import generate
 from polyc.ir.inputs import prepare
 from polyc.ir.kernel import Kernel
-from schedules import examples as ex
+from polyc.ops import polybench as ex
 
 _DIR = Path(tempfile.mkdtemp(prefix="polyc-sched-tests-"))
 _LIBS: dict[str, object] = {}

@@ -94,13 +94,13 @@ def _demo_block():
 
 
 def _two_mm():
-    from schedules.examples import two_mm
+    from polyc.ops.polybench import two_mm
 
     return two_mm(12)
 
 
 def _producer_consumer():
-    from schedules.examples import producer_consumer
+    from polyc.ops.polybench import producer_consumer
 
     return producer_consumer(24)
 

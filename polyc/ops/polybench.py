@@ -21,13 +21,18 @@ def _scale(dtype: str, value: float, x):
     return x * value if dtype.startswith("float") else x
 
 
-def matmul(n: int | None = 64, dtype: str = "float32") -> Kernel:
-    """``C = A @ B`` with the compute API: ``S0: C = 0``, ``S1: C += A * B``."""
+def matmul(
+    n: int | None = 64, dtype: str = "float32", *, m: int | None = None, k=None
+) -> Kernel:
+    """``C = A @ B`` with the compute API: ``S0: C = 0``, ``S1: C += A * B``; ``C`` is
+    ``m x n`` and the reduction ``k`` long (both ``n`` unless given)."""
     N = pc.param("N") if n is None else n
-    A = pc.placeholder("A", (N, N), dtype)
-    B = pc.placeholder("B", (N, N), dtype)
-    k = pc.reduce_axis(N, "k")
-    C = pc.compute("C", (N, N), lambda i, j: pc.sum(A[i, k] * B[k, j], k))
+    M = N if m is None else m
+    K = N if k is None else k
+    A = pc.placeholder("A", (M, K), dtype)
+    B = pc.placeholder("B", (K, N), dtype)
+    r = pc.reduce_axis(K, "k")
+    C = pc.compute("C", (M, N), lambda i, j: pc.sum(A[i, r] * B[r, j], r))
     return pc.kernel("matmul", outputs=[C])
 
 
@@ -82,6 +87,29 @@ def lu(n: int | None = 32, dtype: str = "float64") -> Kernel:
         with p.loop("j", i, N) as j, p.loop("k", 0, i) as k:
             A[i, j] = A[i, j] - A[i, k] * A[k, j]
     return p.kernel()
+
+
+def lu_right_looking(n: int | None = None, dtype: str = "float64") -> Kernel:
+    """Right-looking LU without pivoting (Pluto's ``lu.c``): for each ``k`` the row
+    is scaled, then the trailing block updated."""
+    p = Program("lu")
+    N = _size(p, "N", n)
+    A = p.array("A", (N, N), dtype, role="inout")
+    with p.loop("k", 0, N) as k:
+        with p.loop("j", k + 1, N) as j:
+            A[k, j] = A[k, j] / A[k, k]
+        with p.loop("i", k + 1, N) as i, p.loop("j", k + 1, N) as j:
+            A[i, j] = A[i, j] - A[i, k] * A[k, j]
+    return p.kernel()
+
+
+def producer_stencil(n: int = 16, dtype: str = "float32") -> Kernel:
+    """``B = A * 2`` then the stencil ``C[i] = B[i] + B[i + 1]`` (a consumer that
+    reads its producer one element ahead)."""
+    A = pc.placeholder("A", (n,), dtype)
+    B = pc.compute("B", (n,), lambda i: A[i] * 2.0)
+    C = pc.compute("C", (n - 1,), lambda i: B[i] + B[i + 1])
+    return pc.kernel("prodcons", [C])
 
 
 def jacobi2d(
