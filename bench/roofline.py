@@ -19,7 +19,7 @@ sum of per-statement charges with nothing overlapping: see docs/accelerator.md;
 because simulating 4096^3 scalar instances would take hours.
 
 Writes ``bench/results/roofline.json`` (a list of records) and prints the table
-the README shows, with the geometric mean of cycles / roofline per config.
+docs/results.md shows, with the geometric mean of cycles / roofline per config.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def main(argv=None) -> int:
 
 
 def render(records: list[dict]) -> str:
-    """The README table: one row per layer and config, a geomean line per config."""
+    """The docs/results.md table: one row per layer and config, a geomean line per config."""
     rows = []
     for r in records:
         rows.append(

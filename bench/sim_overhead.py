@@ -7,7 +7,7 @@ Side by side in one run, for each kernel: the kernel compiled for the host
 DRAM-direct mode (``polyc.compile(kernel, config="edge-npu", schedule=kernel)``) with the per-access
 checks on and compiled out. Times are whole calls as a user makes them (input
 preparation, context, run, report). Writes ``bench/results/sim_overhead.json``; the
-table goes in the README.
+table goes in docs/results.md.
 """
 
 from __future__ import annotations

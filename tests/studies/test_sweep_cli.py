@@ -197,7 +197,7 @@ def test_explain_without_run_and_with_relations(capsys):
 
 
 def test_example_study_runs(tmp_path, capsys):
-    from examples.sweep_study import main as study
+    from examples.study import main as study
 
     argv = ["--quick", "--jobs", "1", "--configs", "tiny", "--schedules", "none"]
     assert study([*argv, "--out", str(tmp_path)]) == 0

@@ -1,8 +1,8 @@
 """Sweep throughput: one study in this process, in a local pool, and on Dask.
 
-    python -m bench.sweep_scaling [--rounds 3] [--full]
+    python -m bench.scaling [--rounds 3] [--full]
 
-The layers of ``examples/sweep_study.py`` (its ``--quick`` sizes unless ``--full``) x
+The layers of ``examples/study.py`` (its ``--quick`` sizes unless ``--full``) x
 (none, default) x (tiny, edge-npu, datacenter) run once to warm the build cache, then
 in interleaved rounds through: ``jobs=1`` (this process), the local pool of 2
 processes (started per sweep), and a Dask ``LocalCluster`` of 2 single-thread workers
@@ -10,7 +10,7 @@ processes (started per sweep), and a Dask ``LocalCluster`` of 2 single-thread wo
 executor, its ratio to ``jobs=1``, and the CPU seconds the points themselves took
 (their ``timing`` fields). Each timed sweep runs in a fresh process (build cache
 warm), as ``polyc sweep`` from a shell does; the records are checked identical across
-executors first. Writes ``bench/results/sweep_scaling[_full].json``.
+executors first. Writes ``bench/results/scaling[_full].json``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bench.common import table, write_json
 
 def _points(full: bool):
     import polyc
-    from examples.sweep_study import layers
+    from examples.study import layers
 
     return polyc.sweep.grid(
         layers(quick=not full), ["none", "default"], ["tiny", "edge-npu", "datacenter"]
@@ -48,7 +48,7 @@ def _one(spec: str, full: bool) -> float:
     scheduler address), as a user starting ``polyc sweep`` meets it."""
     code = (
         "import sys, time, polyc\n"
-        "from bench.sweep_scaling import _points\n"
+        "from bench.scaling import _points\n"
         "if __name__ == '__main__':\n"
         f"    points = _points({full})\n"
         "    t0 = time.perf_counter()\n"
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(points)} points, {point_s:.2f} s of per-point work (jobs=1 run)")
     print(table(rows, ["executor", "wall_s", "speedup_vs_jobs1"]))
     path = write_json(
-        "sweep_scaling" + ("_full" if args.full else ""),
+        "scaling" + ("_full" if args.full else ""),
         {
             "points": len(points),
             "full_sizes": args.full,

@@ -1,6 +1,6 @@
 """The scheduling benchmark from C sources: source-to-source against the compilers.
 
-    python -m bench.c_frontend [--only NAME ...] [--repeat 3] [--schedule auto]
+    python -m bench.host_c [--only NAME ...] [--repeat 3] [--schedule auto]
 
 For each kernel of ``bench/c_sources`` (matmul 1024^3, 2mm, syrk, Jacobi-2D 100 steps
 on 1000^2, Seidel-2D, conv2d 3x3 64->64 on 56^2, softmax 1024^2) it builds, in one run,
@@ -13,7 +13,7 @@ side by side:
 
 The three run in turns, ``--repeat`` rounds; it reports the best time of each, the
 speedups over the baseline and whether every
-build's checksum equals the baseline's, writes ``bench/results/c_frontend.json`` and
+build's checksum equals the baseline's, writes ``bench/results/host_c.json`` and
 prints a markdown table.
 """
 
@@ -161,13 +161,13 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
-        "benchmark": "c_frontend",
+        "benchmark": "host_c",
         "machine": machine(),
         "flags": FLAGS,
         "polly": polly is not None,
         "rows": rows,
     }
-    (RESULTS / "c_frontend.json").write_text(json.dumps(out, indent=2) + "\n")
+    (RESULTS / "host_c.json").write_text(json.dumps(out, indent=2) + "\n")
     print(table(rows))
     return 0
 

@@ -5,8 +5,8 @@ pool (or on a Dask cluster with ``--cluster tcp://host:8786``), prints the table
 writes ``sweep.json``, ``sweep.csv`` and the plots (roofline, cycles against the
 roofline bound, MAC utilisation, energy by component; PNG and SVG) to ``--out``::
 
-    .venv/bin/python examples/sweep_study.py --out study/
-    .venv/bin/python examples/sweep_study.py --quick          # smaller layers
+    .venv/bin/python examples/study.py --out study/
+    .venv/bin/python examples/study.py --quick          # smaller layers
 
 The same study from the shell, one layer: ``polyc sweep --ops
 gemm=matmul:M=256,N=256,K=256 --configs tiny edge-npu datacenter --schedule none

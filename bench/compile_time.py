@@ -1,6 +1,6 @@
 """Compile time of PyTorch models: from an ``nn.Module`` to a simulated run.
 
-    python -m bench.torch_compile_time [--quick]
+    python -m bench.compile_time [--quick]
 
 For the ResNet-18-style network at 64x64 (the issue's goal: under 30 s from module to
 simulated run) and the transformer encoder block, side by side in one process, each
@@ -10,7 +10,7 @@ on its own), lowering to one polyc Kernel, ``polyc.compile`` with an empty build
 before, and timed on its own; checks on, the default, and compiled out), the first simulated
 run (with its report and roofline), and for comparison ``polyc.build`` (host C, empty
 cache). Wall seconds and CPU seconds (this process plus the C compiler it runs).
-Writes ``bench/results/torch_compile_time.json``; the table goes in the README.
+Writes ``bench/results/compile_time.json``; the table goes in docs/results.md.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def _run(args, imported: float) -> int:
             }
         )
     path = write_json(
-        "torch_compile_time",
+        "compile_time",
         {
             "config": args.config,
             "quick": args.quick,
