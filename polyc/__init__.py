@@ -9,27 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from polyc.errors import (
-    AffineError,
-    ArgumentError,
-    BudgetError,
-    CodegenError,
-    ConfigError,
-    CycleError,
-    DefinitionError,
-    DTypeError,
-    FrontendError,
-    IllegalTransformError,
-    InputError,
-    PlacementError,
-    PolycError,
-    ReductionError,
-    ScheduleError,
-    ShapeError,
-    SimulationError,
-    SweepError,
-    VerificationError,
-)
+from polyc import errors as _errors
+from polyc.errors import *  # noqa: F403 (the error classes, listed once: polyc/errors.py)
 
 __version__ = "0.1.0"
 
@@ -52,28 +33,7 @@ _LAZY = {
     "verify": ("polyc.oracle.verify", None),
 }
 
-__all__ = [
-    "AffineError",
-    "ArgumentError",
-    "BudgetError",
-    "CodegenError",
-    "ConfigError",
-    "CycleError",
-    "DTypeError",
-    "DefinitionError",
-    "FrontendError",
-    "IllegalTransformError",
-    "InputError",
-    "PlacementError",
-    "PolycError",
-    "ReductionError",
-    "ScheduleError",
-    "ShapeError",
-    "SimulationError",
-    "SweepError",
-    "VerificationError",
-    *_LAZY,
-]
+__all__ = [*_errors.__all__, *_LAZY]
 
 
 def __getattr__(name: str):

@@ -94,24 +94,9 @@ class VerificationError(PolycError, RuntimeError):
         return type(self), (str(self), self.verification)
 
 
+#: every error class above, in the order written (``polyc`` re-exports them all)
 __all__ = [
-    "AffineError",
-    "ArgumentError",
-    "BudgetError",
-    "CodegenError",
-    "ConfigError",
-    "CycleError",
-    "DTypeError",
-    "DefinitionError",
-    "FrontendError",
-    "IllegalTransformError",
-    "InputError",
-    "PlacementError",
-    "PolycError",
-    "ReductionError",
-    "ScheduleError",
-    "ShapeError",
-    "SimulationError",
-    "SweepError",
-    "VerificationError",
+    name
+    for name, value in list(globals().items())
+    if isinstance(value, type) and issubclass(value, PolycError)
 ]

@@ -33,7 +33,7 @@ from polyc.errors import FrontendError
 from polyc.frontends.c.affine import NotAffine
 from polyc.frontends.c.model import Origin, finish
 from polyc.frontends.c.preprocess import RegionSpan, Source, preprocess
-from polyc.frontends.c.region import ArrayInfo, RegionWalker, _walk
+from polyc.frontends.c.region import ArrayInfo, RegionWalker, walk_nodes
 from polyc.frontends.c.types import CType, Var, resolve, typedef_table
 from polyc.ir.kernel import Kernel
 
@@ -291,7 +291,7 @@ def _is_return(node) -> bool:
 
 
 def _last_line(node) -> int:
-    return max((n.coord.line for n in _walk([node]) if n.coord), default=0)
+    return max((n.coord.line for n in walk_nodes([node]) if n.coord), default=0)
 
 
 # locations and errors -----------------------------------------------------------------
@@ -386,7 +386,7 @@ class _Outside:
 
 
 def _outside_names(f: _Found) -> _Outside:
-    region = {id(n) for n in _walk(f.items)}
+    region = {id(n) for n in walk_nodes(f.items)}
     names: set[str] = set()
     reads: dict[str, int] = {}
 

@@ -125,7 +125,7 @@ class RegionWalker:
         written: set[str] = set()
         iters: set[str] = set()
         local: set[str] = set()
-        for node in _walk(self.items):
+        for node in walk_nodes(self.items):
             if isinstance(node, c_ast.ID):
                 ids.append(node.name)
             elif isinstance(node, c_ast.Assignment):
@@ -140,7 +140,7 @@ class RegionWalker:
             elif isinstance(node, c_ast.Decl):
                 local.add(node.name)
                 ids.extend(
-                    n.name for n in _walk([node.type]) if isinstance(n, c_ast.ID)
+                    n.name for n in walk_nodes([node.type]) if isinstance(n, c_ast.ID)
                 )
             elif isinstance(node, c_ast.For):
                 name = _loop_var(node)
@@ -163,7 +163,7 @@ class RegionWalker:
                 wide = abs(self.known[name]) > 2**31 - 1
                 types[name] = dtypes.int64 if wide else dtypes.int32
             elif v is not None and v.is_array:
-                for n in _walk([d for d in v.ctype.dims if d is not None]):
+                for n in walk_nodes([d for d in v.ctype.dims if d is not None]):
                     if isinstance(n, c_ast.ID) and n.name not in params:
                         dv = self.outer.get(n.name)
                         if dv is not None and dv.ctype.is_integer and not dv.ctype.ndim:
@@ -176,7 +176,7 @@ class RegionWalker:
     def _linearised(self, iters: set[str]) -> dict[str, list[str]]:
         """One-dimensional arrays indexed ``i * n + j``: their strides."""
         subs: dict[str, list] = {}
-        for node in _walk(self.items):
+        for node in walk_nodes(self.items):
             if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID):
                 subs.setdefault(node.name.name, []).append(node.subscript)
         names = iters | set(self.params)
@@ -639,7 +639,7 @@ def _check_monotone(node, start: isl.Set, cond: isl.Set, step: int) -> None:
 
 
 def _check_not_written(stmt, name: str) -> None:
-    for n in _walk([stmt]):
+    for n in walk_nodes([stmt]):
         target = None
         if isinstance(n, c_ast.Assignment):
             target = n.lvalue
@@ -670,7 +670,7 @@ def _base_name(node) -> str | None:
     return node.name if isinstance(node, c_ast.ID) else None
 
 
-def _walk(nodes):
+def walk_nodes(nodes):
     """Every pycparser node under ``nodes`` (pre-order)."""
     stack = list(reversed([n for n in nodes if n is not None]))
     while stack:

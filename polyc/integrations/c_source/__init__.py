@@ -69,7 +69,7 @@ def compile_c(
     """
     src = preprocess(path_or_source, defines, include_dirs)
     built = cfront.regions_of(src, collect=True)
-    docs = _documents(schedule, len(built))
+    docs = schedule_documents(schedule, len(built))
     lines = src.text.splitlines(keepends=True)
     replacements: dict[int, tuple[int, list[str]]] = {}
     reports: list[RegionReport] = []
@@ -100,7 +100,7 @@ def compile_c(
                 )
             )
             continue
-        kernel = _schedule(region.kernel, docs[k], region.param_values)
+        kernel = apply_region_schedule(region.kernel, docs[k], region.param_values)
         block, heap = _emit(region, kernel, _region_indent(lines, span))
         need_stdlib |= heap
         replacements[span.begin] = (span.end, block)
@@ -131,7 +131,13 @@ def compile_c(
     return Compiled(text, reports)
 
 
-def _documents(schedule, n: int) -> list:
+def schedule_documents(schedule, n: int) -> list:
+    """One schedule per region of a file with ``n`` regions: ``schedule`` itself
+    for None or "auto", else the ``---``-separated documents of isl YAML text.
+
+    Raises:
+        ScheduleError: the text holds a different number of documents.
+    """
     if schedule is None or schedule == "auto":
         return [schedule] * n
     docs = [d for d in re.split(r"(?m)^---\s*$", schedule) if d.strip()]
@@ -144,7 +150,9 @@ def _documents(schedule, n: int) -> list:
     return docs
 
 
-def _schedule(kernel: Kernel, spec, known: dict[str, int] | None = None) -> Kernel:
+def apply_region_schedule(
+    kernel: Kernel, spec, known: dict[str, int] | None = None
+) -> Kernel:
     """``kernel`` under ``spec``: None (program order), "auto", or isl YAML text
     (checked against every dependence by ``schedules.apply_schedule``)."""
     if spec is None:

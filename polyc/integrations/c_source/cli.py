@@ -197,7 +197,7 @@ def _accelerator(args) -> int:
     from accelerator import load_config
     from polyc.errors import ArgumentError
     from polyc.frontends.c.parse import parse_c
-    from polyc.integrations.c_source import _documents, _schedule
+    from polyc.integrations.c_source import apply_region_schedule, schedule_documents
     from polyc.oracle.verify import compare
 
     given = _params(args.params)
@@ -205,10 +205,10 @@ def _accelerator(args) -> int:
     regions = parse_c(
         Path(args.input), defines=args.defines, include_dirs=args.include_dirs
     )
-    docs = _documents(_schedule_arg(args), len(regions))
+    docs = schedule_documents(_schedule_arg(args), len(regions))
     rng = np.random.default_rng(0)
     for r, doc in zip(regions, docs, strict=True):
-        kernel = _schedule(r.kernel, doc, r.param_values)
+        kernel = apply_region_schedule(r.kernel, doc, r.param_values)
         values = {**r.param_values, **given}
         missing = [p for p in kernel.params if p not in values]
         if missing:
