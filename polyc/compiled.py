@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from polyc.errors import ArgumentError
+from polyc.ir import tree
 from polyc.ir.kernel import Kernel
 
 
@@ -194,7 +195,7 @@ class Compiled:
         from polyc.ir import marks as pm
 
         bufs, allocs = [], {}
-        for text in _marks(self.kernel.schedule):
+        for text in tree.marks(self.kernel.schedule):
             kind = pm.kind(text)
             if kind == "buffer":
                 bufs.append(pm.BufferMark.parse(text))
@@ -235,25 +236,12 @@ def _fix(note: str) -> str:
     return "Schedule it by hand (polyc.compile(kernel, config, schedule=...))."
 
 
-def _marks(schedule):
-    out = []
-
-    def visit(node):
-        if node.get_type().name == "mark":
-            out.append(node.mark_get_id().get_name())
-        for i in range(node.n_children()):
-            visit(node.child(i))
-
-    visit(schedule.get_root())
-    return out
-
-
 def _engines(kernel: Kernel) -> dict[str, str]:
     """How the schedule's marks map statements to engines."""
     from polyc.ir import marks as pm
 
     out = {}
-    for text in _marks(kernel.schedule):
+    for text in tree.marks(kernel.schedule):
         kind = pm.kind(text)
         if kind == "tensorize":
             t = pm.TensorizeMark.parse(text)

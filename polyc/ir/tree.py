@@ -85,39 +85,104 @@ def identity_mupa(dom: isl.Set) -> isl.MultiUnionPwAff:
     )
 
 
-def walk(node: isl.ScheduleNode) -> Iterator[isl.ScheduleNode]:
+Path = tuple[int, ...]  # child indices from a node (the root, for a schedule)
+
+
+def walk_paths(
+    top: isl.Schedule | isl.ScheduleNode,
+) -> Iterator[tuple[Path, isl.ScheduleNode]]:
+    """Pre-order ``(path, node)`` below ``top`` (a schedule's root, or a node; paths
+    are relative to it). An explicit stack: nested generators would cost the depth
+    of the tree per node."""
+    root = top.get_root() if isinstance(top, isl.Schedule) else top
+    stack = [((), root)]
+    while stack:
+        path, node = stack.pop()
+        yield path, node
+        for i in range(node.n_children() - 1, -1, -1):
+            stack.append((path + (i,), node.child(i)))
+
+
+def walk(top: isl.Schedule | isl.ScheduleNode) -> Iterator[isl.ScheduleNode]:
     """Pre-order traversal of a schedule (sub)tree."""
-    yield node
-    for i in range(node.n_children()):
-        yield from walk(node.child(i))
+    for _, node in walk_paths(top):
+        yield node
 
 
-def find_band(schedule: isl.Schedule, name: str) -> isl.ScheduleNode:
+def at(schedule: isl.Schedule, path: Path) -> isl.ScheduleNode:
+    """The node at ``path`` from the root."""
+    node = schedule.get_root()
+    for i in path:
+        node = node.child(i)
+    return node
+
+
+def path_of(node: isl.ScheduleNode) -> Path:
+    """The path of ``node`` from its tree's root."""
+    out: list[int] = []
+    while node.has_parent():
+        out.append(node.get_child_position())
+        node = node.parent()
+    return tuple(reversed(out))
+
+
+def mark_name(node: isl.ScheduleNode) -> str | None:
+    """The text of a mark node (None for other nodes)."""
+    if node.get_type() != isl.schedule_node_type.mark:
+        return None
+    return node.mark_get_id().get_name()
+
+
+def marks(schedule: isl.Schedule) -> list[str]:
+    """The text of every mark, in pre-order."""
+    return [m for m in map(mark_name, walk(schedule)) if m is not None]
+
+
+def band_below(mark: isl.ScheduleNode) -> isl.ScheduleNode:
+    """The node under a band's name mark and its attribute marks."""
+    node = mark.child(0)
+    while node.get_type() == isl.schedule_node_type.mark:
+        node = node.child(0)
+    return node
+
+
+def find_band_mark(
+    schedule: isl.Schedule, name: str, op: str = "schedule"
+) -> isl.ScheduleNode:
+    """The name mark of the band ``name``.
+
+    Raises:
+        ScheduleError: when no band has that name; the message lists the names.
+    """
+    for node in walk(schedule):
+        text = mark_name(node)
+        parsed = parse_band_mark(text) if text else None
+        if parsed and parsed[0] == name:
+            return node
+    raise ScheduleError(
+        f"{op}: there is no band named {name!r} because the schedule's bands are "
+        f"{', '.join(band_names(schedule)) or '(none)'}. Use one of those names "
+        "(print(kernel) shows the loop nest)."
+    )
+
+
+def find_band(
+    schedule: isl.Schedule, name: str, op: str = "schedule"
+) -> isl.ScheduleNode:
     """The band node named ``name`` (below its name mark and attribute marks).
 
     Raises:
         ScheduleError: when no band has that name; the message lists the names.
     """
-    for node in walk(schedule.get_root()):
-        if node.get_type() != isl.schedule_node_type.mark:
-            continue
-        parsed = parse_band_mark(node.mark_get_id().get_name())
-        if parsed and parsed[0] == name:
-            child = node.child(0)
-            while child.get_type() == isl.schedule_node_type.mark:
-                child = child.child(0)
-            if child.get_type() != isl.schedule_node_type.band:
-                raise ScheduleError(f"schedule: mark {name!r} is not above a band.")
-            return child
-    raise ScheduleError(
-        f"schedule: there is no band named {name!r} because the schedule's bands are "
-        f"{', '.join(band_names(schedule)) or '(none)'}. Use one of those names."
-    )
+    child = band_below(find_band_mark(schedule, name, op))
+    if child.get_type() != isl.schedule_node_type.band:
+        raise ScheduleError(f"{op}: mark {name!r} is not above a band.")
+    return child
 
 
 def band_names(schedule: isl.Schedule) -> list[str]:
     out = []
-    for node in walk(schedule.get_root()):
+    for node in walk(schedule):
         if node.get_type() == isl.schedule_node_type.mark:
             parsed = parse_band_mark(node.mark_get_id().get_name())
             if parsed:
@@ -143,7 +208,7 @@ def without_extensions(schedule: isl.Schedule) -> isl.Schedule:
     """
     while True:
         found = None
-        for node in walk(schedule.get_root()):
+        for node in walk(schedule):
             if node.get_type() == isl.schedule_node_type.extension:
                 found = node
                 break

@@ -1,14 +1,16 @@
-"""Cursor helpers on isl schedule trees that hold extension nodes.
+"""Placement's helpers on isl schedule trees that hold extension nodes.
 
 The transformations of :mod:`schedules.stree` rebuild whole trees and do not take
 extension nodes (placement's copies). Placement and engine mapping come last in a
 schedule and edit the isl tree in place of a cursor instead; these helpers find
-their way around it: positions are paths of child indices from the root.
+their way around it: positions are paths of child indices from the root (the
+traversal itself, ``walk_paths``/``at``/``path_of``/``find_band_mark``, is
+:mod:`polyc.ir.tree`'s).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import islpy as isl
 
@@ -17,74 +19,14 @@ from polyc.ir import marks as placemarks
 from polyc.ir import tree
 
 T = isl.schedule_node_type
-Path = tuple[int, ...]
-
-
-def walk(schedule: isl.Schedule) -> Iterator[tuple[Path, isl.ScheduleNode]]:
-    """Pre-order ``(path, node)`` over the whole tree (an explicit stack: nested
-    generators would cost the depth of the tree per node)."""
-    stack = [((), schedule.get_root())]
-    while stack:
-        path, node = stack.pop()
-        yield path, node
-        n = node.n_children()
-        for i in range(n - 1, -1, -1):
-            stack.append((path + (i,), node.child(i)))
-
-
-def at(schedule: isl.Schedule, path: Path) -> isl.ScheduleNode:
-    node = schedule.get_root()
-    for i in path:
-        node = node.child(i)
-    return node
-
-
-def path_of(node: isl.ScheduleNode) -> Path:
-    out: list[int] = []
-    while node.has_parent():
-        out.append(node.get_child_position())
-        node = node.parent()
-    return tuple(reversed(out))
-
-
-def mark_name(node: isl.ScheduleNode) -> str | None:
-    if node.get_type() != T.mark:
-        return None
-    return node.mark_get_id().get_name()
-
-
-def find_named(schedule: isl.Schedule, band: str, op: str) -> isl.ScheduleNode:
-    """The name mark of band ``band``.
-
-    Raises:
-        ScheduleError: when no band has that name (the message lists them).
-    """
-    for _, node in walk(schedule):
-        name = mark_name(node)
-        parsed = tree.parse_band_mark(name) if name else None
-        if parsed and parsed[0] == band:
-            return node
-    names = tree.band_names(schedule)
-    raise ScheduleError(
-        f"{op}: there is no band named {band!r} because the schedule's bands are "
-        f"{', '.join(names) or '(none)'}. Use one of those names (print(kernel) "
-        "shows the loop nest)."
-    )
-
-
-def band_below(mark: isl.ScheduleNode) -> isl.ScheduleNode:
-    """The band under a band's name mark and its attribute marks."""
-    node = mark.child(0)
-    while node.get_type() == T.mark:
-        node = node.child(0)
-    return node
+Path = tree.Path
 
 
 def body_of(node: isl.ScheduleNode) -> isl.ScheduleNode:
     """Skip placement wrappers (``@buffer``/``@scope`` marks, a copy extension and
     its sequence) down to the node they wrap."""
     while True:
-        name = mark_name(node)
+        name = tree.mark_name(node)
         if name and placemarks.kind(name) in ("buffer", "scope"):
             node = node.child(0)
             continue
@@ -113,8 +55,8 @@ def replace_mark(
     schedule: isl.Schedule, match: Callable[[str], bool], text: str | None
 ) -> isl.Schedule:
     """Replace (``text``) or delete (None) the first mark whose name matches."""
-    for _, node in walk(schedule):
-        name = mark_name(node)
+    for node in tree.walk(schedule):
+        name = tree.mark_name(node)
         if name is not None and match(name):
             node = node.delete()
             if text is not None:

@@ -29,6 +29,7 @@ import islpy as isl
 from accelerator.hardware.spec import Spec
 from polyc.errors import PlacementError
 from polyc.ir import marks as pm
+from polyc.ir import tree
 from polyc.ir.marks import Allocation
 from schedules.accel import isltree
 
@@ -190,8 +191,8 @@ def buffer_names(schedule: isl.Schedule) -> list[str]:
 def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     """Every ``@buffer`` mark of a schedule, in tree order."""
     out = []
-    for _, node in isltree.walk(schedule):
-        name = isltree.mark_name(node)
+    for _, node in tree.walk_paths(schedule):
+        name = tree.mark_name(node)
         if name and pm.kind(name) == "buffer":
             out.append(pm.BufferMark.parse(name))
     return out
@@ -208,8 +209,8 @@ def replan(spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
     layer_paths = isltree.layers(schedule)
     requests, per_layer = [], {}
     zero_levels = set()
-    for path, node in isltree.walk(schedule):
-        name = isltree.mark_name(node)
+    for path, node in tree.walk_paths(schedule):
+        name = tree.mark_name(node)
         if not name or pm.kind(name) != "buffer":
             continue
         b = pm.BufferMark.parse(name)
@@ -223,7 +224,7 @@ def replan(spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
     allocs = plan(spec, requests, sorted(zero_levels))
     for layer in sorted(per_layer, reverse=True):
         scope = pm.ScopeMark(tuple(allocs[n] for n in per_layer[layer]))
-        node = isltree.at(schedule, layer_paths[layer])
+        node = tree.at(schedule, layer_paths[layer])
         schedule = node.insert_mark(isl.Id(scope.text())).get_schedule()
     for level in sorted(zero_levels):
         z = zero_block(spec, level)
@@ -241,9 +242,9 @@ def _drop_scopes(schedule: isl.Schedule) -> isl.Schedule:
     paths of the others stay valid)."""
     paths = [
         path
-        for path, node in isltree.walk(schedule)
-        if (name := isltree.mark_name(node)) and pm.kind(name) == "scope"
+        for path, node in tree.walk_paths(schedule)
+        if (name := tree.mark_name(node)) and pm.kind(name) == "scope"
     ]
     for path in reversed(paths):
-        schedule = isltree.at(schedule, path).delete().get_schedule()
+        schedule = tree.at(schedule, path).delete().get_schedule()
     return schedule

@@ -38,6 +38,7 @@ from accelerator import CONFIGS, load_config
 from accelerator.hardware.spec import Spec
 from polyc.errors import ArgumentError, ScheduleError
 from polyc.ir import marks as pm
+from polyc.ir import tree
 from polyc.ir.kernel import Kernel
 from schedules.accel import footprint as F
 from schedules.accel import isltree, memplan
@@ -124,7 +125,7 @@ def place(
     layout = {a: tuple(v) for a, v in (layout or {}).items()}
     phase = {a: dict(v) for a, v in (phase or {}).items()}
     schedule = kernel.schedule
-    mark = isltree.find_named(schedule, band, op)
+    mark = tree.find_band_mark(schedule, band, op)
     node, prefix = _position(kernel, mark, band, depth, op)
     plans = [_plan(kernel, prefix, name, node, op) for name in names]
     taken = set(memplan.buffer_names(schedule))
@@ -188,14 +189,14 @@ def _level(spec: Spec, level: str, op: str) -> int:
 def box_extent(kernel: Kernel, band: str, array: str, depth: int | None = None):
     """The buffer box ``place(kernel, band, array, ..., depth=depth)`` would give
     ``array`` (its extent per dimension), to choose padding before placing."""
-    mark = isltree.find_named(kernel.schedule, band, "place")
+    mark = tree.find_band_mark(kernel.schedule, band, "place")
     node, prefix = _position(kernel, mark, band, depth, "place")
     return _plan(kernel, prefix, array, node, "place").box.extent
 
 
 def _position(kernel, mark, band, depth, op):
     """The node the copies wrap, and the prefix map of that position."""
-    band_node = isltree.band_below(mark)
+    band_node = tree.band_below(mark)
     n = band_node.band_n_member()
     depth = n if depth is None else depth
     inner = _split_part(band_node, band)
@@ -224,7 +225,7 @@ def _split_part(band_node, band: str):
     from polyc.ir import tree
 
     node = isltree.body_of(band_node.child(0))
-    name = isltree.mark_name(node)
+    name = tree.mark_name(node)
     parsed = tree.parse_band_mark(name) if name else None
     if parsed and parsed[0].startswith(f"{band}_") and parsed[1]:
         first = parsed[1][0]
@@ -236,7 +237,7 @@ def _split_part(band_node, band: str):
 def _members(mark) -> tuple[str, ...]:
     from polyc.ir import tree
 
-    return tree.parse_band_mark(isltree.mark_name(mark))[1]
+    return tree.parse_band_mark(tree.mark_name(mark))[1]
 
 
 def _plan(kernel: Kernel, prefix: isl.UnionMap, array: str, node, op: str) -> Plan:
@@ -319,8 +320,8 @@ def tensorized_hulls(
     runs per tile of this position (the rectangular hull of each of its tiles)."""
     out: dict[str, isl.Map] = {}
     n = _prefix_width(prefix)
-    for _, sub in _walk_node(node):
-        name = isltree.mark_name(sub)
+    for sub in tree.walk(node):
+        name = tree.mark_name(sub)
         if not name or pm.kind(name) != "tensorize":
             continue
         t = pm.TensorizeMark.parse(name)
@@ -353,13 +354,6 @@ def _prefix_width(prefix: isl.UnionMap) -> int:
     maps: list[isl.Map] = []
     prefix.foreach_map(maps.append)
     return maps[0].dim(isl.dim_type.out) if maps else 0
-
-
-def _walk_node(node: isl.ScheduleNode):
-    yield (), node
-    for i in range(node.n_children()):
-        for p, sub in _walk_node(node.child(i)):
-            yield (i, *p), sub
 
 
 def _buffer_mark(
@@ -472,7 +466,7 @@ def _enclosing_level(node: isl.ScheduleNode, array: str) -> int:
     """The level of the innermost buffer of ``array`` above ``node`` (0: DRAM)."""
     while node.has_parent():
         node = node.parent()
-        name = isltree.mark_name(node)
+        name = tree.mark_name(node)
         if name and pm.kind(name) == "buffer":
             b = pm.BufferMark.parse(name)
             if b.array == array:

@@ -37,6 +37,7 @@ import islpy as isl
 
 from polyc.errors import ArgumentError, IllegalTransformError
 from polyc.ir import marks as pm
+from polyc.ir import tree
 from polyc.ir.expr import Binary, Cast, Expr, Load
 from polyc.ir.kernel import Kernel, Statement, array_extent
 from schedules.accel import footprint as F
@@ -169,7 +170,7 @@ def tensorize(
             not a zero init of the same output tiles.
     """
     op = "tensorize"
-    mark = isltree.find_named(kernel.schedule, band, op)
+    mark = tree.find_band_mark(kernel.schedule, band, op)
     stmts = sorted(s for s in isltree.statements_of(mark) if not s.startswith("pc_"))
     if len(stmts) != 1:
         raise ArgumentError(
@@ -248,12 +249,12 @@ def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
             f"{op}: {init} cannot be folded into {stmt.name} because it writes "
             f"{s0.target.array}, not {stmt.target.array}. Name the output's init."
         )
-    other = isltree.find_named(kernel.schedule, _band_of(kernel, init), op)
-    a, b = isltree.path_of(mark), isltree.path_of(other)
+    other = tree.find_band_mark(kernel.schedule, _band_of(kernel, init), op)
+    a, b = tree.path_of(mark), tree.path_of(other)
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:
         common += 1
-    node = isltree.at(kernel.schedule, a[:common])
+    node = tree.at(kernel.schedule, a[:common])
     prefix = F.prefix_map(kernel, node)
     mine = prefix.intersect_domain(isl.UnionSet.from_set(stmt.domain))
     fp1 = F.footprint(kernel, mine, stmt.target.array, "write", None)
@@ -299,8 +300,8 @@ def _band_of(kernel: Kernel, stmt: str) -> str:
     from polyc.ir import tree
 
     best = None
-    for _, node in isltree.walk(kernel.schedule):
-        name = isltree.mark_name(node)
+    for _, node in tree.walk_paths(kernel.schedule):
+        name = tree.mark_name(node)
         parsed = tree.parse_band_mark(name) if name else None
         if parsed and isltree.statements_of(node) & {
             s.name for s in kernel.statements
@@ -429,7 +430,7 @@ def map_vector(kernel: Kernel, band: str) -> Kernel:
             core: leave it unmarked).
     """
     op = "map_vector"
-    mark = isltree.find_named(kernel.schedule, band, op)
+    mark = tree.find_band_mark(kernel.schedule, band, op)
     names = sorted(s for s in isltree.statements_of(mark) if not s.startswith("pc_"))
     prefix = F.prefix_map(kernel, mark)
     for name in names:

@@ -21,11 +21,11 @@ from accelerator.sim.simulator import Simulator
 from codegen.accel.direct import build_runtime
 from polyc.frontends.torch.models import InvertedResidual, randomize_batch_norms
 from polyc.ir import marks as pm
+from polyc.ir import tree
 from polyc.studies.explain import explain
 from polyc.studies.model_report import OTHER, model_report
 from polyc.studies.sweep.spec import op_spec
 from polyc.studies.sweep.task import make_inputs
-from schedules.accel import isltree
 
 CONV = "conv2d:input=1x8x12x12,weight=16x8x3x3,padding=1"
 DEPTHWISE = "conv2d:input=1x16x10x10,weight=16x1x3x3,padding=1,groups=16"
@@ -50,8 +50,8 @@ def live_maximum(compiled, level: int) -> tuple[int, int]:
     compiled schedule's ``@scope`` marks: a scope's buffers live while its subtree
     runs, so what is live at once is a scope and the scopes above it."""
     scopes = []
-    for path, node in isltree.walk(compiled.kernel.schedule):
-        name = isltree.mark_name(node)
+    for path, node in tree.walk_paths(compiled.kernel.schedule):
+        name = tree.mark_name(node)
         if name and pm.kind(name) == "scope":
             mark = pm.ScopeMark.parse(name)
             size = sum(a.bytes for a in mark.allocations if a.level_index == level)

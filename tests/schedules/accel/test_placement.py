@@ -23,16 +23,18 @@ from polyc.errors import (
     PlacementError,
     ScheduleError,
 )
+from polyc.ir import marks as pm
+from polyc.ir import tree
 from polyc.lang.program import Program
 from schedules.accel import footprint as F
-from schedules.accel import isltree, memplan
+from schedules.accel import memplan
 from tests.codegen.test_accel_compile import inputs as _inputs
 from tests.support.placecheck import check
 
 
 def _prefix(kernel, band, depth=None):
-    mark = isltree.find_named(kernel.schedule, band, "test")
-    node = isltree.band_below(mark)
+    mark = tree.find_band_mark(kernel.schedule, band, "test")
+    node = tree.band_below(mark)
     depth = node.band_n_member() if depth is None else depth
     return F.prefix_map(kernel, node.child(0) if depth else mark)
 
@@ -194,7 +196,6 @@ def test_a_fused_producer_consumer_keeps_the_intermediate_on_chip(rng):
 
 
 def test_buffers_of_one_layer_never_overlap_and_layers_reuse_space(rng):
-    from polyc.ir import marks as pm
 
     x = pc.placeholder("x", (64, 32))
     y = pc.compute("y", (64, 32), lambda i, j: x[i, j] * 3.0)
@@ -202,8 +203,8 @@ def test_buffers_of_one_layer_never_overlap_and_layers_reuse_space(rng):
     kern = pc.kernel("two", [y, z])  # independent: two layers
     compiled = polyc.compile(kern, config="tiny")
     scopes = []
-    for _, node in isltree.walk(compiled.kernel.schedule):
-        name = isltree.mark_name(node)
+    for _, node in tree.walk_paths(compiled.kernel.schedule):
+        name = tree.mark_name(node)
         if name and pm.kind(name) == "scope":
             scopes.append(pm.ScopeMark.parse(name).allocations)
     assert len(scopes) == 2
