@@ -159,3 +159,18 @@ def test_the_record_survives_a_torn_line_and_sums_batches(tmp_path):
     t = rec.totals(lines)
     assert t["cases"] == 4 and t["kinds"] == {"ok": 4} and t["configs"] == {"tiny": 4}
     assert rec.next_seed(lines) == 12
+
+
+def test_the_case_limit_counts_cpu_time_not_waiting():
+    """A case on a loaded machine waits for a core; that is no hang. Seed 3 case 67
+    (3 s of CPU) was recorded as a hang after 300 s of wall time on a machine
+    loaded twelve deep, while the limit counted wall time."""
+    import time
+
+    from polyc.studies.fuzz.runner import CaseTimeout, cpu_limit
+
+    with cpu_limit(0.2):
+        time.sleep(0.5)  # no CPU used: the limit must not fire
+    with pytest.raises(CaseTimeout), cpu_limit(0.2):
+        while True:  # CPU used: it fires, however long the wait for a core
+            pass

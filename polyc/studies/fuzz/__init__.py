@@ -130,7 +130,7 @@ def run(
     """Run a batch: ``cases`` new cases of batch ``seed`` (or the given cases), in
     this process (``jobs=1``), a local pool of ``jobs`` processes (default: one
     per core) or on a Dask ``cluster``. A case that kills its worker is recorded as
-    ``crash``; one that runs past ``timeout`` seconds as ``hang``."""
+    ``crash``; one that uses more than ``timeout`` seconds of CPU as ``hang``."""
     import time
 
     from polyc.studies import executors as ex

@@ -29,7 +29,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--jobs", type=int, default=None, help="local processes (cores)")
     p.add_argument("--cluster", default=None, help="a Dask scheduler address")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="CPU seconds per case (a case past it is a hang)",
+    )
     p.add_argument(
         "--shrink",
         action="store_true",
