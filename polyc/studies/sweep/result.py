@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,7 +171,7 @@ class SweepResult:
         """An aligned text table of every point, then failures and a summary."""
         from polyc.studies.sweep.text import render_table
 
-        return render_table(self)
+        return render_table(self.rows(), self.ok, self.failed, self.meta)
 
     # plots -----------------------------------------------------------------------
     def plot(self, out_dir: str | Path, formats=("png", "svg")) -> list[Path]:
@@ -249,14 +248,6 @@ def flat_row(record: dict) -> dict:
     row["error_type"] = record.get("error_type")
     row["error"] = record.get("error")
     return row
-
-
-def geomean(values) -> float | None:
-    """Geometric mean of the positive values (None when there are none)."""
-    vals = [v for v in values if v is not None and v > 0]
-    if not vals:
-        return None
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
 def _plain(value):

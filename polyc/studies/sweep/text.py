@@ -3,12 +3,7 @@ schedule the geometric mean of simulated cycles over the roofline bound."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from polyc.studies.sweep.result import geomean
-
-if TYPE_CHECKING:  # pragma: no cover
-    from polyc.studies.sweep.result import SweepResult
+import math
 
 _MAX_LABEL = 44
 
@@ -51,18 +46,27 @@ def _align(rows: list[list[str]], right: set[int]) -> list[str]:
     return out
 
 
-def render_table(result: SweepResult) -> str:
-    """The table (see the module docstring)."""
-    rows = result.rows()
-    meta = result.meta
+def geomean(values) -> float | None:
+    """Geometric mean of the positive values (None when there are none)."""
+    vals = [v for v in values if v is not None and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def render_table(
+    rows: list[dict], ok: list[dict], failed: list[dict], meta: dict
+) -> str:
+    """The table (see the module docstring) of a sweep's flat ``rows`` (one per
+    point), its ``ok`` and ``failed`` records, and its ``meta``."""
     where = meta.get("executor", "")
     wall = meta.get("wall_s")
     extra = ", ".join(
         p for p in (where, f"{wall:.1f} s" if wall is not None else "") if p
     )
-    bad = f", {len(result.failed)} failed" if result.failed else ""
+    bad = f", {len(failed)} failed" if failed else ""
     lines = [
-        f"polyc sweep: {len(rows)} points, {len(result.ok)} ok{bad}"
+        f"polyc sweep: {len(rows)} points, {len(ok)} ok{bad}"
         + (f" ({extra})" if extra else "")
     ]
     if not rows:
@@ -101,10 +105,10 @@ def render_table(result: SweepResult) -> str:
             ]
         )
     lines += _align(table, right={0, 4, 5, 6, 7, 8, 9, 10})
-    if result.failed:
+    if failed:
         lines.append("")
         lines.append("not ok:")
-        for r in result.failed:
+        for r in failed:
             lines.append(
                 f"  #{r['index']} {r['label']} / {r['schedule']} / {r['config']}: "
                 f"{r['error_type']}: {r['error']}"
