@@ -87,3 +87,98 @@ def table(rows: list[dict], columns: Sequence[str]) -> str:
 
 def geomean(values: Sequence[float]) -> float:
     return statistics.geometric_mean(values)
+
+
+# tables in the docs, between markers -------------------------------------------------
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+END_MARKER = "<!-- end table -->"
+
+
+class SectionError(ValueError):
+    """A document's table markers are missing, repeated or not closed."""
+
+
+def begin_marker(name: str) -> str:
+    """The line that opens table section ``name`` in a document."""
+    return f"<!-- table: {name} -->"
+
+
+def _bounds(text: str, name: str, where: str) -> tuple[int, int]:
+    """Start and end offsets of section ``name``'s body in ``text``.
+
+    Raises:
+        SectionError: the begin marker is missing or repeated, or no end marker
+            closes the section before the next section opens.
+    """
+    begin = begin_marker(name)
+    count = text.count(begin)
+    if count == 0:
+        raise SectionError(
+            f"rewrite {where}: no table section {name!r} because the line {begin} "
+            f"is not in it. Put {begin} and {END_MARKER} around the table."
+        )
+    if count > 1:
+        raise SectionError(
+            f"rewrite {where}: table section {name!r} is ambiguous because {begin} "
+            f"occurs {count} times. Keep one."
+        )
+    start = text.index(begin) + len(begin)
+    end = text.find(END_MARKER, start)
+    following = text.find("<!-- table: ", start)
+    if end < 0 or 0 <= following < end:
+        line = text.count("\n", 0, start) + 1
+        raise SectionError(
+            f"rewrite {where}: table section {name!r} is not closed because no "
+            f"{END_MARKER} follows its {begin} (line {line}) before the next "
+            f"section or the end. Add {END_MARKER} after its table."
+        )
+    return start, end
+
+
+def read_section(text: str, name: str, where: str = "the document") -> str:
+    """The body of table section ``name`` of ``text`` (without its markers).
+
+    Raises:
+        SectionError: see :func:`replace_section`.
+    """
+    start, end = _bounds(text, name, where)
+    return text[start:end].strip("\n")
+
+
+def replace_section(
+    text: str, name: str, body: str, where: str = "the document"
+) -> str:
+    """``text`` with the body of table section ``name`` replaced by ``body``.
+
+    A section is the text between the line ``<!-- table: NAME -->`` and the next
+    ``<!-- end table -->``; the markers stay, each on its own line, with a blank
+    line between them and the body (so that no markdown reader takes a marker for
+    part of the table).
+
+    Raises:
+        SectionError: the section's begin marker is missing or repeated, or no end
+            marker closes it.
+    """
+    start, end = _bounds(text, name, where)
+    return text[:start] + "\n\n" + body.strip("\n") + "\n\n" + text[end:]
+
+
+def write_section(doc: Path, name: str, body: str) -> bool:
+    """Rewrite table section ``name`` of the file ``doc``; True when it changed.
+
+    Raises:
+        SectionError: see :func:`replace_section`.
+    """
+    text = doc.read_text()
+    new = replace_section(text, name, body, where=_shown(doc))
+    if new != text:
+        doc.write_text(new)
+    return new != text
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(DOCS.parent))
+    except ValueError:
+        return str(path)

@@ -14,15 +14,14 @@ The totals table in ``docs/fuzz.md`` is regenerated from the record.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-from pathlib import Path
 
-from bench.common import RESULTS
+from bench.common import DOCS, RESULTS, write_section
 
 RECORD = RESULTS / "fuzz.jsonl"
-DOC = Path(__file__).resolve().parents[1] / "docs" / "fuzz.md"
-BEGIN, END = "<!-- fuzz-totals: begin -->", "<!-- fuzz-totals: end -->"
+DOC = DOCS / "fuzz.md"
+#: the table section of docs/fuzz.md (see bench.common.replace_section)
+SECTION = "fuzz-totals"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,12 +94,13 @@ def table(t: dict) -> str:
 
 
 def write_table(t: dict) -> None:
-    if not DOC.exists():
-        return
-    text = DOC.read_text()
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    new = f"{BEGIN}\n{table(t)}\n{END}"
-    DOC.write_text(pattern.sub(lambda _: new, text))
+    """Rewrite the totals section of docs/fuzz.md (when the file exists).
+
+    Raises:
+        SectionError: the section's markers are missing or not closed.
+    """
+    if DOC.exists():
+        write_section(DOC, SECTION, table(t))
 
 
 if __name__ == "__main__":
