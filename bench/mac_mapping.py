@@ -118,7 +118,7 @@ def run(name: str, config: str) -> dict:
     }
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", nargs="+", default=["edge-npu"])
     ap.add_argument("--layers", nargs="+", default=list(LAYERS))
@@ -127,7 +127,8 @@ def main(argv=None) -> None:
     write_json("mac_mapping", {"records": rows})
     cols = ("layer", "config", "cycles", "roofline", "ratio", "mac_statements")
     print(table(rows, cols + ("max_rel_err",)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """The benchmark kernels as plain C loop nests, written the way a person would
 (PolyBench style, program order, sizes as compile-time constants), for the
-``gcc -O3`` and ``clang -O3 -polly`` columns of :mod:`bench.schedules`.
+``gcc -O3`` and ``clang -O3 -polly`` columns of :mod:`bench.sched`.
 
 Each entry: ``(argument array names, C body)``; arrays arrive as ``float *`` and
 are viewed as fixed-size multi-dimensional arrays.

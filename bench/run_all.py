@@ -18,7 +18,9 @@ import time
 
 import bench
 
-_SKIP = {"common", "run_all"}
+#: modules that are not benchmarks: helpers, the C sources of the plain baselines,
+#: this runner and the regenerator of the docs' tables
+_SKIP = {"common", "plain_c", "results_md", "run_all"}
 
 
 def benchmarks() -> list[str]:

@@ -8,7 +8,8 @@ when ``clang-19`` with Polly is installed, the plain loop nest through
 on the same inputs and is checked against polyc's untransformed C before it is timed.
 
 Run: ``.venv/bin/python -m bench.sched`` (``--quick`` for small sizes). Writes
-``bench/results/schedules.json`` and prints a markdown table.
+``bench/results/schedules.json``, prints a markdown table and regenerates it in
+docs/schedules.md.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import results_md
 from bench.common import RESULTS, geomean, write_json
 
 CONTRACTIONS = ("matmul", "2mm", "syrk", "conv2d")
@@ -208,7 +210,20 @@ def run_case(case: Case, polly: str | None) -> dict:
     return result
 
 
+def labels(polly: bool) -> list[str]:
+    """The variants of the table, in column order (Polly's when it ran)."""
+    out = ["gcc -O3", "polyc untransformed", "polyc auto, 1 thread", "polyc auto"]
+    return [*out, "clang Polly", "clang Polly parallel"] if polly else out
+
+
+def render(payload: dict) -> str:
+    """The docs/schedules.md table of ``payload`` (schedules.json as written)."""
+    return table(payload["results"], labels(bool(payload["polly"])))
+
+
 def table(results: list[dict], labels: list[str]) -> str:
+    """A markdown table of ``results``: milliseconds per variant of ``labels``,
+    auto's speedup and the time auto (and the dependences) took."""
     head = ["kernel", *labels, "auto / untransformed", "auto (+ deps) time"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
@@ -224,7 +239,7 @@ def table(results: list[dict], labels: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes")
     parser.add_argument("--only", nargs="*", help="kernel names to run")
@@ -243,9 +258,6 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         print(f"{case.name}:", flush=True)
         results.append(run_case(case, polly))
-    labels = ["gcc -O3", "polyc untransformed", "polyc auto, 1 thread", "polyc auto"]
-    if polly:
-        labels += ["clang Polly", "clang Polly parallel"]
 
     def speedups(names, over="polyc untransformed", of="polyc auto"):
         rs = [r for r in results if r["name"] in names]
@@ -270,14 +282,15 @@ def main(argv: list[str] | None = None) -> dict:
         "quick": args.quick,
         "results": results,
         "geomean": summary,
-        "table": table(results, labels),
+        "table": table(results, labels(bool(polly))),
     }
-    write_json(name, report)
+    path = write_json(name, report)
     print(report["table"])
     for key, value in summary.items():
         print(f"geomean {key}: {value:.2f}x")
-    return report
+    results_md.regenerate_for(path)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
