@@ -24,6 +24,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,29 +86,28 @@ def build(
     name: str = "kernel",
     flags: tuple[str, ...] = (),
     link_flags: tuple[str, ...] = (),
+    files: Mapping[str, str] | None = None,
 ) -> Built:
     """Compile ``source`` (C) exposing the declarations ``cdef``; return the module.
+
+    Args:
+        source: the C text of the module's main translation unit.
+        cdef: the declarations cffi exposes to Python.
+        name: a readable part of the module's name.
+        flags: extra compiler flags.
+        link_flags: extra arguments for the link (libraries, shared objects).
+        files: more files, name -> text, written next to the main translation unit:
+            headers it (or they) ``#include "..."``, and ``.c`` files compiled as
+            translation units of their own and linked into the module. Their
+            content is part of the cache key.
 
     Raises:
         CodegenError: when the C compiler fails; the message quotes the offending
             generated line and the compiler's own message.
     """
-    import cffi
-
+    files = dict(sorted((files or {}).items()))
     all_flags = opt_flags() + BASE_FLAGS + tuple(flags)
-    key_text = json.dumps(
-        [
-            source,
-            cdef,
-            all_flags,
-            link_flags,
-            _compiler_id(),
-            cffi.__version__,
-            sys.implementation.cache_tag,
-        ],
-    )
-    digest = hashlib.sha256(key_text.encode()).hexdigest()[:20]
-    modname = f"_polyc_{_safe(name)}_{digest}"
+    modname = module_name(name, source, cdef, all_flags, link_flags, files)
     if modname in _loaded:
         mod = _loaded[modname]
         return Built(mod.ffi, mod.lib, Path(mod.__file__), True)
@@ -118,7 +118,9 @@ def build(
     mod = _load_verified(modname, path, manifest)
     cached = mod is not None
     if mod is None:
-        _compile(modname, source, cdef, all_flags, link_flags, path, manifest, root)
+        _compile(
+            modname, source, cdef, all_flags, link_flags, files, path, manifest, root
+        )
         mod = _load_verified(modname, path, manifest)
         if mod is None:
             raise CodegenError(
@@ -128,6 +130,34 @@ def build(
             )
     _loaded[modname] = mod
     return Built(mod.ffi, mod.lib, path, cached)
+
+
+def module_name(
+    name: str,
+    source: str,
+    cdef: str,
+    flags: tuple[str, ...],
+    link_flags: tuple[str, ...],
+    files: Mapping[str, str],
+) -> str:
+    """The cache key of a module, as its name: a digest of everything that makes its
+    bytes (every source text, the flags, the compiler, cffi and Python)."""
+    import cffi
+
+    key = [
+        source,
+        cdef,
+        flags,
+        link_flags,
+        _compiler_id(),
+        cffi.__version__,
+        sys.implementation.cache_tag,
+    ]
+    if files:  # only then: the keys of single-file modules stay what they were
+        key.append(sorted(files.items()))
+    key_text = json.dumps(key)
+    digest = hashlib.sha256(key_text.encode()).hexdigest()[:20]
+    return f"_polyc_{_safe(name)}_{digest}"
 
 
 def _load_verified(modname: str, path: Path, manifest: Path):
@@ -149,7 +179,9 @@ def _load_verified(modname: str, path: Path, manifest: Path):
     return mod
 
 
-def _compile(modname, source, cdef, flags, link_flags, path, manifest, root) -> None:
+def _compile(
+    modname, source, cdef, flags, link_flags, files, path, manifest, root
+) -> None:
     import cffi
 
     ffi = cffi.FFI()
@@ -160,6 +192,9 @@ def _compile(modname, source, cdef, flags, link_flags, path, manifest, root) -> 
         c_file = tmp / f"{modname}.c"
         with contextlib.redirect_stdout(io.StringIO()):  # cffi prints 'generating'
             ffi.emit_c_code(str(c_file))
+        for fname, text in files.items():
+            (tmp / fname).write_text(text)
+        units = [str(tmp / f) for f in files if f.endswith(".c")]
         so_file = tmp / path.name
         include = sysconfig.get_paths()["include"]
         cmd = [
@@ -168,7 +203,9 @@ def _compile(modname, source, cdef, flags, link_flags, path, manifest, root) -> 
             "-fPIC",
             "-shared",
             f"-I{include}",
+            f"-I{tmp}",
             str(c_file),
+            *units,
             "-o",
             str(so_file),
             *link_flags,

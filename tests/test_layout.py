@@ -164,3 +164,50 @@ def test_no_flat_prefix_families(family):
 
 def test_no_stray_files_at_the_top():
     assert not (ROOT / "x").exists()
+
+
+#: packages whose modules must not import each other in a cycle (a cycle means two
+#: modules that cannot be read, or imported, one after the other)
+ACYCLIC = ("accelerator.sim",)
+
+
+def import_cycle(package: str) -> list[str]:
+    """One import cycle among the modules of ``package`` (as ``[a, b, ..., a]``), or
+    ``[]``; imports are read as :func:`imports` reads them, function-local ones
+    included."""
+    mods = dict(modules())
+    inside = {m for m in mods if m == package or m.startswith(package + ".")}
+    graph: dict[str, set[str]] = {}
+    for name in sorted(inside):
+        deps = set()
+        for _, target in imports(mods[name]):
+            if target not in mods and target.rsplit(".", 1)[0] in mods:
+                target = target.rsplit(".", 1)[0]
+            if target in inside and target != name:
+                deps.add(target)
+        graph[name] = deps
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return path[path.index(node) :] + [node]
+        if node in done:
+            return []
+        for dep in sorted(graph[node]):
+            found = visit(dep, [*path, node])
+            if found:
+                return found
+        done.add(node)
+        return []
+
+    for start in sorted(graph):
+        found = visit(start, [])
+        if found:
+            return found
+    return []
+
+
+@pytest.mark.parametrize("package", ACYCLIC)
+def test_no_import_cycle(package):
+    cycle = import_cycle(package)
+    assert not cycle, f"an import cycle in {package}: {' -> '.join(cycle)}"

@@ -1,2 +1,4 @@
 """The simulator at the end of the pipeline: the C runtime (``runtime/``), its
-Python driver (:mod:`.simulator`), the Report, traces and per-layer attribution."""
+interface numbers (:mod:`.abi`, parsed from ``polyc_rt.h``), its Python driver
+(:mod:`.simulator`), the Report (:mod:`.report`, filled by :mod:`.readout`), traces
+and per-layer attribution."""

@@ -4,6 +4,9 @@
 ``report.write_trace(path)`` writes Chrome trace-event JSON that Perfetto
 (ui.perfetto.dev) and chrome://tracing load: one track per engine, one slice per
 operation.
+
+The records here are plain values; :mod:`.readout` fills them from a finished
+context, and this module imports nothing of the driver.
 """
 
 from __future__ import annotations
@@ -13,11 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
-
 from accelerator.hardware.roofline import Roofline
-from accelerator.hardware.spec import OP_CLASSES
-from accelerator.sim.simulator import EVENT_KINDS, engine_names
+from accelerator.sim.trace import render_table, trace_events
 
 
 @dataclass(frozen=True)
@@ -221,8 +221,6 @@ class Report:
 
     def trace(self) -> dict:
         """The run as Chrome trace-event JSON data (timestamps in microseconds)."""
-        from accelerator.sim.trace import trace_events
-
         return trace_events(self)
 
     def write_trace(self, path: str | Path) -> Path:
@@ -232,114 +230,4 @@ class Report:
         return path
 
     def __str__(self) -> str:
-        from accelerator.sim.trace import render_table
-
         return render_table(self)
-
-
-def collect(sim, stats, *, kernel: str, roofline: Roofline | None, mode: str, checks):
-    """Build a Report from a finished context (``pc_stats *``)."""
-    spec = sim.spec
-    ffi, lib = sim.ffi, sim.lib
-    cycles = int(stats.cycles)
-    names = engine_names(spec)
-    engines = tuple(
-        EngineUse(n, int(stats.busy[i]), cycles - int(stats.busy[i]), int(stats.ops[i]))
-        for i, n in enumerate(names)
-    )
-    levels = tuple(
-        LevelUse(
-            m.name,
-            m.kind,
-            int(stats.bytes_read[i]),
-            int(stats.bytes_written[i]),
-            float(stats.energy_level[i]),
-            int(stats.peak_sram[i]),
-        )
-        for i, m in enumerate(spec.memory)
-    )
-    energy = {
-        "mac_array": float(stats.energy_mac),
-        "vector": float(stats.energy_vector),
-        "scalar": float(stats.energy_scalar),
-    }
-    for m in levels:
-        energy[m.name] = m.energy_pj
-    out = ffi.new("pc_stmt_stat *")
-    n = lib.pc_stmt_stats(sim.ctx, 0, out)
-    statements = []
-    for i in range(n):
-        lib.pc_stmt_stats(sim.ctx, i, out)
-        k = int(out.instances)
-        nlev = len(spec.memory)
-        statements.append(
-            StatementUse(
-                ffi.string(out.name).decode(),
-                k,
-                int(out.cycles_per_instance),
-                tuple(k * int(out.bytes_read[lv]) for lv in range(nlev)),
-                tuple(k * int(out.bytes_written[lv]) for lv in range(nlev)),
-                k * float(out.energy_pj),
-            )
-        )
-    return Report(
-        kernel=kernel,
-        config=spec.name,
-        clock_ghz=spec.clock_ghz,
-        mode=mode,
-        checks=checks,
-        cycles=cycles,
-        engines=engines,
-        levels=levels,
-        macs=int(stats.macs) if roofline is None else roofline.macs,
-        mac_array_macs=int(stats.mac_array_macs),
-        vector_ops={c: int(stats.vector_ops[i]) for i, c in enumerate(OP_CLASSES)}
-        | {"reduce": int(stats.vector_ops[len(OP_CLASSES)])},
-        scalar_ops={c: int(stats.scalar_ops[i]) for i, c in enumerate(OP_CLASSES)},
-        scalar_instances=int(stats.scalar_instances),
-        dma_transfers=int(stats.dma_transfers),
-        dma_descriptors=int(stats.dma_descriptors),
-        energy=energy,
-        statements=tuple(statements),
-        roofline=roofline,
-        events=_events(sim, names),
-        events_dropped=int(stats.events_dropped),
-    )
-
-
-def _events(sim, names: list[str]) -> tuple[TraceEvent, ...]:
-    """The recorded events, read in one go through a numpy view of the C array."""
-    ffi = sim.ffi
-    count = ffi.new("int64_t *")
-    ptr = sim.lib.pc_events(sim.ctx, count)
-    n = int(count[0])
-    if n == 0:
-        return ()
-    fields = ("start", "end", "engine", "kind", "src_level", "dst_level", "amount")
-    types = ("<i8", "<i8", "<i4", "<i4", "<i4", "<i4", "<i8")
-    dtype = np.dtype(
-        {
-            "names": [*fields, "label"],
-            "formats": [*types, f"S{sim.lib.PC_NAME}"],
-            "offsets": [ffi.offsetof("pc_event", f) for f in (*fields, "label")],
-            "itemsize": ffi.sizeof("pc_event"),
-        }
-    )
-    raw = np.frombuffer(ffi.buffer(ptr, n * ffi.sizeof("pc_event")), dtype=dtype)
-    levels = [m.name for m in sim.spec.memory]
-    out = []
-    for e in raw.tolist():
-        start, end, engine, kind, src, dst, amount, label = e
-        out.append(
-            TraceEvent(
-                names[engine],
-                EVENT_KINDS[kind],
-                start,
-                end,
-                amount,
-                levels[src] if src >= 0 else "",
-                levels[dst] if dst >= 0 else "",
-                label.split(b"\0", 1)[0].decode(errors="replace"),
-            )
-        )
-    return tuple(out)

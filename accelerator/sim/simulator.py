@@ -1,11 +1,12 @@
-"""The C runtime's sources, its cffi declarations, and a Python handle on a context.
+"""A Python handle on one context of the C runtime: the simulator's driver.
 
-The runtime (``accelerator/sim/runtime/*.c``, ``polyc_rt.h``) is compiled together with
-each generated kernel (``codegen.accel.direct``), so that the hot path inlines. Every module
-built that way exposes the runtime API through cffi; :class:`Simulator` wraps one
-context of such a module: it fills the ``pc_spec`` struct from a :class:`Spec`, turns
-a runtime error into :class:`~polyc.errors.SimulationError`, and reads back the
-statistics and the trace as a :class:`~accelerator.sim.report.Report`.
+The runtime (``accelerator/sim/runtime/*.c``, API in ``polyc_rt.h``) is built once as
+a shared library (``codegen.accel.direct.build_runtime``) that every generated
+kernel links against; the numbers of its interface come from :mod:`.abi`.
+:class:`Simulator` wraps one context of that library: it fills the ``pc_spec``
+struct from a :class:`Spec`, turns a runtime error into
+:class:`~polyc.errors.SimulationError`, and reads back the statistics and the trace
+as a :class:`~accelerator.sim.report.Report` (:mod:`.readout`).
 
 The hardware numbers are passed at run time, never compiled in: one compiled module
 runs on every config, and the build cache key stays honest.
@@ -13,79 +14,23 @@ runs on every config, and the build cache key stays honest.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from accelerator.hardware.spec import MAC_DTYPES, OP_CLASSES, Spec
+from accelerator.hardware.spec import MAC_DTYPES, Spec
+from accelerator.sim.abi import (
+    CLASS_INDEX,
+    MAC_MODES,
+    MAC_TYPES,
+    NAME_BYTES,
+    VEC_DTYPES,
+    VEC_OPS,
+)
+from accelerator.sim.readout import collect
 from polyc.errors import SimulationError
 
-RUNTIME_DIR = Path(__file__).parent / "runtime"
-#: concatenated in this order after the header
-C_FILES = ("rt_core.c", "rt_dma.c", "rt_compute.c")
-#: MAC modes of the runtime, by (operand dtype, accumulator dtype)
-MAC_MODES = {
-    ("int8", "int32"): 0,
-    ("float16", "float16"): 1,
-    ("float16", "float32"): 2,
-    ("float32", "float32"): 3,
-}
-#: vector primitive dtypes
-VEC_DTYPES = {"float32": 0, "float16": 1, "int32": 2, "int8": 3}
-#: vector primitive ops (PC_OP_*)
-VEC_OPS = {
-    "add": 0,
-    "sub": 1,
-    "mul": 2,
-    "div": 3,
-    "max": 4,
-    "min": 5,
-    "neg": 10,
-    "abs": 11,
-    "exp": 12,
-    "log": 13,
-    "sqrt": 14,
-    "tanh": 15,
-    "sigmoid": 16,
-    "relu": 17,
-    "copy": 18,
-    "sum": 20,
-    "rmax": 21,
-    "rmin": 22,
-}
-#: op class index in pc_spec tables (PC_ADD ..), with the vector unit's "reduce"
-CLASS_INDEX = {c: i for i, c in enumerate((*OP_CLASSES, "reduce"))}
-ENGINE_SCALAR, ENGINE_MAC, ENGINE_VECTOR, ENGINE_DMA = 0, 1, 2, 3
-EVENT_KINDS = ("scalar", "mac", "vector", "dma", "wait")
 DEFAULT_TRACE_LIMIT = 65536
-
-
-@functools.cache
-def header() -> str:
-    return (RUNTIME_DIR / "polyc_rt.h").read_text()
-
-
-@functools.cache
-def source() -> str:
-    """The whole runtime as one C text: header then the C files."""
-    parts = [header()] + [(RUNTIME_DIR / f).read_text() for f in C_FILES]
-    return "\n".join(parts)
-
-
-@functools.cache
-def cdef() -> str:
-    """The runtime declarations cffi needs (the CDEF part of the header)."""
-    text = header()
-    begin = text.index("/* CDEF BEGIN */") + len("/* CDEF BEGIN */")
-    return text[begin : text.index("/* CDEF END */")]
-
-
-def engine_names(spec: Spec) -> list[str]:
-    return ["scalar", "mac_array", "vector"] + [
-        f"dma{c}" for c in range(spec.dma.channels)
-    ]
 
 
 def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
@@ -94,7 +39,8 @@ def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
     s.clock_ghz = spec.clock_ghz
     a = spec.mac_array
     s.rows, s.cols, s.fill_drain = a.rows, a.cols, a.fill_drain_cycles
-    for i, name in enumerate(MAC_DTYPES):
+    for name in MAC_DTYPES:
+        i = MAC_TYPES[name]
         d = a.dtypes.get(name)
         s.mac_rate[i] = d.macs_per_cycle if d else 0.0
         s.mac_pj[i] = d.pj_per_mac if d else 0.0
@@ -114,7 +60,7 @@ def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
     s.nlevels = len(spec.memory)
     for i, m in enumerate(spec.memory):
         L = s.level[i]
-        L.name = m.name.encode()[:31]
+        L.name = m.name.encode()[: NAME_BYTES - 1]
         L.is_dram = m.kind == "dram"
         L.capacity = m.capacity_bytes
         L.bytes_per_cycle = m.bytes_per_cycle
@@ -369,8 +315,6 @@ class Simulator:
     # results -----------------------------------------------------------------------
     def finish(self, kernel: str = "", roofline=None, mode: str = "", checks=True):
         """Wait for every engine and return the :class:`Report` of this context."""
-        from accelerator.sim.report import collect
-
         stats = self.lib.pc_finish(self.ctx)
         return collect(
             self, stats, kernel=kernel, roofline=roofline, mode=mode, checks=checks

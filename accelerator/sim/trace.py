@@ -5,6 +5,9 @@ events (``"ph": "M"``) name the process (the run) and one thread per engine;
 complete events (``"ph": "X"``) are operations with ``ts`` and ``dur`` in
 microseconds. The simulator's cycle counts are in ``args`` so nothing is lost to
 rounding.
+
+This module only reads a Report's fields: :mod:`.report` imports it (for
+``Report.trace`` and ``str(report)``), never the other way round.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ import numpy as np
 
 from accelerator.hardware.roofline import macs_per_instance, roofline
 from accelerator.hardware.spec import OP_CLASSES, Spec
+from accelerator.sim import abi
 from accelerator.sim import simulator as runtime
 from codegen import build as cbuild
 from codegen.cexpr import PRELUDE, CExpr
@@ -181,7 +182,7 @@ class SimEmitter(CEmitter):
             f"  return {CTX}->failed ? -1 : 0;\n"
             f"}}\n"
         )
-        text = runtime.header() + "\n" + src.text + "\n" + wrapper
+        text = abi.header() + "\n" + src.text + "\n" + wrapper
         # only the entry point: the context comes from the runtime module's ffi,
         # and a small cdef keeps the module quick to compile
         cdef = f"int {run}({args.replace('pc_ctx *', 'void *', 1)});"
@@ -213,8 +214,11 @@ def distinct(loads) -> list[Load]:
 @functools.cache
 def build_runtime() -> cbuild.Built:
     """The runtime as a cffi module: kernels link against its shared library, and
-    Python can drive it directly (tests, hand-written schedules)."""
-    return cbuild.build(runtime.source(), runtime.cdef(), name="runtime")
+    Python can drive it directly (tests, hand-written schedules). Each of the
+    runtime's C files is a translation unit of its own (:func:`abi.files`)."""
+    return cbuild.build(
+        f'#include "{abi.HEADER}"\n', abi.cdef(), name="runtime", files=abi.files()
+    )
 
 
 @dataclass

@@ -1,7 +1,7 @@
 /* polyc_rt.h: the runtime of polyc's simulated accelerator.
  *
- * A functional plus timing simulator. Generated code (codegen/sim.py, and the
- * placement target) calls these functions; Python fills a pc_spec from the TOML
+ * A functional plus timing simulator. Generated code (codegen/accel/direct.py and
+ * codegen/accel/placed.py) calls these functions; Python fills a pc_spec from the TOML
  * description, creates a context, binds the kernel's numpy arrays as DRAM buffers,
  * runs the kernel and reads back pc_stats and the trace.
  *
@@ -18,7 +18,11 @@
  * A violation records an error; while a kernel runs (armed) it also longjmps out.
  *
  * The part between CDEF BEGIN and CDEF END is also handed to cffi, so it uses only
- * what cffi's parser accepts (plain structs, integer #defines, prototypes).
+ * what cffi's parser accepts (plain structs, integer #defines, prototypes). Its
+ * integer #defines are the ABI's numbers, written only here: Python parses them
+ * from this text (accelerator/sim/abi.py).
+ *
+ * The runtime's own files include rt_internal.h too (what they share internally).
  */
 #ifndef POLYC_RT_H
 #define POLYC_RT_H

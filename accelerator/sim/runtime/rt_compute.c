@@ -8,6 +8,12 @@
  * Vector op over n elements: ceil(n / lanes) * (sum of cycles of its op classes).
  * A row reduction of rows x cols: rows * (ceil(cols / lanes) * op + reduce).
  */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "polyc_rt.h"
+#include "rt_internal.h"
 
 static const char *pc_label(const char *label) { return label ? label : ""; }
 
@@ -18,15 +24,15 @@ static int pc_view_range(pc_ctx *ctx, pc_view v, int64_t rows, int64_t cols,
   int64_t size[2] = {rows, cols}, stride[2] = {v.rs, v.cs};
   out->buf = v.buf;
   out->is_write = is_write;
-  pc_block_range(2, size, stride, v.off, esize, &out->lo, &out->hi);
-  return pc_check_range(ctx, out, op, label);
+  pc__block_range(2, size, stride, v.off, esize, &out->lo, &out->hi);
+  return pc__check_range(ctx, out, op, label);
 }
 
 static int pc_level_ok(pc_ctx *ctx, int buf, unsigned mask, const char *what,
                        const char *label) {
   int l = ctx->bufs[buf].level;
   if (mask & (1u << l)) return 0;
-  return pc_fail(ctx, "pc_mac %s: the %s buffer %s is in level %s because it was "
+  return pc__fail(ctx, "pc_mac %s: the %s buffer %s is in level %s because it was "
                       "placed there, but the MAC array cannot read it from that "
                       "level. Place it in one of the config's %s levels.",
                  pc_label(label), what, ctx->bufs[buf].name,
@@ -99,12 +105,12 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   static const char *names[] = {"int8", "float16", "float32"};
   const pc_spec *sp = &ctx->spec;
   if (mode < 0 || mode > PC_F32_F32)
-    return (void)pc_fail(ctx, "pc_mac %s: mode %d is unknown because MAC modes are "
+    return (void)pc__fail(ctx, "pc_mac %s: mode %d is unknown because MAC modes are "
                               "0..3 (PC_I8_I32 .. PC_F32_F32).", pc_label(label),
                          mode);
   double rate = sp->mac_rate[in_type[mode]];
   if (rate <= 0)
-    return (void)pc_fail(ctx, "pc_mac %s: the MAC array does not support %s because "
+    return (void)pc__fail(ctx, "pc_mac %s: the MAC array does not support %s because "
                               "the config lists no rate for it. Run this tile on "
                               "the vector unit or use a config that supports it.",
                          pc_label(label), names[in_type[mode]]);
@@ -124,16 +130,16 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
     nacc = 4;
   }
   double *row = malloc((size_t)n * sizeof *row);
-  if (!row) return (void)pc_fail(ctx, "pc_mac: out of host memory.");
+  if (!row) return (void)pc__fail(ctx, "pc_mac: out of host memory.");
   pc_mac_compute(mode, m, n, k, accumulate, ctx->bufs[a.buf].base, a,
                  ctx->bufs[b.buf].base, b, ctx->bufs[c.buf].base, c, row);
   free(row);
 
   int64_t passes = ((m + sp->rows - 1) / sp->rows) * ((n + sp->cols - 1) / sp->cols);
   int64_t per_pass = (int64_t)ceil((double)k / rate - 1e-9);
-  int64_t start = pc_issue(ctx, PC_ENG_MAC, acc, nacc);
+  int64_t start = pc__issue(ctx, PC_ENG_MAC, acc, nacc);
   int64_t end = start + sp->fill_drain + passes * per_pass;
-  pc_complete(ctx, PC_ENG_MAC, start, end, acc, nacc);
+  pc__complete(ctx, PC_ENG_MAC, start, end, acc, nacc);
 
   pc_stats *st = &ctx->stats;
   int64_t macs = m * n * k;
@@ -144,7 +150,7 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   pc_account_bytes(ctx, &acc[1], k * n * in_size[mode]);
   pc_account_bytes(ctx, &acc[2], m * n * acc_size[mode]);
   if (accumulate) pc_account_bytes(ctx, &acc[3], m * n * acc_size[mode]);
-  pc_trace(ctx, PC_ENG_MAC, PC_EV_MAC, start, end, macs, -1, -1, label);
+  pc__trace(ctx, PC_ENG_MAC, PC_EV_MAC, start, end, macs, -1, -1, label);
 }
 
 /* ---- vector unit ------------------------------------------------------------- */
@@ -154,7 +160,7 @@ static int pc_vector_levels(pc_ctx *ctx, const pc_range *acc, int n,
   for (int i = 0; i < n; i++) {
     int l = ctx->bufs[acc[i].buf].level;
     if (!(ctx->spec.vector_levels & (1u << l)))
-      return pc_fail(ctx, "vector op %s: buffer %s is in level %s because it was "
+      return pc__fail(ctx, "vector op %s: buffer %s is in level %s because it was "
                           "placed there, but the vector unit cannot access that "
                           "level. Place it in one of the config's vector levels.",
                      pc_label(label), ctx->bufs[acc[i].buf].name,
@@ -169,9 +175,9 @@ static void pc_vector_time(pc_ctx *ctx, const char *label, int64_t groups,
                            const int64_t *ops, const pc_range *acc, int nacc,
                            const int64_t *bytes) {
   const pc_spec *sp = &ctx->spec;
-  int64_t start = pc_issue(ctx, PC_ENG_VECTOR, acc, nacc);
+  int64_t start = pc__issue(ctx, PC_ENG_VECTOR, acc, nacc);
   int64_t end = start + groups * cycles_per_group;
-  pc_complete(ctx, PC_ENG_VECTOR, start, end, acc, nacc);
+  pc__complete(ctx, PC_ENG_VECTOR, start, end, acc, nacc);
   double total = 0;
   for (int c = 0; c < PC_NCLASS; c++) {
     ctx->stats.vector_ops[c] += ops[c];
@@ -179,18 +185,18 @@ static void pc_vector_time(pc_ctx *ctx, const char *label, int64_t groups,
   }
   ctx->stats.energy_vector += total * sp->vec_pj;
   for (int i = 0; i < nacc; i++) pc_account_bytes(ctx, &acc[i], bytes[i]);
-  pc_trace(ctx, PC_ENG_VECTOR, PC_EV_VECTOR, start, end, elements, -1, -1, label);
+  pc__trace(ctx, PC_ENG_VECTOR, PC_EV_VECTOR, start, end, elements, -1, -1, label);
 }
 
 void pc_vector(pc_ctx *ctx, const pc_vop *op) {
   if (ctx->failed) return;
   if (op->naccess < 0 || op->naccess > PC_MAX_ACCESS)
-    return (void)pc_fail(ctx, "pc_vector %s: %d accesses because of a bad "
+    return (void)pc__fail(ctx, "pc_vector %s: %d accesses because of a bad "
                               "descriptor; at most %d are supported.",
                          pc_label(op->name), op->naccess, PC_MAX_ACCESS);
   int64_t bytes[PC_MAX_ACCESS], per = 0, ops[PC_NCLASS];
   for (int i = 0; i < op->naccess; i++) {
-    if (pc_check_range(ctx, &op->access[i], "pc_vector", op->name)) return;
+    if (pc__check_range(ctx, &op->access[i], "pc_vector", op->name)) return;
     bytes[i] = op->access[i].hi - op->access[i].lo;
   }
   if (pc_vector_levels(ctx, op->access, op->naccess, op->name)) return;
@@ -287,12 +293,12 @@ static double pc_apply(int dt, int op, double x, double y) {
 static int pc_vec_args(pc_ctx *ctx, int op, int dtype, int lo, int hi,
                        const char *label) {
   if (dtype < PC_F32 || dtype > PC_I8)
-    return pc_fail(ctx, "vector op %s: dtype %d is unknown because vector dtypes "
+    return pc__fail(ctx, "vector op %s: dtype %d is unknown because vector dtypes "
                         "are 0..3 (PC_F32, PC_F16, PC_I32, PC_I8).", pc_label(label),
                    dtype);
   if (op < lo || op > hi || ((dtype == PC_I32 || dtype == PC_I8) &&
                              op >= PC_OP_EXP && op <= PC_OP_SIGMOID))
-    return pc_fail(ctx, "vector op %s: op %d is not valid here because it is not "
+    return pc__fail(ctx, "vector op %s: op %d is not valid here because it is not "
                         "one of this primitive's ops for this dtype.",
                    pc_label(label), op);
   return 0;

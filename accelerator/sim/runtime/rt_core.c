@@ -8,19 +8,19 @@
  * Everything is integer cycles and deterministic.
  */
 #include <math.h>
+#include <setjmp.h>
 #include <stdarg.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#define PC_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define PC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#include "polyc_rt.h"
+#include "rt_internal.h"
 
 /* ---- errors ------------------------------------------------------------------ */
 
-/* Record the first error; leave the running kernel when armed. Returns -1. */
-static int pc_fail(pc_ctx *ctx, const char *fmt, ...) {
+int pc__fail(pc_ctx *ctx, const char *fmt, ...) {
   if (!ctx->failed) {
     va_list ap;
     va_start(ap, fmt);
@@ -33,8 +33,6 @@ static int pc_fail(pc_ctx *ctx, const char *fmt, ...) {
 }
 
 const char *pc_error(pc_ctx *ctx) { return ctx->failed ? ctx->error : NULL; }
-
-void pc_arm(pc_ctx *ctx, int armed) { ctx->armed = armed; }
 
 int64_t pc_now(pc_ctx *ctx) { return ctx->scalar_time; }
 
@@ -52,7 +50,7 @@ pc_ctx *pc_create(const pc_spec *spec) {
   if (nl < 2 || nl > PC_MAX_LEVELS || spec->channels < 1 ||
       spec->channels > PC_MAX_CHANNELS || spec->queue_depth < 1 ||
       spec->queue_depth > PC_MAX_QUEUE) {
-    pc_fail(ctx, "pc_create: the spec has %d levels and %d DMA channels because "
+    pc__fail(ctx, "pc_create: the spec has %d levels and %d DMA channels because "
                  "it was not filled from a validated config. Use "
                  "accelerator.load_config.", nl, spec->channels);
     return ctx;
@@ -63,7 +61,7 @@ pc_ctx *pc_create(const pc_spec *spec) {
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     ctx->mem[l] = m == MAP_FAILED ? NULL : m;
     if (!ctx->mem[l]) {
-      pc_fail(ctx, "pc_create: could not allocate %lld bytes for level %s because "
+      pc__fail(ctx, "pc_create: could not allocate %lld bytes for level %s because "
                    "the host is out of memory. Use a smaller config.",
               (long long)spec->level[l].capacity, spec->level[l].name);
       return ctx;
@@ -89,8 +87,8 @@ void pc_destroy(pc_ctx *ctx) {
 
 /* ---- trace ------------------------------------------------------------------- */
 
-static void pc_trace(pc_ctx *ctx, int engine, int kind, int64_t start, int64_t end,
-                     int64_t amount, int src, int dst, const char *label) {
+void pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start, int64_t end,
+               int64_t amount, int src, int dst, const char *label) {
   int64_t n = ctx->stats.events;
   if (n == ctx->capevents && n < ctx->spec.trace_limit) {
     int64_t cap = n ? 2 * n : 256;
@@ -129,7 +127,7 @@ static int pc_new_buf(pc_ctx *ctx) {
   if (ctx->nbufs == ctx->capbufs) {
     int cap = ctx->capbufs ? 2 * ctx->capbufs : 16;
     pc_buf *b = realloc(ctx->bufs, (size_t)cap * sizeof *b);
-    if (!b) return pc_fail(ctx, "pc_alloc: out of host memory for buffers because "
+    if (!b) return pc__fail(ctx, "pc_alloc: out of host memory for buffers because "
                                 "%d are live. Free buffers you no longer use.",
                            ctx->nbufs);
     ctx->bufs = b;
@@ -140,7 +138,7 @@ static int pc_new_buf(pc_ctx *ctx) {
 
 static int pc_valid_buf(pc_ctx *ctx, int buf, const char *op) {
   if (buf < 0 || buf >= ctx->nbufs || !ctx->bufs[buf].live)
-    return pc_fail(ctx, "%s: buffer %d is not live because it was never allocated "
+    return pc__fail(ctx, "%s: buffer %d is not live because it was never allocated "
                         "or was freed. Allocate it with pc_alloc/pc_bind first.",
                    op, buf);
   return 0;
@@ -150,7 +148,7 @@ int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
   if (ctx->failed) return -1;
   pc_level *dram = &ctx->spec.level[0];
   if (ctx->dram_bound + bytes > dram->capacity)
-    return pc_fail(ctx, "pc_bind: array %s (%lld bytes) does not fit in DRAM "
+    return pc__fail(ctx, "pc_bind: array %s (%lld bytes) does not fit in DRAM "
                         "because %lld of its %lld bytes are already bound. Use a "
                         "config with more DRAM or smaller arrays.",
                    name, (long long)bytes, (long long)ctx->dram_bound,
@@ -182,17 +180,17 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
              const char *name) {
   if (ctx->failed) return -1;
   if (level <= 0 || level >= ctx->spec.nlevels)
-    return pc_fail(ctx, "pc_alloc: buffer %s asks for level %d because of a bad "
+    return pc__fail(ctx, "pc_alloc: buffer %s asks for level %d because of a bad "
                         "level index; on-chip levels are 1..%d. Allocate in SRAM.",
                    name, level, ctx->spec.nlevels - 1);
   pc_level *L = &ctx->spec.level[level];
   if (bytes <= 0 || offset < 0 || offset + bytes > L->capacity)
-    return pc_fail(ctx, "pc_alloc: buffer %s [%lld, %lld) does not fit in %s because "
+    return pc__fail(ctx, "pc_alloc: buffer %s [%lld, %lld) does not fit in %s because "
                         "the level holds %lld bytes. Plan it inside the level.",
                    name, (long long)offset, (long long)(offset + bytes), L->name,
                    (long long)L->capacity);
   if (offset % L->alignment)
-    return pc_fail(ctx, "pc_alloc: buffer %s at offset %lld in %s is misaligned "
+    return pc__fail(ctx, "pc_alloc: buffer %s at offset %lld in %s is misaligned "
                         "because the level's alignment is %lld bytes. Round the "
                         "offset up to a multiple of %lld.",
                    name, (long long)offset, L->name, (long long)L->alignment,
@@ -201,7 +199,7 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
     pc_buf *o = &ctx->bufs[i];
     if (o->live && o->level == level && o->offset < offset + bytes &&
         offset < o->offset + o->bytes)
-      return pc_fail(ctx, "pc_alloc: buffer %s [%lld, %lld) overlaps live buffer "
+      return pc__fail(ctx, "pc_alloc: buffer %s [%lld, %lld) overlaps live buffer "
                           "%s [%lld, %lld) in %s because both are allocated at "
                           "once. Free %s first or move one of them.",
                      name, (long long)offset, (long long)(offset + bytes), o->name,
@@ -234,7 +232,7 @@ void pc_zero_fill(pc_ctx *ctx, int buf) {
   if (ctx->failed || pc_valid_buf(ctx, buf, "pc_zero_fill")) return;
   pc_buf *b = &ctx->bufs[buf];
   if (b->level == 0) {
-    pc_fail(ctx, "pc_zero_fill: buffer %s is a DRAM array because it was bound "
+    pc__fail(ctx, "pc_zero_fill: buffer %s is a DRAM array because it was bound "
                  "with pc_bind. Fill only buffers made by pc_alloc.", b->name);
     return;
   }
@@ -245,7 +243,7 @@ void pc_free(pc_ctx *ctx, int buf) {
   if (ctx->failed || pc_valid_buf(ctx, buf, "pc_free")) return;
   pc_buf *b = &ctx->bufs[buf];
   if (b->level == 0) {
-    pc_fail(ctx, "pc_free: buffer %s is a DRAM array because it was bound with "
+    pc__fail(ctx, "pc_free: buffer %s is a DRAM array because it was bound with "
                  "pc_bind. Free only buffers made by pc_alloc.", b->name);
     return;
   }
@@ -316,15 +314,15 @@ static void pc_record(pc_ctx *ctx, const pc_range *r, int64_t end) {
   b->busy_until = PC_MAX(b->busy_until, end);
 }
 
-/* Issue an asynchronous operation on `engine`: when the engine's command queue is
- * full the scalar core waits until the oldest queued command starts; it spends
- * issue_cycles, then the op waits for its engine and its data. Returns its start. */
-static int64_t pc_issue(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
+/* When the engine's command queue is full the scalar core waits until the oldest
+ * queued command starts; it spends issue_cycles, then the op waits for its engine and
+ * its data. */
+int64_t pc__issue(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
   int64_t q = ctx->spec.queue_depth, k = ctx->queued[engine];
   if (k >= q) {
     int64_t t = ctx->qstart[engine][(k - q) % PC_MAX_QUEUE];
     if (t > ctx->scalar_time) {
-      pc_trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
+      pc__trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
                "queue full");
       ctx->scalar_time = t;
     }
@@ -338,8 +336,8 @@ static int64_t pc_issue(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) 
   return start;
 }
 
-static void pc_complete(pc_ctx *ctx, int engine, int64_t start, int64_t end,
-                        const pc_range *acc, int nacc) {
+void pc__complete(pc_ctx *ctx, int engine, int64_t start, int64_t end,
+                  const pc_range *acc, int nacc) {
   ctx->free_at[engine] = end;
   ctx->qstart[engine][ctx->queued[engine]++ % PC_MAX_QUEUE] = start;
   ctx->stats.busy[engine] += end - start;
@@ -347,13 +345,12 @@ static void pc_complete(pc_ctx *ctx, int engine, int64_t start, int64_t end,
   for (int i = 0; i < nacc; i++) pc_record(ctx, &acc[i], end);
 }
 
-/* A range inside its buffer, else an error naming the buffer, range and op. */
-static int pc_check_range(pc_ctx *ctx, const pc_range *r, const char *op,
-                          const char *label) {
+int pc__check_range(pc_ctx *ctx, const pc_range *r, const char *op,
+                    const char *label) {
   if (pc_valid_buf(ctx, r->buf, op)) return -1;
   pc_buf *b = &ctx->bufs[r->buf];
   if (r->lo < 0 || r->hi > b->bytes || r->lo > r->hi)
-    return pc_fail(ctx, "%s %s: %s bytes [%lld, %lld) of buffer %s are outside it "
+    return pc__fail(ctx, "%s %s: %s bytes [%lld, %lld) of buffer %s are outside it "
                         "because %s holds %lld bytes. Fix the offsets or the "
                         "strides of this operation.",
                    op, label ? label : "", r->is_write ? "writing" : "reading",
@@ -367,13 +364,13 @@ static int pc_check_range(pc_ctx *ctx, const pc_range *r, const char *op,
 int pc_stmt(pc_ctx *ctx, const pc_stmt_desc *d) {
   if (ctx->failed) return -1;
   if (d->naccess < 0 || d->naccess > PC_MAX_ACCESS)
-    return pc_fail(ctx, "pc_stmt: statement %s has %d accesses because of a bad "
+    return pc__fail(ctx, "pc_stmt: statement %s has %d accesses because of a bad "
                         "descriptor; at most %d are supported. Split the statement.",
                    d->name, d->naccess, PC_MAX_ACCESS);
   if (ctx->nstmts == ctx->capstmts) {
     int cap = ctx->capstmts ? 2 * ctx->capstmts : 8;
     pc_stmt_info *s = realloc(ctx->stmts, (size_t)cap * sizeof *s);
-    if (!s) return pc_fail(ctx, "pc_stmt: out of host memory.");
+    if (!s) return pc__fail(ctx, "pc_stmt: out of host memory.");
     ctx->stmts = s;
     ctx->capstmts = cap;
   }
@@ -393,7 +390,7 @@ int pc_stmt(pc_ctx *ctx, const pc_stmt_desc *d) {
   for (int i = 0; i < d->naccess; i++) {
     int l = d->level[i];
     if (l < 0 || l >= sp->nlevels)
-      return pc_fail(ctx, "pc_stmt: statement %s accesses level %d because of a bad "
+      return pc__fail(ctx, "pc_stmt: statement %s accesses level %d because of a bad "
                           "descriptor; levels are 0..%d.", d->name, l,
                      sp->nlevels - 1);
     const pc_level *L = &sp->level[l];
@@ -434,7 +431,7 @@ static int pc_check_touched(pc_ctx *ctx, pc_stmt_info *s, uint64_t reads,
     if (!B->live || !((reads | writes) & bit)) continue;
     int64_t until = (writes & bit) ? B->busy_until : pc_written_until(B);
     if (until > ctx->scalar_time)
-      return pc_fail(ctx, "simulate: statement %s %s buffer %s on the scalar core "
+      return pc__fail(ctx, "simulate: statement %s %s buffer %s on the scalar core "
                           "from cycle %lld while an asynchronous operation uses it "
                           "until cycle %lld, because no pc_wait preceded the scalar "
                           "code. Emit pc_wait(ctx, %s) before it.",
@@ -447,7 +444,7 @@ static int pc_check_touched(pc_ctx *ctx, pc_stmt_info *s, uint64_t reads,
 void pc_scalar(pc_ctx *ctx, int stmt, int64_t n, uint64_t reads, uint64_t writes) {
   if (ctx->failed || n <= 0) return;
   if (stmt < 0 || stmt >= ctx->nstmts) {
-    pc_fail(ctx, "pc_scalar: statement %d is not registered because pc_stmt was "
+    pc__fail(ctx, "pc_scalar: statement %d is not registered because pc_stmt was "
                  "not called for it. Register statements in the prologue.", stmt);
     return;
   }
@@ -468,7 +465,7 @@ void pc_scalar(pc_ctx *ctx, int stmt, int64_t n, uint64_t reads, uint64_t writes
     st->bytes_written[l] += n * s->bytes_written[l];
     st->energy_level[l] += (double)n * s->energy_level[l];
   }
-  pc_trace(ctx, PC_ENG_SCALAR, PC_EV_SCALAR, start, ctx->scalar_time, n, -1, -1,
+  pc__trace(ctx, PC_ENG_SCALAR, PC_EV_SCALAR, start, ctx->scalar_time, n, -1, -1,
            s->name);
 }
 
@@ -476,7 +473,7 @@ void pc_wait(pc_ctx *ctx, int buf) {
   if (ctx->failed || pc_valid_buf(ctx, buf, "pc_wait")) return;
   int64_t t = ctx->bufs[buf].busy_until;
   if (t > ctx->scalar_time) {
-    pc_trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
+    pc__trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
              ctx->bufs[buf].name);
     ctx->scalar_time = t;
   }
@@ -509,7 +506,7 @@ void pc_wait_all(pc_ctx *ctx) {
   if (ctx->failed) return;
   int64_t t = pc_engines_done(ctx);
   if (t > ctx->scalar_time)
-    pc_trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1, "all");
+    pc__trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1, "all");
   ctx->scalar_time = t;
 }
 
@@ -546,7 +543,7 @@ void pc_fail_access(pc_ctx *ctx, int buf, int stmt, int n, const int64_t *index,
       p = q ? q + 1 : p + len;
     }
   }
-  pc_fail(ctx, "simulate: access %s[%s] is outside buffer %s because its shape is "
+  pc__fail(ctx, "simulate: access %s[%s] is outside buffer %s because its shape is "
                "[%s], at statement %s[%s]. The schedule or placement that made this "
                "access is wrong; check the buffer's footprint.",
           bname, idx, bname, ext, sname, inst);

@@ -7,13 +7,20 @@
  * what is left, so completion times never change once computed). A transfer's own
  * rate is capped by the channel's and each SRAM level's bytes per cycle.
  */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "polyc_rt.h"
+#include "rt_internal.h"
 
 static void pc_cal_grow(pc_ctx *ctx) {
   if (ctx->ncal + 2 <= ctx->capcal) return;
   int cap = 2 * ctx->capcal;
   pc_seg *c = realloc(ctx->cal, (size_t)cap * sizeof *c);
   if (!c) {
-    pc_fail(ctx, "pc_dma: out of host memory for the DRAM calendar.");
+    pc__fail(ctx, "pc_dma: out of host memory for the DRAM calendar.");
     return;
   }
   ctx->cal = c;
@@ -105,9 +112,8 @@ static int pc_coalesce(int n, int64_t *size, int64_t *ds, int64_t *ss) {
   return out;
 }
 
-/* The byte range [lo, hi) an n-D strided block touches. */
-static void pc_block_range(int n, const int64_t *size, const int64_t *stride,
-                           int64_t off, int elem, int64_t *lo, int64_t *hi) {
+void pc__block_range(int n, const int64_t *size, const int64_t *stride, int64_t off,
+                     int elem, int64_t *lo, int64_t *hi) {
   int64_t a = off, b = off;
   for (int d = 0; d < n; d++) {
     int64_t span = (size[d] - 1) * stride[d];
@@ -146,13 +152,13 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
   const pc_spec *sp = &ctx->spec;
   if (ndims < 0 || ndims > PC_MAX_DIMS || (elem != 1 && elem != 2 && elem != 4 &&
                                            elem != 8))
-    return (void)pc_fail(ctx, "pc_dma %s: a block of %d dimensions of %d-byte "
+    return (void)pc__fail(ctx, "pc_dma %s: a block of %d dimensions of %d-byte "
                               "elements is not supported because the runtime moves "
                               "1, 2, 4 or 8-byte elements in up to %d dimensions. "
                               "Split the transfer.", label ? label : "", ndims,
                          elem, PC_MAX_DIMS);
   if (channel < -1 || channel >= sp->channels)
-    return (void)pc_fail(ctx, "pc_dma %s: channel %d does not exist because the "
+    return (void)pc__fail(ctx, "pc_dma %s: channel %d does not exist because the "
                               "config has %d DMA channels. Use 0..%d, or -1 for "
                               "the first free one.", label ? label : "", channel,
                          sp->channels, sp->channels - 1);
@@ -165,10 +171,10 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
     count *= sizes[d];
   }
   pc_range acc[2] = {{src, 0, 0, 0}, {dst, 1, 0, 0}};
-  pc_block_range(ndims, size, ss, src_off, elem, &acc[0].lo, &acc[0].hi);
-  pc_block_range(ndims, size, ds, dst_off, elem, &acc[1].lo, &acc[1].hi);
-  if (pc_check_range(ctx, &acc[0], "pc_dma", label) ||
-      pc_check_range(ctx, &acc[1], "pc_dma", label))
+  pc__block_range(ndims, size, ss, src_off, elem, &acc[0].lo, &acc[0].hi);
+  pc__block_range(ndims, size, ds, dst_off, elem, &acc[1].lo, &acc[1].hi);
+  if (pc__check_range(ctx, &acc[0], "pc_dma", label) ||
+      pc__check_range(ctx, &acc[1], "pc_dma", label))
     return;
   pc_buf *S = &ctx->bufs[src], *D = &ctx->bufs[dst];
   /* functional copy first: timing never changes values */
@@ -185,7 +191,7 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
         channel = c;
   }
   int engine = PC_ENG_DMA + channel;
-  int64_t start = pc_issue(ctx, engine, acc, 2);
+  int64_t start = pc__issue(ctx, engine, acc, 2);
   const pc_level *LS = &sp->level[S->level], *LD = &sp->level[D->level];
   double bytes = (double)(count * elem);
   double cap = sp->dma_bytes_per_cycle;
@@ -198,7 +204,7 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
   else
     data_end = data_start + (int64_t)ceil(bytes / cap - 1e-9);
   int64_t end = data_end + PC_MAX(LS->latency, LD->latency);
-  pc_complete(ctx, engine, start, end, acc, 2);
+  pc__complete(ctx, engine, start, end, acc, 2);
 
   pc_stats *st = &ctx->stats;
   st->bytes_read[S->level] += count * elem;
@@ -207,6 +213,6 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
   st->energy_level[D->level] += bytes * LD->write_pj;
   st->dma_transfers++;
   st->dma_descriptors += descriptors;
-  pc_trace(ctx, engine, PC_EV_DMA, start, end, count * elem, S->level, D->level,
+  pc__trace(ctx, engine, PC_EV_DMA, start, end, count * elem, S->level, D->level,
            label);
 }
