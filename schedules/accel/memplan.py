@@ -151,7 +151,11 @@ def _first_fit(
     offset = 0
     while True:
         if size <= bank and offset // bank != (offset + size - 1) // bank:
-            offset = round_up(offset, bank)  # keep a one-bank buffer in one bank
+            # keep a one-bank buffer in one bank; a bank need not be a multiple of
+            # the alignment (3 KiB in 32 banks: 96 B, aligned to 64), so align again
+            # and look once more
+            offset = round_up(round_up(offset, bank), align)
+            continue
         clash = next(
             ((lo, hi) for lo, hi in taken if lo < offset + size and offset < hi), None
         )

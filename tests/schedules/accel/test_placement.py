@@ -471,3 +471,87 @@ def test_an_init_does_not_fold_into_calls_that_tile_the_output_on_their_own():
         "tiles an output dimension inside the loops it shares with the init",
     ):
         S.tensorize(tiled, "S1", init="S0")
+
+
+def test_a_buffer_kept_in_one_bank_stays_aligned():
+    """Banks of 96 bytes (3 KiB in 32 banks) on a level aligned to 64: moving a
+    buffer to the next bank start put it at 864, which the runtime refused as
+    misaligned (fuzz seed 4, case 5, on random hardware)."""
+    from polyc.studies.fuzz.hardware import spec_of
+    from schedules.accel.memplan import Request, plan
+
+    sram = {"kind": "sram", "capacity_bytes": 3072, "banks": 32, "alignment_bytes": 64}
+    spec = spec_of(
+        {
+            **FUZZ_4_5,
+            "memory": [FUZZ_4_5["memory"][0], {**FUZZ_4_5["memory"][1], **sram}],
+        }
+    )
+    sizes = [("a", 64), ("b", 64), ("c", 64), ("d", 200)]
+    reqs = [Request(n, n, 1, 1, b, 0, 0) for n, b in sizes]
+    allocs = plan(spec, reqs, zero_levels=[])
+    assert all(a.offset % 64 == 0 for a in allocs.values()), allocs
+    for a in allocs.values():
+        if a.bytes <= 96:  # fits in a bank: stays inside one
+            assert a.offset // 96 == (a.offset + a.bytes - 1) // 96, a
+
+
+#: the random hardware of fuzz seed 4, case 5 (16x16 array, 3 KiB in 32 banks)
+FUZZ_4_5 = {
+    "name": "fuzz-4-5",
+    "description": "a random point of the fuzzer's hardware space",
+    "clock_ghz": 1.0,
+    "mac_array": {
+        "rows": 16,
+        "cols": 16,
+        "fill_drain_cycles": 64,
+        "operand_levels": ["local"],
+        "accumulator_levels": ["local"],
+        "dtypes": {"int8": {"macs_per_cycle": 0.5, "pj_per_mac": 1.0}},
+    },
+    "vector": {
+        "lanes": 2,
+        "levels": ["local"],
+        "pj_per_op": 0.5,
+        "cycles": {
+            "add": 1,
+            "mul": 1,
+            "compare": 1,
+            "divide": 8,
+            "transcendental": 16,
+            "reduce": 1,
+        },
+    },
+    "scalar": {
+        "statement_cycles": 2,
+        "issue_cycles": 1,
+        "queue_depth": 16,
+        "pj_per_op": 4.0,
+        "cycles": {"add": 1, "mul": 1, "compare": 1, "divide": 8, "transcendental": 10},
+    },
+    "memory": [
+        {
+            "name": "dram",
+            "kind": "dram",
+            "capacity_bytes": 1 << 30,
+            "bytes_per_cycle": 16.0,
+            "latency_cycles": 20,
+            "banks": 1,
+            "alignment_bytes": 1,
+            "read_pj_per_byte": 100.0,
+            "write_pj_per_byte": 100.0,
+        },
+        {
+            "name": "local",
+            "kind": "sram",
+            "capacity_bytes": 3072,
+            "bytes_per_cycle": 256.0,
+            "latency_cycles": 20,
+            "banks": 32,
+            "alignment_bytes": 64,
+            "read_pj_per_byte": 2.0,
+            "write_pj_per_byte": 2.0,
+        },
+    ],
+    "dma": {"channels": 4, "setup_cycles": 0, "bytes_per_cycle": 4.0, "max_dims": 3},
+}
