@@ -58,6 +58,8 @@ def dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
     """``(kind, array, map)`` for every dependence map, flow first (cached)."""
 
     def compute(k: Kernel):
+        if k.part_of is not None:
+            return _between(dependences(k.part_of), {s.name for s in k.statements})
         out = []
         for kind in KINDS:
             for array, umap in sorted(k.deps.by_array(kind).items()):
@@ -67,6 +69,16 @@ def dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
         return out
 
     return kernel.analysis("schedules.dependences", compute)
+
+
+def _between(deps, names: set[str]) -> list[tuple[str, str, isl.Map]]:
+    """The dependences whose source and sink are both among ``names``."""
+    return [
+        d
+        for d in deps
+        if d[2].get_tuple_name(isl.dim_type.in_) in names
+        and d[2].get_tuple_name(isl.dim_type.out) in names
+    ]
 
 
 def statement_times(schedule: isl.Schedule | isl.UnionMap) -> dict[str, isl.Map]:

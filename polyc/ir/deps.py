@@ -144,7 +144,7 @@ class Deps:
         """
         accesses = self._reads.union(self._writes)
         to_instance = accesses.domain().unwrap().domain_map()
-        program = self._kernel._shared.program_schedule
+        program = self._kernel.program_schedule
         return program.pullback_union_pw_multi_aff(
             isl.UnionPwMultiAff.from_union_map(to_instance)
         )
@@ -226,7 +226,7 @@ class Deps:
         if end_reads is None:
             return self._empty_set
         # a leading 0 leaves room for a pseudo statement at time [1, ...]
-        sched = _prefixed(tree.flat_map(kernel._shared.program_schedule))
+        sched = _prefixed(tree.flat_map(kernel.program_schedule))
         tagged_sched = _tag_schedule(sched, self._reads.union(self._writes))
         info = isl.UnionAccessInfo.from_sink(end_reads).set_must_source(self._writes)
         end_sched = _end_schedule(end_reads, _width(sched))

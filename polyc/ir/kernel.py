@@ -3,18 +3,20 @@
 A :class:`Kernel` holds arrays (name, shape, dtype, role), statements (isl domain,
 write target, body expression whose loads are the reads), parameters with a context,
 and one ``isl.Schedule`` tree that is the only source of loop order. A transformation
-returns a new Kernel that shares every analysis that does not depend on the schedule
-(dependences are computed once, on the program order, and cached).
+returns a new Kernel of the same program, which shares the program's analyses
+(dependences are computed once, on the program order, and cached in the kernel's
+one analysis cache, :meth:`Kernel.analysis`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import islpy as isl
 import numpy as np
@@ -126,56 +128,78 @@ class Step:
         return f"{self.name}({', '.join(parts)})"
 
 
-@dataclass
-class _Shared:
-    """Analyses that depend only on arrays, statements and program order."""
+#: what names an analysis: ``"schedules.dependences"``, or a name and the arguments
+#: the value depends on, ``("accel.may_leave", ("S0", "S1"))``
+AnalysisKey = str | tuple
 
-    program_schedule: isl.Schedule
-    cache: dict = field(default_factory=dict)
+T = TypeVar("T")
 
 
+class _Analyses:
+    """The analyses of one program (arrays, statements, parameters, context and
+    program order), by key. Only :meth:`Kernel.analysis` fills it, with a value
+    computed from the kernel that asks."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[AnalysisKey, Any] = {}
+
+    def __contains__(self, key: AnalysisKey) -> bool:
+        return key in self._values
+
+    def get(self, key: AnalysisKey, compute: Callable[[], T]) -> T:
+        if key not in self._values:
+            self._values[key] = compute()
+        return self._values[key]
+
+
+@dataclass(frozen=True, eq=False)
 class Kernel:
     """An immutable polyhedral program.
 
     Build kernels with :mod:`polyc.compute` or :mod:`polyc.ops` (or the frontends);
     :meth:`Kernel.create` validates a hand-built one. Transformations in
-    :mod:`schedules` return new Kernels via :meth:`with_schedule`.
+    :mod:`schedules` return new Kernels via :meth:`with_schedule`; :meth:`replace`
+    copies a kernel with changed fields.
+
+    Analyses (the dependences, and whatever a pass memoises with :meth:`analysis`)
+    belong to the program: :meth:`with_schedule`, :meth:`with_data` and
+    :attr:`original` keep the program and so its analyses; :meth:`replace` and
+    :meth:`with_context` make a new program whose analyses start empty. An analysis
+    that depends on the schedule puts the schedule in its key.
+
+    Attributes:
+        program_schedule: the program order, which the dependences are computed on
+            (the schedule the kernel was built with unless given).
+        part_of: for a kernel made of some statements of another (one layer of a
+            network), that kernel: the dependences between the statements are the
+            whole program's (with the kills of the statements left out).
     """
 
-    __slots__ = (
-        "__dict__",
-        "_shared",
-        "arrays",
-        "context",
-        "data",
-        "history",
-        "name",
-        "params",
-        "schedule",
-        "statements",
-    )
+    name: str
+    arrays: Mapping[str, Array]
+    statements: tuple[Statement, ...]
+    params: tuple[str, ...]
+    context: isl.Set
+    schedule: isl.Schedule
+    history: tuple[Step, ...] = ()
+    data: Mapping[str, np.ndarray] = field(default_factory=dict)
+    program_schedule: isl.Schedule | None = None
+    part_of: Kernel | None = None
+    _analyses: _Analyses = field(init=False, repr=False)
 
-    def __init__(
-        self,
-        name: str,
-        arrays: Mapping[str, Array],
-        statements: Sequence[Statement],
-        params: Sequence[str],
-        context: isl.Set,
-        schedule: isl.Schedule,
-        history: tuple[Step, ...] = (),
-        data: Mapping[str, np.ndarray] | None = None,
-        _shared: _Shared | None = None,
-    ):
-        self.name = name
-        self.arrays = MappingProxyType(dict(arrays))
-        self.statements = tuple(statements)
-        self.params = tuple(params)
-        self.context = context
-        self.schedule = schedule
-        self.history = history
-        self.data = MappingProxyType(dict(data or {}))
-        self._shared = _shared or _Shared(schedule)
+    def __post_init__(self) -> None:
+        # frozen: the fields are set once, here, to their read-only forms
+        setattr_ = object.__setattr__
+        setattr_(self, "arrays", MappingProxyType(dict(self.arrays)))
+        setattr_(self, "statements", tuple(self.statements))
+        setattr_(self, "params", tuple(self.params))
+        setattr_(self, "history", tuple(self.history))
+        setattr_(self, "data", MappingProxyType(dict(self.data or {})))
+        if self.program_schedule is None:
+            setattr_(self, "program_schedule", self.schedule)
+        setattr_(self, "_analyses", _Analyses())
 
     # construction -------------------------------------------------------------
     @classmethod
@@ -206,36 +230,36 @@ class Kernel:
         kernel._validate()
         return kernel
 
+    def replace(self, **changes: Any) -> Kernel:
+        """A new kernel with the given fields changed (as ``dataclasses.replace``,
+        which does the same) and no analyses: it is a new program. Fields not given
+        are kept, ``program_schedule`` too: pass ``program_schedule=None`` with new
+        statements so that their schedule becomes the program order. Not validated:
+        changes to statements or arrays are the caller's to check (see
+        :meth:`create`).
+
+        Raises:
+            TypeError: for a name that is not a field of Kernel.
+        """
+        return dataclasses.replace(self, **changes)
+
+    def _same_program(self, **changes: Any) -> Kernel:
+        """The same program with another schedule, history or data; it keeps the
+        program's analyses."""
+        out = dataclasses.replace(self, **changes)
+        object.__setattr__(out, "_analyses", self._analyses)
+        return out
+
     def with_schedule(self, schedule: isl.Schedule, step: Step | None = None) -> Kernel:
         """The same program under a new schedule (no legality check: see schedules)."""
         history = self.history + ((step,) if step else ())
-        return Kernel(
-            self.name,
-            self.arrays,
-            self.statements,
-            self.params,
-            self.context,
-            schedule,
-            history,
-            self.data,
-            self._shared,
-        )
+        return self._same_program(schedule=schedule, history=history)
 
     def with_context(self, context: isl.Set | str) -> Kernel:
         """The same kernel with extra parameter assumptions (e.g. ``N % 32 = 0``)."""
         ctx = self.context.intersect(_context(self.params, context))
-        k = Kernel(
-            self.name,
-            self.arrays,
-            self.statements,
-            self.params,
-            ctx,
-            self.schedule,
-            self.history,
-            self.data,
-            _Shared(self._shared.program_schedule),
-        )
-        return k
+        # under other assumptions a part is a program of its own
+        return self.replace(context=ctx, part_of=None)
 
     def specialize(self, **values: int) -> Kernel:
         """The same program with size parameters fixed (``kernel.specialize(N=64)``):
@@ -257,32 +281,12 @@ class Kernel:
                     " Bind one of those."
                 )
             merged[key] = np.ascontiguousarray(value, dtype=arr.dtype.numpy)
-        return Kernel(
-            self.name,
-            self.arrays,
-            self.statements,
-            self.params,
-            self.context,
-            self.schedule,
-            self.history,
-            merged,
-            self._shared,
-        )
+        return self._same_program(data=merged)
 
     @property
     def original(self) -> Kernel:
         """This program under its program-order schedule, with no history."""
-        return Kernel(
-            self.name,
-            self.arrays,
-            self.statements,
-            self.params,
-            self.context,
-            self._shared.program_schedule,
-            (),
-            self.data,
-            self._shared,
-        )
+        return self._same_program(schedule=self.program_schedule, history=())
 
     def __reduce__(self):
         stmts = [
@@ -298,9 +302,10 @@ class Kernel:
                 self.params,
                 str(self.context),
                 str(self.schedule),
-                str(self._shared.program_schedule),
+                str(self.program_schedule),
                 self.history,
                 dict(self.data),
+                self.part_of,
             ),
         )
 
@@ -331,22 +336,27 @@ class Kernel:
     def domain(self) -> isl.UnionSet:
         return self.schedule.get_domain()
 
-    @cached_property
+    @property
     def deps(self):
         """Exact dependences (:class:`polyc.ir.deps.Deps`), computed once per program."""
-        cache = self._shared.cache
-        if "deps" not in cache:
-            from polyc.ir.deps import compute_deps
+        from polyc.ir.deps import compute_deps
 
-            cache["deps"] = compute_deps(self)
-        return cache["deps"]
+        return self.analysis("ir.deps", compute_deps)
 
-    def analysis(self, key: str, fn):
-        """Memoise ``fn(self)`` among kernels that share this program."""
-        cache = self._shared.cache
-        if key not in cache:
-            cache[key] = fn(self)
-        return cache[key]
+    def analysis(self, key: AnalysisKey, compute: Callable[[Kernel], T]) -> T:
+        """``compute(self)``, memoised under ``key`` among the kernels of this
+        program (see the class docstring): the one cache a Kernel has.
+
+        Raises:
+            TypeError: when ``key`` is not a name or a tuple that starts with one.
+        """
+        name = key[0] if isinstance(key, tuple) and key else key
+        if not isinstance(name, str):
+            raise TypeError(
+                f"Kernel.analysis: key {key!r} does not start with a name. Key an "
+                "analysis by its name and the arguments it depends on."
+            )
+        return self._analyses.get(key, lambda: compute(self))
 
     def param_values(
         self, arrays: Mapping[str, np.ndarray], given: Mapping[str, int] | None = None
@@ -458,12 +468,14 @@ def point_values(point: isl.Point, n: int) -> list[int]:
     ]
 
 
-def _rebuild(name, arrays, stmts, params, context, schedule, program, history, data):
+def _rebuild(
+    name, arrays, stmts, params, context, schedule, program, history, data, part_of
+):
     statements = [
         Statement(n, its, isl.Set(dom), tgt, body, origin)
         for n, its, dom, tgt, body, origin in stmts
     ]
-    k = Kernel(
+    return Kernel(
         name,
         arrays,
         statements,
@@ -472,9 +484,9 @@ def _rebuild(name, arrays, stmts, params, context, schedule, program, history, d
         isl.Schedule(schedule),
         history,
         data,
-        _Shared(isl.Schedule(program)),
+        isl.Schedule(program),
+        part_of,
     )
-    return k
 
 
 def _context(params: Sequence[str], context: isl.Set | str | None) -> isl.Set:

@@ -16,7 +16,7 @@ import islpy as isl
 from polyc.errors import ArgumentError
 from polyc.ir import affine, tree
 from polyc.ir.expr import Load, substitute_indices
-from polyc.ir.kernel import Array, Kernel, Statement, Step, _Shared
+from polyc.ir.kernel import Array, Kernel, Statement, Step
 
 
 def specialize(kernel: Kernel, values: Mapping[str, int]) -> Kernel:
@@ -78,16 +78,15 @@ def specialize(kernel: Kernel, values: Mapping[str, int]) -> Kernel:
     else:
         schedule, history = program, ()
     params = tuple(p for p in kernel.params if p not in values)
-    out = Kernel(
-        kernel.name,
-        arrays,
-        stmts,
-        params,
-        tree.fix_params(kernel.context, fixed, ids),
-        schedule,
-        history,
-        kernel.data,
-        _Shared(program),
+    out = kernel.replace(
+        arrays=arrays,
+        statements=stmts,
+        params=params,
+        context=tree.fix_params(kernel.context, fixed, ids),
+        schedule=schedule,
+        history=history,
+        program_schedule=program,
+        part_of=None,  # with fixed sizes, a part is a program of its own
     )
     out._validate()
     return out

@@ -26,7 +26,6 @@ from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.apply import apply_schedule
 from schedules.fusion import fuse
-from schedules.legality import dependences
 
 
 @dataclass(frozen=True)
@@ -183,25 +182,18 @@ def sub_kernel(kernel: Kernel, positions) -> Kernel:
         node = parts[0] if len(parts) == 1 else stree.Sequence_(tuple(parts))
         names = {n for part in parts for n in stree.statements(part)}
         stmts = [s for s in k.statements if s.name in names]
-        # the statements come from a validated kernel: no need to validate again
-        part = Kernel(
-            f"{k.name}_part",
-            k.arrays,
-            stmts,
-            k.params,
-            k.context,
-            stree.to_isl(node),
-        )
+        # the statements come from a validated kernel: no need to validate again;
         # the part's dependences are the program's between its statements (exact:
-        # computed once on the whole program, with its kills)
-        mine = [
-            d
-            for d in dependences(k)
-            if d[2].get_tuple_name(isl.dim_type.in_) in names
-            and d[2].get_tuple_name(isl.dim_type.out) in names
-        ]
-        part.analysis("schedules.dependences", lambda _: mine)
-        return part
+        # computed once on the whole program, with its kills), see part_of
+        return k.replace(
+            name=f"{k.name}_part",
+            statements=stmts,
+            schedule=stree.to_isl(node),
+            program_schedule=None,
+            history=(),
+            data={},
+            part_of=k,
+        )
 
     # memoised with the program (and its dependences) and the schedule whose
     # children the positions count: the search and the build of a layer ask for

@@ -200,10 +200,9 @@ def _dataflow(kernel: Kernel, array: str | None = None):
 def _live_in(kernel: Kernel) -> isl.UnionSet:
     """Elements some statement reads before the region writes them (the kernel's
     program-order dataflow; cheaper than the full dependence analysis)."""
-    if "cfront_live_in" not in kernel.__dict__:
-        flow = _dataflow(kernel)
-        kernel.__dict__["cfront_live_in"] = flow.get_may_no_source().range()
-    return kernel.__dict__["cfront_live_in"]
+    return kernel.analysis(
+        "c.live_in", lambda k: _dataflow(k.original).get_may_no_source().range()
+    )
 
 
 def _flow(kernel: Kernel, array: str) -> isl.UnionMap:
