@@ -33,6 +33,8 @@ from polyc.ir import dtypes, tree
 from polyc.ir.affine import Aff, var
 from polyc.ir.expr import Expr, Index, Load, cast, lift
 from polyc.ir.kernel import Array, Kernel, Role, Statement, params_head
+from polyc.lang.lower import affine_condition
+from polyc.lang.surface import affine_index
 
 
 @dataclass
@@ -66,8 +68,6 @@ class ProgramArray:
         return self.array.dtype
 
     def __getitem__(self, idx) -> Load:
-        from polyc.lang.compute import _index
-
         idx = idx if isinstance(idx, tuple) else (idx,)
         if idx == ((),) or (len(idx) == 1 and idx[0] is Ellipsis):
             idx = ()
@@ -76,7 +76,9 @@ class ProgramArray:
                 f"{self.name}[...]: {len(idx)} indices for a {self.array.ndim}-d array. "
                 "Index every dimension."
             )
-        return Load(self.name, tuple(_index(self.name, x) for x in idx), self.dtype)
+        return Load(
+            self.name, tuple(affine_index(self.name, x) for x in idx), self.dtype
+        )
 
     def __setitem__(self, idx, value) -> None:
         self._program.assign(self[idx], value)
@@ -392,13 +394,9 @@ def _aff(x) -> Aff:
     if isinstance(x, Index):
         return x.aff
     if isinstance(x, Expr):
-        from polyc.lang.compute import _index
-
-        return _index("bound", x)
+        return affine_index("bound", x)
     return Aff.lift(x)
 
 
 def _cond_text(e) -> str:
-    from polyc.lang.compute import _condition
-
-    return _condition(lift(e))
+    return affine_condition(lift(e))
