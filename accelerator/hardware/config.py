@@ -36,6 +36,12 @@ from polyc.errors import ConfigError
 CONFIG_DIR = Path(__file__).parent / "configs"
 #: the runtime keeps at most this many queued commands per engine (PC_MAX_QUEUE)
 MAX_QUEUE = 64
+#: the runtime's limits on levels (PC_MAX_LEVELS), DMA channels (PC_MAX_CHANNELS)
+#: and the dimensions of one DMA descriptor (PC_MAX_DIMS); this room may not import
+#: the simulator, so tests/accelerator/test_runtime_abi.py checks they agree
+MAX_LEVELS = 8
+MAX_CHANNELS = 32
+MAX_DIMS = 8
 
 
 def _shipped() -> tuple[str, ...]:
@@ -274,6 +280,12 @@ def _check_levels(r: _Reader, memory: tuple[MemoryLevel | None, ...]) -> None:
         )
     if len(memory) < 2:
         r.fail("memory", "has no SRAM level", "it must list at least one SRAM level")
+    if len(memory) > MAX_LEVELS:
+        r.fail(
+            "memory",
+            f"lists {len(memory)} levels",
+            f"the simulator models at most {MAX_LEVELS} (DRAM included)",
+        )
     seen: set[str] = set()
     for i, m in enumerate(memory):
         if m is None:
@@ -300,10 +312,10 @@ def _dma(r: _Reader, t: dict | None) -> DMA | None:
     if t is None:
         return None
     return DMA(
-        channels=r.integer(t, "channels", "dma"),
+        channels=r.integer(t, "channels", "dma", most=MAX_CHANNELS),
         setup_cycles=r.integer(t, "setup_cycles", "dma", zero_ok=True),
         bytes_per_cycle=r.number(t, "bytes_per_cycle", "dma"),
-        max_dims=r.integer(t, "max_dims", "dma"),
+        max_dims=r.integer(t, "max_dims", "dma", most=MAX_DIMS),
     )
 
 

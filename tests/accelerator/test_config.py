@@ -147,6 +147,17 @@ CASES = [
     ),
     (lambda d: d["scalar"].update(cycles=3), "scalar.cycles", "must be a table"),
     (lambda d: d["memory"][1].update(name="dram"), "memory[1].name", "unique"),
+    # the runtime's limits (an unchecked ninth level was an IndexError inside the
+    # simulator, a 33rd channel a message blaming an unvalidated spec)
+    (lambda d: d["dma"].update(channels=33), "dma.channels", "at most 32"),
+    (lambda d: d["dma"].update(max_dims=9), "dma.max_dims", "at most 8"),
+    (
+        lambda d: d["memory"].extend(
+            {**d["memory"][1], "name": f"l{i}"} for i in range(2, 10)
+        ),
+        "memory",
+        "at most 8 (DRAM included)",
+    ),
 ]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from accelerator.hardware.config import MAX_QUEUE, load_config
+from accelerator.hardware import config
 from accelerator.hardware.spec import MAC_DTYPES, OP_CLASSES, VECTOR_CLASSES
 from accelerator.sim import abi
 from accelerator.sim.attribution import COMPUTE
@@ -112,8 +112,8 @@ def test_a_changed_c_file_is_rebuilt_and_its_code_runs(tmp_path, monkeypatch):
     source = f'#include "{abi.HEADER}"\n'
     edited = cbuild.build(source, abi.cdef(), name="runtime", files=files)
     assert not edited.cached and edited.path.name != original.path.name
-    assert Simulator(edited, load_config("tiny")).now == 1000
-    assert Simulator(original, load_config("tiny")).now == 0
+    assert Simulator(edited, config.load_config("tiny")).now == 1000
+    assert Simulator(original, config.load_config("tiny")).now == 0
 
 
 # the ABI ---------------------------------------------------------------------------
@@ -143,7 +143,7 @@ def test_the_event_kinds_python_reads_exist():
 
 
 def test_the_engine_slots_name_every_engine():
-    spec = load_config("edge-npu")
+    spec = config.load_config("edge-npu")
     names = abi.engine_names(spec)
     assert len(names) == abi.ENGINE_DMA + spec.dma.channels
     assert names[abi.ENGINE_MAC] == "mac_array" and names[abi.ENGINE_DMA] == "dma0"
@@ -152,4 +152,7 @@ def test_the_engine_slots_name_every_engine():
 def test_the_copies_of_other_rooms_agree_with_the_header():
     # the IR and the config loader may not import the simulator (tests/test_layout)
     assert IR_MAC_MODES == abi.MAC_MODES
-    assert MAX_QUEUE == abi.MAX_QUEUE
+    assert config.MAX_QUEUE == abi.MAX_QUEUE
+    assert config.MAX_LEVELS == abi.MAX_LEVELS
+    assert config.MAX_CHANNELS == abi.MAX_CHANNELS
+    assert abi.defines()["PC_MAX_DIMS"] == config.MAX_DIMS
