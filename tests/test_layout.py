@@ -168,7 +168,23 @@ def test_no_stray_files_at_the_top():
 
 #: packages whose modules must not import each other in a cycle (a cycle means two
 #: modules that cannot be read, or imported, one after the other)
-ACYCLIC = ("accelerator.sim",)
+#: every package, checked for import cycles among its own modules
+ACYCLIC = (
+    "accelerator",
+    "codegen",
+    "polyc.frontends",
+    "polyc.integrations",
+    "polyc.ir",
+    "polyc.lang",
+    "polyc.ops",
+    "polyc.oracle",
+    "polyc.studies",
+    "schedules",
+)
+#: the one cycle left, and why: ``kernel.deps`` computes the dependences on first
+#: use (in polyc.ir.deps), which read the kernel's statements through its
+#: ``access_map``; the import of deps is local to that property
+KNOWN_CYCLES = {"polyc.ir": ["polyc.ir.kernel", "polyc.ir.deps", "polyc.ir.kernel"]}
 
 
 def import_cycle(package: str) -> list[str]:
@@ -179,8 +195,14 @@ def import_cycle(package: str) -> list[str]:
     inside = {m for m in mods if m == package or m.startswith(package + ".")}
     graph: dict[str, set[str]] = {}
     for name in sorted(inside):
+        found = list(imports(mods[name]))
+        # ``from pkg import sub`` depends on the submodule, not on the package's
+        # face (its __init__ runs first, but only hands names on)
+        subs = {(line, t.rsplit(".", 1)[0]) for line, t in found if t in mods}
         deps = set()
-        for _, target in imports(mods[name]):
+        for line, target in found:
+            if (line, target) in subs:
+                continue
             if target not in mods and target.rsplit(".", 1)[0] in mods:
                 target = target.rsplit(".", 1)[0]
             if target in inside and target != name:
@@ -210,4 +232,6 @@ def import_cycle(package: str) -> list[str]:
 @pytest.mark.parametrize("package", ACYCLIC)
 def test_no_import_cycle(package):
     cycle = import_cycle(package)
+    if cycle == KNOWN_CYCLES.get(package):
+        return
     assert not cycle, f"an import cycle in {package}: {' -> '.join(cycle)}"
