@@ -163,12 +163,7 @@ class Compiled:
                 out.append(head + "DRAM-direct (see fallbacks)")
                 continue
             first = lc.layer.stmts[0]
-            tiles = []
-            for var, size in cand.sizes:
-                if var[0] == "s":
-                    tiles.append(f"{first.iterators[var[1]]}={size}")
-                else:
-                    tiles.append(f"{var[2]}({var[1]})={size}")
+            tiles = [f"{var.label(lc.layer)}={size}" for var, size in cand.sizes]
             st = cand.structure
             order = ", ".join(first.iterators[p] for p in st.order) or "-"
             busy = ", ".join(f"{e} {v:,.0f}" for e, v in cand.engines)

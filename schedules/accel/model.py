@@ -20,6 +20,10 @@ With double buffering the engines overlap, so a layer takes the busiest engine's
 total (MAC array, vector unit, DMA: the larger of DRAM bytes over its bandwidth and
 channel time over the channels, scalar core), plus the first tile's loads before
 anything can start and the last tile's stores after everything else.
+
+This module builds the expressions (:class:`TileBuffer` per array, the engines'
+cycles per statement); :mod:`schedules.accel.terms` holds the numeric terms that
+:meth:`LayerModel.evaluate` composes.
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from accelerator.hardware.spec import OP_CLASSES, Spec
 from polyc.ir import macmap
 from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
-from schedules.accel.evaluate import descriptors, numeric
+from schedules.accel import terms
+from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
-from schedules.accel.placement import CHUNK_BYTES
+from schedules.accel.tilevars import TileVar, tile_var
 
 #: slots of an operand buffer copied per tile (streamed through a statement's
 #: reduction loops, or only read by the layer): the next two tiles load while one
@@ -53,7 +58,7 @@ class Structure:
     groups: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()  # stmt -> (m,n,k)
     pitched: tuple[str, ...] = ()  # mac statements whose output rows take A's pitch
     order: tuple[int, ...] = ()  # shared positions, outermost tile loop first
-    free: tuple[tuple, ...] = ()  # ("s", p) or ("p", stmt, iterator)
+    free: tuple[TileVar, ...] = ()  # the loops to tile
     layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()  # buffer dim orders
     stream_slots: int = STREAM_SLOTS  # slots of operands streamed by reductions
     phased: tuple[str, ...] = ()  # pitched mac statements whose A rows are polyphase
@@ -120,12 +125,50 @@ class Estimate:
     staged: dict = field(default_factory=dict)  # array -> staged at each point
 
 
-def symbol(layer: Layer, var: tuple) -> sp.Symbol:
-    if var[0] == "s":
-        return sp.Symbol(
-            f"T_{layer.stmts[0].iterators[var[1]]}", positive=True, integer=True
+@dataclass(frozen=True)
+class TileBuffer:
+    """One array's buffer at the engines' level, as expressions of the tile sizes.
+
+    Its copy sits below the innermost tile loop that moves its box, and runs
+    ``copies`` times; ``whole`` is the box of the whole layer (what a buffer
+    staged above the tile loops holds)."""
+
+    name: str
+    extents: tuple[sp.Expr, ...]  # the box of one copy, per dimension
+    whole: tuple[int, ...]
+    shape: tuple[int, ...]  # the array's
+    copies: sp.Expr
+    itemsize: int
+    written: bool  # by some statement of the layer
+    read: bool
+    users: tuple[Statement, ...]  # the layer's statements that touch it
+    streamed: bool  # copied inside a private loop of its only user
+    copy_in: bool  # filled: the layer reads values it does not produce
+    copy_out: bool  # stored: an output, or a temporary read after the layer
+
+    @property
+    def directions(self) -> int:
+        """How many ways the copy runs per tile: in, out, or both."""
+        return int(self.copy_in) + int(self.copy_out)
+
+    @property
+    def whole_bytes(self) -> float:
+        """Bytes a staged operand moves from DRAM: its whole box, clipped to the
+        array."""
+        return float(
+            math.prod(min(e, d) for e, d in zip(self.whole, self.shape)) * self.itemsize
         )
-    return sp.Symbol(f"T_{var[1]}_{var[2]}", positive=True, integer=True)
+
+
+@dataclass(frozen=True)
+class TileBox:
+    """A buffer's tile at every candidate of a grid (numpy arrays)."""
+
+    extents: list[np.ndarray]  # the box, per dimension
+    copies: np.ndarray
+    moved_bytes: np.ndarray  # bytes of one copy (the box clipped to the array)
+    elements: np.ndarray  # the buffer's (an output row padded to the pitch, phases)
+    phases: int  # copies per tile: one per phase of a polyphase operand
 
 
 class LayerModel:
@@ -137,16 +180,16 @@ class LayerModel:
         self.kernel, self.layer, self.spec, self.st = kernel, layer, spec, st
         self.level = spec.memory[level]
         self.vars = list(st.free)
-        self.syms = [symbol(layer, v) for v in self.vars]
+        self.syms = [v.symbol(layer) for v in self.vars]
         self._phases = {}
         for name in st.phased:
             stmt = kernel.statement(name)
             ph = polyphase(stmt, st.groups_of(name))
             if ph is not None:
                 self._phases[ph.array] = ph
-        self._arrays = {}
+        self.buffers: dict[str, TileBuffer] = {}
         for name in layer.arrays:
-            self._arrays[name] = self._array(name)
+            self.buffers[name] = self._buffer(name)
 
     # tile sizes ----------------------------------------------------------------------
     def size(self, stmt: Statement, it: str, inside: bool = True):
@@ -157,12 +200,8 @@ class LayerModel:
             return sp.Integer(self.layer.extent(stmt, it))
         return self.syms[self.vars.index(var)]
 
-    def _var(self, stmt: Statement, it: str):
-        p = stmt.iterators.index(it)
-        if p < self.layer.depth:
-            v = ("s", p)
-        else:
-            v = ("p", stmt.name, it)
+    def _var(self, stmt: Statement, it: str) -> TileVar | None:
+        v = tile_var(self.layer, stmt, it)
         return v if v in self.vars else None
 
     def trips(self, stmt: Statement, it: str):
@@ -181,15 +220,46 @@ class LayerModel:
         return out
 
     # arrays ----------------------------------------------------------------------------
-    def _array(self, name: str) -> dict:
+    def _buffer(self, name: str) -> TileBuffer:
+        """The buffer of array ``name`` (see :class:`TileBuffer`)."""
         arr = self.kernel.arrays[name]
-        shape = arr.concrete_shape({})
+        shape = tuple(arr.concrete_shape({}))
         users = [s for s in self.layer.stmts if name in _arrays_of(s)]
+        copies, inside, streamed = self._copy_site(name, users)
+        extents = [
+            sp.Max(*per) if len(per) > 1 else per[0]
+            for per in self._box(name, users, inside, shape)
+        ]
+        # the whole layer's box (a buffer staged above the tile loops)
+        outside = {s.name: set() for s in users}
+        whole = [
+            max(int(e) for e in per) for per in self._box(name, users, outside, shape)
+        ]
+        written = any(s.target.array == name for s in users)
+        read = any(ld.array == name for s in users for ld in s.reads)
+        return TileBuffer(
+            name,
+            tuple(extents),
+            tuple(whole),
+            shape,
+            copies,
+            arr.dtype.itemsize,
+            written,
+            read,
+            tuple(users),
+            streamed,
+            copy_in=read and not self._initialised(name),
+            copy_out=written and self._stored(name),
+        )
+
+    def _copy_site(self, name: str, users: list[Statement]):
+        """Where the copy of ``name`` sits: below the innermost tiled loop that
+        moves its box (inside a private loop when its only user streams it
+        through one). Returns ``(copies, loops above it per user, streamed)``."""
         touching = {
             s.name: [it for it in self.loops(s) if _touches(s, name, it)] for s in users
         }
-        # the copy sits below the innermost tiled loop that moves the footprint
-        copies, inner_loops = sp.Integer(1), {}
+        copies, inside = sp.Integer(1), {}
         streamed = len(users) == 1 and any(
             it in self.layer.private(users[0]) for it in touching[users[0].name]
         )
@@ -199,58 +269,39 @@ class LayerModel:
             above = self.loops(s)[: self.loops(s).index(last) + 1]
             for it in above:
                 copies *= self.trips(s, it)
-            inner_loops[s.name] = set(above)
-        else:
-            first = users[0]
-            moving = [
-                p
-                for p in self.st.order
-                if any(
-                    self._var(s, s.iterators[p]) and _touches(s, name, s.iterators[p])
-                    for s in users
-                )
-            ]
-            cut = self.st.order.index(moving[-1]) + 1 if moving else 0
-            for p in self.st.order[:cut]:
-                if self._var(first, first.iterators[p]):
-                    copies *= self.trips(first, first.iterators[p])
-            for s in users:
-                inner_loops[s.name] = {s.iterators[p] for p in self.st.order[:cut]}
-        extents = []
-        for d in range(arr.ndim):
-            per = []
-            for s in users:
-                for ld in (s.target, *s.reads):
-                    if ld.array != name:
-                        continue
-                    per.append(
-                        self._extent(s, ld.index[d], inner_loops[s.name], shape[d])
-                    )
-            extents.append(sp.Max(*per) if len(per) > 1 else per[0])
-        written = any(s.target.array == name for s in users)
-        read = any(ld.array == name for s in users for ld in s.reads)
-        # the whole layer's box (a buffer staged above the tile loops)
-        whole = []
-        for d in range(arr.ndim):
-            whole.append(
-                max(
-                    int(self._extent(s, ld.index[d], set(), shape[d]))
+            inside[s.name] = set(above)
+            return copies, inside, streamed
+        first = users[0]
+        moving = [
+            p
+            for p in self.st.order
+            if any(
+                self._var(s, s.iterators[p]) and _touches(s, name, s.iterators[p])
+                for s in users
+            )
+        ]
+        cut = self.st.order.index(moving[-1]) + 1 if moving else 0
+        for p in self.st.order[:cut]:
+            if self._var(first, first.iterators[p]):
+                copies *= self.trips(first, first.iterators[p])
+        for s in users:
+            inside[s.name] = {s.iterators[p] for p in self.st.order[:cut]}
+        return copies, inside, streamed
+
+    def _box(self, name: str, users, inside: dict, shape) -> list[list[sp.Expr]]:
+        """Per dimension of ``name``, the extent of each access to it in a box
+        whose loops ``inside[stmt]`` are tiled (the others run whole)."""
+        out = []
+        for d in range(len(shape)):
+            out.append(
+                [
+                    self._extent(s, ld.index[d], inside[s.name], shape[d])
                     for s in users
                     for ld in (s.target, *s.reads)
                     if ld.array == name
-                )
+                ]
             )
-        return {
-            "extents": extents,
-            "whole": whole,
-            "shape": shape,
-            "copies": copies,
-            "itemsize": arr.dtype.itemsize,
-            "written": written,
-            "read": read,
-            "users": users,
-            "streamed": streamed,
-        }
+        return out
 
     def _extent(self, stmt: Statement, aff, inside: set, dim: int):
         if not aff.is_linear:
@@ -304,15 +355,13 @@ class LayerModel:
         con = contraction(stmt)
         a = stmt.reads[con.a]
         w = self.st.groups_of(stmt.name)[0][-1]
-        info = (
-            self._arrays[a.array] if a.array in self._arrays else self._array(a.array)
-        )
+        buf = self.buffers[a.array]
         ph = self._phases.get(a.array)
         if ph is not None:
-            return ph.pitch(self._padded(ph, info["extents"][ph.inner]))
+            return ph.pitch(self._padded(ph, buf.extents[ph.inner]))
         for d, aff in enumerate(a.index):
             if aff.coefficient(w):
-                return info["extents"][d]
+                return buf.extents[d]
         return sp.Integer(1)
 
     @staticmethod
@@ -348,8 +397,7 @@ class LayerModel:
     def _operand(self, stmt: Statement, name: str, ld, num) -> macmap.Operand:
         """``ld`` through the buffer of ``name`` as :func:`schedules.place` lays
         it out (the strides of ``placement._buffer_mark``)."""
-        info = self._arrays[name] if name in self._arrays else self._array(name)
-        box = tuple(num(e) for e in info["extents"])
+        box = tuple(num(e) for e in self.buffers[name].extents)
         padded = list(box)
         factors = [1] * len(padded)
         ph = self._phases.get(name)
@@ -417,10 +465,10 @@ class LayerModel:
         room = upper.capacity_bytes - 2 * max(ZERO_BYTES, align)
         relaid = {a for a, _ in self.st.layouts} | set(self._phases)
         out = []
-        for name, info in self._arrays.items():
-            if info["written"] or not self._copy_in(name, info) or name in relaid:
+        for name, buf in self.buffers.items():
+            if buf.written or not buf.copy_in or name in relaid:
                 continue
-            nbytes = math.prod(info["whole"]) * info["itemsize"]
+            nbytes = math.prod(buf.whole) * buf.itemsize
             need = -(-nbytes // align) * align
             if need <= room:
                 out.append(name)
@@ -428,164 +476,74 @@ class LayerModel:
         return tuple(out)
 
     def evaluate(
-        self, grid: dict[sp.Symbol, np.ndarray], staged=(), upper=None
+        self,
+        grid: dict[sp.Symbol, np.ndarray],
+        staged=(),
+        upper=None,
+        stream_slots: int | None = None,
     ) -> Estimate:
         """The model at every candidate of ``grid`` (arrays of equal length).
 
         ``staged`` operands (of :meth:`stageable`) whose copy runs more than
         once are copied whole from DRAM into the SRAM level ``upper`` once,
         above the tile loops, and each tile's copy then comes from there (the
-        upper level's latency and bandwidth)."""
-        spec = self.spec
+        upper level's latency and bandwidth). Operands streamed through a
+        reduction take ``stream_slots`` slots (by default the structure's)."""
+        if stream_slots is None:
+            stream_slots = self.st.stream_slots
         args = [np.asarray(grid[s], dtype=float) for s in self.syms]
         n = len(args[0]) if args else 1
-        values = self._values(args, n)
-
-        def ev(expr):
-            return values[expr]
-
-        dma = spec.dma
-        rate = min(dma.bytes_per_cycle, self.level.bytes_per_cycle)
-        lat = max(spec.dram.latency_cycles, self.level.latency_cycles)
-        dram_bytes = np.zeros(n)
-        chan = np.zeros(n)
+        ev = self._values(args, n).__getitem__
+        dma = self.spec.dma
+        routes = terms.Routes.of(self.spec, upper, self.level)
+        traffic = terms.Traffic.zeros(n)
         sram = np.zeros(n)
-        first_in = np.zeros(n)
-        first_time = np.zeros(n)
-        last_out = np.zeros(n)
-        last_time = np.zeros(n)
-        issues = np.zeros(n)
-        transfers = np.zeros(n)
-        streams = np.zeros(n)
-        most = np.ones(n)
-        stored = []  # copies of each copied-out buffer
-        want = min(spec.dram.bytes_per_cycle, self.level.bytes_per_cycle)
-        split = min(dma.channels, max(1, -(-int(want) // int(rate))))
-        hop = _hops(spec, upper, self.level)  # (DRAM -> upper, upper -> engines')
         staged_at = {}
-        for name, info in self._arrays.items():
-            ext = [ev(e) for e in info["extents"]]
-            copies = ev(info["copies"])
-            size = info["itemsize"]
-            elems = np.ones(n)
-            moved = np.ones(n)
-            for e, dim in zip(ext, info["shape"]):
-                elems *= e
-                moved *= np.minimum(e, dim)
-            if name in self._pitched_outputs():
-                elems = self._pitched_elements(name, ext, ev)
-            ph = self._phases.get(name)
-            phases = 1
-            if ph is not None:  # one copy per phase; rows and pitch rounded up
-                phases = ph.factor
-                inner = ph.multiple * np.ceil(ext[ph.inner] / ph.multiple)
-                rows = ph.factor * np.ceil(ext[ph.dim] / ph.factor)
-                elems = elems / (ext[ph.inner] * ext[ph.dim]) * inner * rows
-            slots = np.where(
-                copies > 1,
-                self.st.stream_slots if info["streamed"] or not info["written"] else 2,
-                1,
-            )
-            align = self.level.alignment_bytes
-            sram += slots * np.ceil(elems * size / align) * align
-            nbytes = moved * size
-            # staged only when the tiles re-read it: more bytes than its box
-            reread = copies * nbytes > 1.001 * staged_at_bytes(info, size)
-            use = reread & (name in staged and upper is not None)
+        for name, buf in self.buffers.items():
+            box = self.tile_box(buf, ev, n)
+            sram += terms.footprint(buf, box, stream_slots, self.level.alignment_bytes)
+            use = terms.staged_here(buf, box, name in staged and upper is not None)
             staged_at[name] = use
-            src = info["whole"] if use.any() else info["shape"]
-            desc = descriptors(ext, src, dma.max_dims)
-            c_lat, c_rate, c_want, c_split = (
-                np.where(use, a, b) for a, b in zip(hop[1], (lat, rate, want, split))
-            )
-            # a large copy is cut into ``split`` calls on as many channels
-            cut = np.where(nbytes >= c_split * CHUNK_BYTES, c_split, 1)
-            cut = cut * phases
-            per_call = desc * dma.setup_cycles + c_lat + nbytes / cut / c_rate
-            ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
-            dram_bytes += np.where(use, 0, copies * nbytes * ways)
-            chan += copies * per_call * cut * ways
-            issues += copies * ways * cut
-            transfers += copies * ways * cut
-            streams += np.where(copies > 1, cut, 0) * ways
-            most = np.maximum(most, copies)
-            if self._copy_out(name, info):
-                stored.append(copies)
-            alone = (
-                desc * dma.setup_cycles
-                + c_lat
-                + nbytes / np.minimum(cut * c_rate, c_want)
-            )
-            if use.any():  # the staging copy: DRAM -> upper once, before the tiles
-                s_lat, s_rate, s_want, s_split = hop[0]
-                whole = staged_at_bytes(info, size)
-                s_cut = s_split if whole >= s_split * CHUNK_BYTES else 1
-                s_desc = descriptors(
-                    [np.full(1, float(e)) for e in info["whole"]],
-                    info["shape"],
-                    dma.max_dims,
-                )[0]
-                s_call = s_desc * dma.setup_cycles + s_lat + whole / s_cut / s_rate
-                s_alone = (
-                    s_desc * dma.setup_cycles
-                    + s_lat
-                    + whole / min(s_cut * s_rate, s_want)
-                )
-                dram_bytes += np.where(use, whole, 0)
-                chan += np.where(use, s_call * s_cut, 0)
-                issues += np.where(use, s_cut, 0)
-                transfers += np.where(use, s_cut, 0)
-                alone = np.where(use, s_alone + alone, alone)
-            if self._copy_in(name, info):
-                first_in += np.where(use, staged_at_bytes(info, size), nbytes)
-                first_time = np.maximum(first_time, alone)
-            if self._copy_out(name, info):
-                last_out += nbytes
-                last_time = np.maximum(last_time, alone)
-        mac = np.zeros(n)
-        vec = np.zeros(n)
-        scalar = np.zeros(n)
-        for s in self.layer.stmts:
-            eng = self.st.engine_of(s.name)
-            tiles = ev(self.tiles(s))
-            if eng == "mac":
-                cyc, calls = self.mac_cycles(s)
-                mac += tiles * ev(cyc)
-                issues += tiles * ev(calls)
-            elif eng == "vector":
-                vec += tiles * ev(self.vector_cycles(s))
-                issues += tiles * (2 if s.reduction else 1)
-            elif eng == "scalar":
-                scalar += self.scalar_cycles(s)
-        scalar += issues * spec.scalar.issue_cycles
-        dram_bw = spec.dram.bytes_per_cycle
-        # copies in flight: each double-buffered stream overlaps the compute; a
-        # store of every tile waits for its compute at the head of a channel's
-        # queue, so the loads queued behind it get one channel fewer
-        waiting = np.zeros(n, dtype=bool)
-        for copies in stored:
-            waiting |= (copies >= most) & (most > 1)
-        ways = np.clip(streams, 1, np.maximum(dma.channels - waiting, 1))
-        dma_time = np.maximum(dram_bytes / dram_bw, chan / ways)
-        fill = np.maximum(first_time, first_in / dram_bw)
-        drain = np.maximum(last_time, last_out / dram_bw)
-        busiest = np.maximum(np.maximum(mac, vec), np.maximum(dma_time, scalar))
-        cycles = busiest + fill + drain
+            moves = [terms.tile_copies(buf, box, use, routes, dma)]
+            if use.any():
+                moves.append(terms.staging_copy(buf, use, routes.staging, dma))
+            traffic.add(buf, box, use, moves)
+        busy = terms.overlap(self.spec, traffic, terms.engines(self, ev, n))
         return Estimate(
-            cycles,
-            dram_bytes,
+            busy.cycles,
+            traffic.dram_bytes,
             sram,
-            {"mac": mac, "vector": vec, "dma": dma_time, "scalar": scalar},
-            transfers,
+            busy.engines,
+            traffic.transfers,
             staged_at,
         )
+
+    def tile_box(self, buf: TileBuffer, ev, n: int) -> TileBox:
+        """``buf``'s tile at the ``n`` candidates (``ev`` maps an expression to its
+        values there): an output row padded to A's pitch, a polyphase operand's
+        rows and pitch rounded up to whole phases."""
+        ext = [ev(e) for e in buf.extents]
+        elems, moved = np.ones(n), np.ones(n)
+        for e, dim in zip(ext, buf.shape):
+            elems *= e
+            moved *= np.minimum(e, dim)
+        if buf.name in self._pitched_outputs():
+            elems = self._pitched_elements(buf.name, ext, ev)
+        ph = self._phases.get(buf.name)
+        phases = 1
+        if ph is not None:
+            phases = ph.factor
+            inner = ph.multiple * np.ceil(ext[ph.inner] / ph.multiple)
+            rows = ph.factor * np.ceil(ext[ph.dim] / ph.factor)
+            elems = elems / (ext[ph.inner] * ext[ph.dim]) * inner * rows
+        return TileBox(ext, ev(buf.copies), moved * buf.itemsize, elems, phases)
 
     def _expressions(self) -> list[sp.Expr]:
         """Every expression :meth:`evaluate` needs, to lambdify them at once."""
         out: list[sp.Expr] = []
-        for info in self._arrays.values():
-            out.extend(info["extents"])
-            out.append(info["copies"])
+        for buf in self.buffers.values():
+            out.extend(buf.extents)
+            out.append(buf.copies)
         for s in self.layer.stmts:
             out.append(self.tiles(s))
             eng = self.st.engine_of(s.name)
@@ -606,10 +564,6 @@ class LayerModel:
             out[e] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
         return out
 
-    def _copy_in(self, name: str, info) -> bool:
-        """A buffer is filled when the layer reads values it does not produce."""
-        return info["read"] and not self._initialised(name)
-
     def _initialised(self, name: str) -> bool:
         """The first statement of the layer that touches ``name`` writes it without
         reading it (an init), so reads see the layer's own values."""
@@ -620,9 +574,9 @@ class LayerModel:
                 return False
         return False
 
-    def _copy_out(self, name: str, info) -> bool:
-        if not info["written"]:
-            return False
+    def _stored(self, name: str) -> bool:
+        """What the layer writes to ``name`` is stored when it is not a temporary
+        or the rest of the kernel reads it."""
         arr = self.kernel.arrays[name]
         return arr.role.value != "temp" or self._read_later(name)
 
@@ -657,43 +611,15 @@ class LayerModel:
         """DRAM bytes of the layer as a formula of the tile sizes (for explanations;
         a ``staged`` operand moves its whole box once)."""
         total = sp.Integer(0)
-        for name, info in self._arrays.items():
+        for name, buf in self.buffers.items():
             if name in staged:
-                total += sp.Integer(int(staged_at_bytes(info, info["itemsize"])))
+                total += sp.Integer(int(buf.whole_bytes))
                 continue
             moved = sp.Integer(1)
-            for e, dim in zip(info["extents"], info["shape"]):
+            for e, dim in zip(buf.extents, buf.shape):
                 moved *= sp.Min(e, dim)
-            ways = int(self._copy_in(name, info)) + int(self._copy_out(name, info))
-            total += ways * info["copies"] * moved * info["itemsize"]
+            total += buf.directions * buf.copies * moved * buf.itemsize
         return total
-
-
-def staged_at_bytes(info: dict, itemsize: int) -> float:
-    """Bytes a staged operand moves from DRAM: its whole box, clipped to the array."""
-    return float(
-        math.prod(min(e, d) for e, d in zip(info["whole"], info["shape"])) * itemsize
-    )
-
-
-def _hops(spec: Spec, upper, level):
-    """``(latency, per-channel rate, wanted bandwidth, calls per copy)`` of the copy
-    DRAM -> ``upper`` and of ``upper`` -> ``level`` (the simulator's rules: the
-    slower end's latency, a channel at most the SRAM ends' bandwidth)."""
-    out = []
-    for a, b in ((spec.dram, upper), (upper, level)):
-        if a is None or b is None:
-            out.append((0, 1.0, 1.0, 1))
-            continue
-        ends = (a, b)
-        rate = min(
-            [spec.dma.bytes_per_cycle]
-            + [m.bytes_per_cycle for m in ends if m.kind == "sram"]
-        )
-        want = min(m.bytes_per_cycle for m in ends)
-        split = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
-        out.append((max(a.latency_cycles, b.latency_cycles), rate, want, split))
-    return out
 
 
 def _arrays_of(stmt: Statement) -> set[str]:

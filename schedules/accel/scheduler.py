@@ -41,6 +41,7 @@ from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
 from schedules.accel.tensorize import map_vector, tensorize
+from schedules.accel.tilevars import SharedTile, loop_extent, tile_var
 from schedules.apply import apply_schedule
 from schedules.bands import permute
 from schedules.fusion import fuse
@@ -273,16 +274,16 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
     Returns the kernel and where each loop went: ``{(stmt, it): (band, pos)}``."""
     st = cand.structure
     if len(layer.stmts) == 1 and not any(
-        size < _extent_of(layer, var) for var, size in cand.sizes
+        size < loop_extent(layer, var) for var, size in cand.sizes
     ):
         return k, {}  # one tile: the statement's own band, copies above it
     tile_bands = []
     for s, band in zip(layer.stmts, layer.bands):
         sizes = {}
-        for p, it in enumerate(s.iterators):
-            var = ("s", p) if p < layer.depth else ("p", s.name, it)
+        for it in s.iterators:
+            var = tile_var(layer, s, it)
             size = cand.size_of(var)
-            if var[0] == "s":
+            if isinstance(var, SharedTile):
                 sizes[it] = size if size is not None else layer.extent(s, it)
             elif size is not None:
                 sizes[it] = size
@@ -402,18 +403,8 @@ def _outermost(layer: Layer, where) -> str:
     return where.get((first.name, first.iterators[0]), (layer.bands[0], 0))[0]
 
 
-def _extent_of(layer: Layer, var: tuple) -> int:
-    if var[0] == "s":
-        first = layer.stmts[0]
-        return layer.extent(first, first.iterators[var[1]])
-    stmt = next(s for s in layer.stmts if s.name == var[1])
-    return layer.extent(stmt, var[2])
-
-
 def _tiles(layer: Layer, cand, s, it) -> bool:
-    p = s.iterators.index(it)
-    var = ("s", p) if p < layer.depth else ("p", s.name, it)
-    size = cand.size_of(var)
+    size = cand.size_of(tile_var(layer, s, it))
     return size is not None and size < layer.extent(s, it)
 
 

@@ -17,8 +17,9 @@ from polyc.ir.macmap import Refusal
 from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
-from schedules.accel.model import STREAM_SLOTS, LayerModel, Structure, polyphase, symbol
+from schedules.accel.model import STREAM_SLOTS, LayerModel, Structure, polyphase
 from schedules.accel.tensorize import contraction
+from schedules.accel.tilevars import PrivateTile, SharedTile, TileVar
 
 #: loops up to this many iterations stay whole (filter taps, small batch)
 SMALL = 8
@@ -40,7 +41,7 @@ class Candidate:
     """One schedule of a layer: its structure, tile sizes and predicted cost."""
 
     structure: Structure
-    sizes: tuple[tuple[tuple, int], ...]  # (variable, size)
+    sizes: tuple[tuple[TileVar, int], ...]  # (variable, size)
     cycles: float
     dram_bytes: float
     sram_bytes: float
@@ -48,7 +49,7 @@ class Candidate:
     transfers: float = 0.0  # DMA calls
     staged: tuple[str, ...] = ()  # operands staged whole in the level above
 
-    def size_of(self, var: tuple) -> int | None:
+    def size_of(self, var: TileVar) -> int | None:
         return dict(self.sizes).get(var)
 
 
@@ -193,7 +194,7 @@ def structures(
         first = next((i for i, o in enumerate(per_stmt) if len(o) > 1), 0)
         per_stmt = [o if i == first else o[:1] for i, o in enumerate(per_stmt)]
     free = _free(layer, private)
-    shared_free = [v[1] for v in free if v[0] == "s"]
+    shared_free = [v.position for v in free if isinstance(v, SharedTile)]
     fixed = [p for p in range(layer.depth) if p not in shared_free]
     # the order of the tile loops matters for what a copy can be hoisted out of:
     # with no private loops every array moves with every loop, so one order does
@@ -233,7 +234,7 @@ def _has_private(layer: Layer) -> bool:
     return any(layer.private(s) for s in layer.stmts)
 
 
-def _free(layer: Layer, private: bool) -> list[tuple]:
+def _free(layer: Layer, private: bool) -> list[TileVar]:
     """The loops to tile: shared loops longer than one iteration, the reduction
     loops of contractions (and every private loop when ``private``), largest first
     when there are too many."""
@@ -241,7 +242,7 @@ def _free(layer: Layer, private: bool) -> list[tuple]:
     out = []
     for p in range(layer.depth):
         if layer.extent(first, first.iterators[p]) > 1:
-            out.append((layer.extent(first, first.iterators[p]), ("s", p)))
+            out.append((layer.extent(first, first.iterators[p]), SharedTile(p)))
     for s in layer.stmts:
         con = contraction(s)
         for it in layer.private(s):
@@ -249,11 +250,11 @@ def _free(layer: Layer, private: bool) -> list[tuple]:
             if ext <= SMALL:
                 continue
             if private or (con is not None and con.roles[it] == "k"):
-                out.append((ext, ("p", s.name, it)))
+                out.append((ext, PrivateTile(s.name, it)))
     if len(out) > MAX_FREE:
         out = sorted(out, key=lambda x: -x[0])[:MAX_FREE]
     keep = {v for _, v in out}
-    return [v for _, v in sorted(out, key=lambda x: _key(x[1])) if v in keep]
+    return [v for _, v in sorted(out, key=lambda x: x[1].sort_key) if v in keep]
 
 
 def may_leave(kernel: Kernel, layer: Layer) -> bool:
@@ -289,10 +290,6 @@ def _bounding_box(stmt: Statement) -> isl.Set:
         box = box.lower_bound_val(isl.dim_type.set, i, isl.Val(lo))
         box = box.upper_bound_val(isl.dim_type.set, i, isl.Val(hi))
     return box
-
-
-def _key(var: tuple):
-    return (0, var[1], "") if var[0] == "s" else (1, var[1], var[2])
 
 
 def search(
@@ -348,7 +345,7 @@ def _best(
     is also modelled with its re-read operands staged there (those that fit,
     copied once from DRAM above the tile loops) and staged where that is not
     slower than the single-level placement (within the tie margin)."""
-    model = _model(kernel, layer, spec, st, level)
+    model = layer_model(kernel, layer, spec, st, level)
     values = []
     exact = {
         (name, g[2][-1]) for name, g in st.groups if len(g[2]) > 1
@@ -359,11 +356,14 @@ def _best(
         if eng == "fold"
     }
     for var in st.free:
-        stmt = layer.stmts[0] if var[0] == "s" else kernel.statement(var[1])
-        it = stmt.iterators[var[1]] if var[0] == "s" else var[2]
+        stmt, it = var.loop(layer)
         ext = layer.extent(stmt, it)
         vals = candidates(ext)
-        if var[0] == "p" and var[1] in folded and _writes_along(stmt, it):
+        if (
+            isinstance(var, PrivateTile)
+            and stmt.name in folded
+            and _writes_along(stmt, it)
+        ):
             # a folded init overwrites with the first call of each output tile
             # after it: the contraction may not tile its output on its own
             # (schedules.accel.tensorize refuses it)
@@ -381,11 +381,12 @@ def _best(
     else:
         mesh = np.zeros((1, 0))
         grid = {}
-    est = model.evaluate(grid)
+    slots = st.stream_slots
+    est = model.evaluate(grid, stream_slots=slots)
     top = spec.memory[upper] if upper is not None else None
     staged = model.stageable(top)
     if staged:
-        est = _staged(est, model.evaluate(grid, staged, top))
+        est = _staged(est, model.evaluate(grid, staged, top, stream_slots=slots))
     ok = np.flatnonzero(est.sram_bytes <= capacity)
     if ok.size == 0:
         return []
@@ -456,18 +457,19 @@ def _staged(one, two):
     )
 
 
-def _model(kernel, layer, spec, st: Structure, level) -> LayerModel:
-    """The layer's model for ``st``: structures that differ in slots only share
-    their expressions (slots enter the numeric evaluation alone)."""
-    key = ("accel.model", layer.index, layer.name, spec, replace(st, stream_slots=0))
-    model = kernel.analysis(key, lambda k: LayerModel(k, layer, spec, st, level))
-    model.st = st
-    return model
+def layer_model(kernel, layer, spec, st: Structure, level) -> LayerModel:
+    """The layer's model for ``st`` up to its slots: structures that differ in
+    slots only share one model (slots enter the numeric evaluation alone, as
+    :meth:`LayerModel.evaluate`'s ``stream_slots``). The cached model is never
+    changed: it holds the structure with the default slots."""
+    shape = replace(st, stream_slots=STREAM_SLOTS)
+    key = ("accel.model", layer.index, layer.name, spec, shape)
+    return kernel.analysis(key, lambda k: LayerModel(k, layer, spec, shape, level))
 
 
 def formula(kernel: Kernel, layer: Layer, spec: Spec, cand: Candidate) -> str:
     """The DRAM traffic of a candidate as a formula of its tile sizes."""
     model = LayerModel(kernel, layer, spec, cand.structure, engine_level(spec))
     expr = model.traffic_formula(cand.staged)
-    names = ", ".join(f"{symbol(layer, v)}={n}" for v, n in cand.sizes)
+    names = ", ".join(f"{v.symbol(layer)}={n}" for v, n in cand.sizes)
     return f"DRAM bytes = {expr}" + (f" at {names}" if names else "")

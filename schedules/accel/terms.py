@@ -1,0 +1,278 @@
+"""The terms of the accelerator cost model, at every candidate of a grid at once.
+
+:meth:`schedules.accel.model.LayerModel.evaluate` composes them, one buffer at a
+time and then for the whole layer:
+
+- :func:`footprint`: the SRAM bytes of a buffer (its slots of aligned boxes);
+- :func:`tile_copies`: the DMA work of a buffer's per-tile copies (bytes moved
+  between DRAM, or the staging level, and the engines' level), through
+  :meth:`Route.copy`, the one rule by which a copy is cut into calls;
+- :func:`staging_copy`: a re-read operand copied whole from DRAM to the level
+  above the engines' once, before the tiles;
+- :func:`engines`: the MAC array's, the vector unit's and the scalar core's work;
+- :func:`overlap`: double buffering: the busiest engine's total plus the first
+  tile's loads and the last tile's stores.
+
+Every value is a numpy array over the candidates (or a number that broadcasts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from accelerator.hardware.spec import DMA, MemoryLevel, Spec
+from schedules.accel.evaluate import descriptors
+from schedules.accel.placement import CHUNK_BYTES
+
+if TYPE_CHECKING:
+    from schedules.accel.model import LayerModel, TileBox, TileBuffer
+
+
+@dataclass(frozen=True)
+class Route:
+    """The DMA path between two memory levels (the simulator's rules): the slower
+    end's ``latency``, a channel's ``rate`` (at most the SRAM ends' bandwidth),
+    the bandwidth a copy ``wants`` (the slower end's), and ``split``, the calls a
+    large copy is cut into so that that many channels together reach it."""
+
+    latency: int | np.ndarray
+    rate: float | np.ndarray
+    want: float | np.ndarray
+    split: int | np.ndarray
+
+    @classmethod
+    def between(cls, spec: Spec, a: MemoryLevel | None, b: MemoryLevel | None):
+        """The route from ``a`` to ``b`` (a placeholder when either is absent)."""
+        if a is None or b is None:
+            return cls(0, 1.0, 1.0, 1)
+        rate = min(
+            [spec.dma.bytes_per_cycle]
+            + [m.bytes_per_cycle for m in (a, b) if m.kind == "sram"]
+        )
+        want = min(m.bytes_per_cycle for m in (a, b))
+        split = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
+        return cls(max(a.latency_cycles, b.latency_cycles), rate, want, split)
+
+    def where(self, use: np.ndarray, other: Route) -> Route:
+        """Per candidate, this route where ``use`` holds, else ``other``."""
+        return Route(
+            np.where(use, self.latency, other.latency),
+            np.where(use, self.rate, other.rate),
+            np.where(use, self.want, other.want),
+            np.where(use, self.split, other.split),
+        )
+
+    def copy(self, nbytes, desc, setup: int, phases: int = 1) -> Transfer:
+        """One copy of ``nbytes`` in ``desc`` descriptors on this route: a copy of
+        at least ``split`` chunks is cut into ``split`` calls on as many channels
+        (and each of a buffer's ``phases`` is a copy of its own)."""
+        calls = np.where(nbytes >= self.split * CHUNK_BYTES, self.split, 1) * phases
+        start = desc * setup + self.latency
+        return Transfer(
+            calls,
+            start + nbytes / calls / self.rate,
+            start + nbytes / np.minimum(calls * self.rate, self.want),
+        )
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """The calls of one copy, each call's channel time, and the copy's time when
+    it runs alone (its calls in parallel, up to the bandwidth it wants)."""
+
+    calls: np.ndarray
+    per_call: np.ndarray
+    alone: np.ndarray
+
+
+@dataclass(frozen=True)
+class Routes:
+    """The routes a buffer's copies take: ``direct`` DRAM -> engines' level;
+    with staging, ``staging`` DRAM -> the level above, ``upper`` from there."""
+
+    direct: Route
+    staging: Route
+    upper: Route
+
+    @classmethod
+    def of(cls, spec: Spec, upper: MemoryLevel | None, level: MemoryLevel):
+        return cls(
+            Route.between(spec, spec.dram, level),
+            Route.between(spec, spec.dram, upper),
+            Route.between(spec, upper, level),
+        )
+
+
+@dataclass(frozen=True)
+class Copies:
+    """The DMA work of a buffer over the whole layer."""
+
+    dram_bytes: np.ndarray  # bytes between DRAM and the chip
+    channel_cycles: np.ndarray  # the channels' busy time, summed
+    calls: np.ndarray  # DMA calls
+    streams: np.ndarray | float  # calls that overlap the compute (double buffered)
+    alone: np.ndarray  # time of its copy before the first (after the last) tile
+
+
+def footprint(buf: TileBuffer, box: TileBox, stream_slots: int, align: int):
+    """The SRAM bytes of a buffer: one aligned box per slot. A copy that runs more
+    than once is double buffered: ``stream_slots`` slots for an operand streamed
+    through a reduction or only read, two for a written one."""
+    slots = np.where(
+        box.copies > 1, stream_slots if buf.streamed or not buf.written else 2, 1
+    )
+    return slots * np.ceil(box.elements * buf.itemsize / align) * align
+
+
+def staged_here(buf: TileBuffer, box: TileBox, allowed: bool) -> np.ndarray:
+    """Per candidate, whether ``buf`` (``allowed`` to be staged) is: only where its
+    tiles re-read it (their copies move more bytes than its box)."""
+    reread = box.copies * box.moved_bytes > 1.001 * buf.whole_bytes
+    return reread & allowed
+
+
+def tile_copies(
+    buf: TileBuffer, box: TileBox, use: np.ndarray, routes: Routes, dma: DMA
+) -> Copies:
+    """The per-tile copies of ``buf`` in each of its directions (in, out): from
+    DRAM, or from the staging level where ``use`` holds (no DRAM bytes then)."""
+    src = buf.whole if use.any() else buf.shape
+    desc = descriptors(box.extents, src, dma.max_dims)
+    route = routes.upper.where(use, routes.direct)
+    t = route.copy(box.moved_bytes, desc, dma.setup_cycles, box.phases)
+    directions = buf.directions
+    return Copies(
+        np.where(use, 0, box.copies * box.moved_bytes * directions),
+        box.copies * t.per_call * t.calls * directions,
+        box.copies * directions * t.calls,
+        np.where(box.copies > 1, t.calls, 0) * directions,
+        t.alone,
+    )
+
+
+def staging_copy(buf: TileBuffer, use: np.ndarray, route: Route, dma: DMA) -> Copies:
+    """The copy of ``buf``'s whole box from DRAM to the staging level, once before
+    the tile loops, where ``use`` holds; its time adds to the first tile's copy."""
+    whole = buf.whole_bytes
+    box = [np.full(1, float(e)) for e in buf.whole]
+    desc = descriptors(box, buf.shape, dma.max_dims)[0]
+    t = route.copy(whole, desc, dma.setup_cycles)
+    return Copies(
+        np.where(use, whole, 0),
+        np.where(use, t.per_call * t.calls, 0),
+        np.where(use, t.calls, 0),
+        0.0,
+        np.where(use, t.alone, 0),
+    )
+
+
+@dataclass
+class Traffic:
+    """The layer's DMA work, summed over its buffers (see :meth:`add`)."""
+
+    dram_bytes: np.ndarray
+    channel_cycles: np.ndarray
+    transfers: np.ndarray  # DMA calls
+    streams: np.ndarray  # calls in flight beside the compute
+    most: np.ndarray  # copies of the most often copied buffer
+    first_in: np.ndarray  # DRAM bytes loaded before the first tile
+    first_time: np.ndarray  # the longest of those loads
+    last_out: np.ndarray  # bytes stored after the last tile
+    last_time: np.ndarray
+    stored: list = field(default_factory=list)  # copies of each copied-out buffer
+
+    @classmethod
+    def zeros(cls, n: int) -> Traffic:
+        z = np.zeros
+        return cls(z(n), z(n), z(n), z(n), np.ones(n), z(n), z(n), z(n), z(n))
+
+    def add(self, buf: TileBuffer, box: TileBox, use: np.ndarray, moves) -> None:
+        """Add buffer ``buf``'s copies ``moves`` (:class:`Copies`: its tile copies,
+        then its staging copy where ``use`` holds)."""
+        alone = 0.0
+        for c in moves:
+            self.dram_bytes += c.dram_bytes
+            self.channel_cycles += c.channel_cycles
+            self.transfers += c.calls
+            self.streams += c.streams
+            alone = alone + c.alone
+        self.most = np.maximum(self.most, box.copies)
+        if buf.copy_out:
+            self.stored.append(box.copies)
+        if buf.copy_in:
+            self.first_in += np.where(use, buf.whole_bytes, box.moved_bytes)
+            self.first_time = np.maximum(self.first_time, alone)
+        if buf.copy_out:
+            self.last_out += box.moved_bytes
+            self.last_time = np.maximum(self.last_time, alone)
+
+
+@dataclass(frozen=True)
+class Work:
+    """The compute engines' busy cycles, and the engine calls the scalar core
+    issues."""
+
+    mac: np.ndarray
+    vector: np.ndarray
+    scalar: np.ndarray  # statements the scalar core runs itself
+    calls: np.ndarray
+
+
+def engines(model: LayerModel, ev, n: int) -> Work:
+    """Each statement's tiles on its engine: MAC calls (and their issue), vector
+    operations (one issue, two for a reduction), or scalar instances."""
+    mac, vec, scalar, calls = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    for s in model.layer.stmts:
+        eng = model.st.engine_of(s.name)
+        tiles = ev(model.tiles(s))
+        if eng == "mac":
+            cyc, per_tile = model.mac_cycles(s)
+            mac += tiles * ev(cyc)
+            calls += tiles * ev(per_tile)
+        elif eng == "vector":
+            vec += tiles * ev(model.vector_cycles(s))
+            calls += tiles * (2 if s.reduction else 1)
+        elif eng == "scalar":
+            scalar += model.scalar_cycles(s)
+    return Work(mac, vec, scalar, calls)
+
+
+@dataclass(frozen=True)
+class Busy:
+    """The layer's predicted cycles, and each engine's busy cycles."""
+
+    cycles: np.ndarray
+    engines: dict
+
+
+def overlap(spec: Spec, traffic: Traffic, work: Work) -> Busy:
+    """With double buffering the engines overlap: the busiest one's total (DMA:
+    the larger of DRAM bytes over its bandwidth and channel time over the
+    channels in flight; the scalar core also issues every call), plus the first
+    tile's loads before anything starts and the last tile's stores after."""
+    dma = spec.dma
+    dram_bw = spec.dram.bytes_per_cycle
+    issues = traffic.transfers + work.calls
+    scalar = work.scalar + issues * spec.scalar.issue_cycles
+    # each double-buffered stream overlaps the compute; a store of every tile
+    # waits for its compute at the head of a channel's queue, so the loads queued
+    # behind it get one channel fewer
+    waiting = np.zeros(len(issues), dtype=bool)
+    for copies in traffic.stored:
+        waiting |= (copies >= traffic.most) & (traffic.most > 1)
+    in_flight = np.clip(traffic.streams, 1, np.maximum(dma.channels - waiting, 1))
+    dma_time = np.maximum(
+        traffic.dram_bytes / dram_bw, traffic.channel_cycles / in_flight
+    )
+    fill = np.maximum(traffic.first_time, traffic.first_in / dram_bw)
+    drain = np.maximum(traffic.last_time, traffic.last_out / dram_bw)
+    busiest = np.maximum(
+        np.maximum(work.mac, work.vector), np.maximum(dma_time, scalar)
+    )
+    return Busy(
+        busiest + fill + drain,
+        {"mac": work.mac, "vector": work.vector, "dma": dma_time, "scalar": scalar},
+    )
