@@ -7,15 +7,16 @@ runtime's error exit (a violation longjmps out and the entry point returns -1). 
 links against the runtime, built once as its own shared library
 (:func:`build_runtime`, cached by content like every module).
 
-Until placement exists, kernels run "DRAM-direct": every statement instance
-executes on the scalar core, reading and writing DRAM, and costs the scalar core
+This emitter runs a kernel "DRAM-direct" (a kernel with no placement marks, or
+``polyc.compile(kernel, schedule=kernel)``): every statement instance executes on
+the scalar core, reading and writing DRAM, and costs the scalar core
 the per-instance cycles the runtime computes from the config (``pc_stmt``). The
 generated code only counts instances in a local variable and hands the counts to
 the runtime (``pc_scalar``) at the end, so the simulation costs almost nothing per
 instance. Every array access is checked (``PC_CHECK``) unless the module is built
 with ``checks=False`` (``-DPC_NO_CHECKS``); the C text is the same either way.
 
-Placement subclasses :class:`SimEmitter`: it allocates buffers, emits ``pc_dma``,
+The placed emitter (:mod:`codegen.accel.placed`) subclasses :class:`SimEmitter`: it allocates buffers, emits ``pc_dma``,
 ``pc_mac``, ``pc_vec_*`` and ``pc_wait`` calls, and must call :meth:`flush` before
 each asynchronous call so the scalar core's time is current when it issues.
 """

@@ -24,7 +24,7 @@ realisable when, in the two operands that use it:
 
 Both sides call :func:`check` with the numbers they know: the search with the
 buffers its cost model predicts for a candidate's tile sizes
-(:meth:`schedules.accel.model.LayerModel.mac_operands`), the scheduler's build and
+(:meth:`schedules.accel.model.LayerModel.mac_mapping`), the scheduler's build and
 the code generator with the ``@buffer`` and ``@tensorize`` marks the placement
 wrote (:func:`from_marks`). This module sits with the mark grammar
 (:mod:`polyc.ir.marks`) because both ``schedules`` and ``codegen`` may import
