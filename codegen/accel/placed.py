@@ -128,6 +128,13 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             elif kind == "tensorize":
                 out.append(c.Comment(pm.summary(n.name)))
                 calls = [x for x in n.body if isinstance(x, loops.Call)]
+                if not calls:  # its MAC calls would silently not run
+                    raise CodegenError(
+                        f"codegen: {pm.summary(n.name)} has no MAC call directly "
+                        "below it because something was inserted between the mark "
+                        "and its call. Place buffers above the @tensorize mark "
+                        "(schedules.place at the band around it)."
+                    )
                 for x in calls:
                     out.extend(self.call(x))
             elif tree.parse_band_mark(n.name):

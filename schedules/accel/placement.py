@@ -208,7 +208,7 @@ def _position(kernel, mark, band, depth, op):
             f"members. Pass a depth from 0 to {n}."
         )
     if depth == 0:
-        node = mark
+        node = _engine_wrapper(mark)
     elif depth == n:
         node = band_node.child(0)
     else:
@@ -218,6 +218,22 @@ def _position(kernel, mark, band, depth, op):
         node = inner.insert_mark(isl.Id(text))
     node = isltree.body_of(node)
     return node, F.prefix_map(kernel, node)
+
+
+def _engine_wrapper(mark):
+    """What placing at depth 0 of a band wraps: the band's name mark, or, for a
+    band tensorized whole, the ``@tensorize`` mark above it (tensorize leaves
+    ``@tensorize -> extension -> sequence -> filter -> name mark``). Buffers
+    inserted below that mark put marks between it and its MAC call, which codegen
+    reads as a call with nothing to run."""
+    node = mark
+    T = isl.schedule_node_type
+    for kind in (T.filter, T.sequence, T.extension, T.mark):
+        if not node.has_parent() or node.parent().get_type() != kind:
+            return mark
+        node = node.parent()
+    name = tree.mark_name(node)
+    return node if pm.kind(name) == "tensorize" else mark
 
 
 def _split_part(band_node, band: str):

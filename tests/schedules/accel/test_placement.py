@@ -555,3 +555,22 @@ FUZZ_4_5 = {
     ],
     "dma": {"channels": 4, "setup_cycles": 0, "bytes_per_cycle": 4.0, "max_dims": 3},
 }
+
+
+def test_placing_at_depth_zero_of_a_tensorized_band_keeps_its_mac_calls():
+    """A band tensorized whole and placed at depth 0 got its buffers inserted
+    between the @tensorize mark and its MAC call: codegen emitted the mark and
+    nothing under it (no copies, no calls), so the output kept its init, silently
+    (fuzz seed 4, case 484: a one-statement layer whose tiles cover it whole)."""
+    A = pc.placeholder("A", (4, 3))
+    B = pc.placeholder("B", (3, 5))
+    k = pc.reduce_axis(3, "k")
+    C = pc.compute("C", (4, 5), lambda i, j: pc.sum(A[i, k] * B[k, j], k))
+    kern = pc.kernel("mm", [C])
+    t = S.tensorize(kern, "S1", init="S0")
+    t = S.place(t, "S1", ["A", "B", "C"], "l1", config="tiny", depth=0)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((4, 3), np.float32), rng.random((3, 5), np.float32)
+    out, report = polyc.compile(kern, config="tiny", schedule=t).run(A=a, B=b)
+    np.testing.assert_allclose(out["C"], a @ b, rtol=1e-5)
+    assert report.to_dict()["macs"] == 60
