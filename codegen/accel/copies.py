@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import cgen as c
 
-from codegen.accel.direct import CTX, _cstr, _i64_list, buf_var
-from codegen.accel.info import bvar, functions, ovar, pw_to_c, slotvar
+from codegen.accel import names
+from codegen.accel.info import functions, pw_to_c
+from codegen.accel.names import CTX, bind_args
 from polyc.errors import CodegenError
 from polyc.ir import loops
 from polyc.ir import marks as pm
-
-
-def bind_args(args: list[str]) -> list[c.Generable]:
-    """``const long pc_a<i> = <arg>;`` for a call's arguments (the prefix)."""
-    return [c.Line(f"const long pc_a{i} = {a};") for i, a in enumerate(args)] + [
-        c.Statement(f"(void)pc_a{i}") for i in range(len(args))
-    ]
 
 
 def _args(n: loops.Call) -> list[str]:
@@ -39,11 +33,13 @@ class CopyEmitter:
         lines = bind_args(args)
         lo = [pw_to_c(f, args) for f in functions(b.lo)]
         lines.append(
-            c.Statement(f"{slotvar(b.name)} = ({slotvar(b.name)} + 1) % {b.slots}")
+            c.Statement(
+                f"{names.slot(b.name)} = ({names.slot(b.name)} + 1) % {b.slots}"
+            )
         )
         for d, e in enumerate(lo):
-            lines.append(c.Statement(f"{ovar(b.name, d)} = {e}"))
-        origin = [ovar(b.name, d) for d in range(len(lo))]
+            lines.append(c.Statement(f"{names.origin(b.name, d)} = {e}"))
+        origin = [names.origin(b.name, d) for d in range(len(lo))]
         hi = [pw_to_c(f, args) for f in functions(b.hi)]
         if b.copy_in:
             lines += self._dma(b, origin, hi, True)
@@ -154,7 +150,7 @@ class CopyEmitter:
         index, sizes = list(index), list(sizes)
         heads = []
         for d in phased:
-            f, o = b.phase(d), ovar(b.name, d)
+            f, o = b.phase(d), names.origin(b.name, d)
             first, hi = index[d], f"({index[d]}) + ({sizes[d]}) - 1"
             index[d], sizes[d] = f"pc_s{d}", f"pc_n{d}"
             heads.append(
@@ -189,27 +185,27 @@ class CopyEmitter:
     ) -> c.Statement:
         mine = self._buffer_at(b, index)
         if zero:
-            other = (bvar(f"{pm.ZERO}{b.level}"), "0", [0] * len(index))
+            other = (names.buffer(f"{pm.ZERO}{b.level}"), "0", [0] * len(index))
         elif outer is not None:
             other = self._buffer_at(outer, index)
         else:
             strides = _row_major(shape)
             off = " + ".join(f"{s} * {i}" for s, i in zip(strides, index)) or "0"
             strides = [s * scale.get(d, 1) for d, s in enumerate(strides)]
-            other = (buf_var(b.array), off, strides)
+            other = (names.dram_buffer(b.array), off, strides)
         dst, src = (mine, other) if inbound else (other, mine)
         label = f"zero {b.array}" if zero else f"{b.array} {('out', 'in')[inbound]}"
         return c.Statement(
             f"pc_dma({CTX}, -1, {b.elem_bytes}, {max(len(index), 1)}, "
-            f"{_i64_list(sizes or ['1'])}, "
-            f"{dst[0]}, {dst[1]}, {_i64_list([str(s) for s in dst[2]] or ['1'])}, "
-            f"{src[0]}, {src[1]}, {_i64_list([str(s) for s in src[2]] or ['1'])}, "
-            f"{_cstr(label)})"
+            f"{names.i64_list(sizes or ['1'])}, "
+            f"{dst[0]}, {dst[1]}, {names.i64_list([str(s) for s in dst[2]] or ['1'])}, "
+            f"{src[0]}, {src[1]}, {names.i64_list([str(s) for s in src[2]] or ['1'])}, "
+            f"{names.cstr(label)})"
         )
 
     def _buffer_at(self, b: pm.BufferMark, index: list[str]):
         """``(buffer id, element offset, strides)`` of element ``index`` of ``b``."""
-        return (bvar(b.name), self._offset(b, index), b.strides)
+        return (names.buffer(b.name), self._offset(b, index), b.strides)
 
 
 def _split_dim(b: pm.BufferMark) -> int | None:

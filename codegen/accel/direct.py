@@ -1,11 +1,13 @@
 """Accelerator target: a Kernel as C that drives the simulator's runtime.
 
 The generated translation unit is the runtime's header (``polyc_rt.h``: the API and
-the inline access check) followed by the kernel function ``void polyc_K(pc_ctx *_pc_ctx, long params...,
-void *arrays...)`` and an entry point ``int polyc_K_run(...)`` that arms the
+the inline access check) followed by the kernel function
+``void polyc_K(pc_ctx *_pc_ctx, long params..., void *arrays...)`` and an entry
+point ``int polyc_K_run(...)`` that arms the
 runtime's error exit (a violation longjmps out and the entry point returns -1). It
 links against the runtime, built once as its own shared library
-(:func:`build_runtime`, cached by content like every module).
+(:func:`build_runtime`, cached by content like every module). The C names of the
+generated function come from :mod:`codegen.accel.names`.
 
 This emitter runs a kernel "DRAM-direct" (a kernel with no placement marks, or
 ``polyc.compile(kernel, schedule=kernel)``): every statement instance executes on
@@ -35,6 +37,8 @@ from accelerator.hardware.spec import OP_CLASSES, Spec
 from accelerator.sim import abi
 from accelerator.sim import simulator as runtime
 from codegen import build as cbuild
+from codegen.accel import names
+from codegen.accel.names import CTX
 from codegen.cexpr import PRELUDE, CExpr
 from codegen.emit import CEmitter, CSource, raw_name
 from polyc.errors import SimulationError
@@ -42,29 +46,10 @@ from polyc.ir.expr import Load, ops_count
 from polyc.ir.inputs import prepare
 from polyc.ir.kernel import Kernel, Statement
 
-CTX = "_pc_ctx"
 #: flags every kernel module is built with (its own symbols stay internal)
 FLAGS = ("-fvisibility=hidden",)
 NO_CHECKS = ("-DPC_NO_CHECKS",)
 MODE_DRAM_DIRECT = "DRAM-direct"
-
-
-def buf_var(array: str) -> str:
-    """The C variable holding an array's DRAM buffer id."""
-    return f"pc_b_{array}"
-
-
-def stmt_var(stmt: str) -> str:
-    return f"pc_s_{stmt}"
-
-
-def count_var(stmt: str) -> str:
-    return f"pc_n_{stmt}"
-
-
-def mask_var(stmt: str, is_write: bool) -> str:
-    """Buffers the statement wrote (read) since the last flush (checked builds)."""
-    return f"pc_{'w' if is_write else 'r'}_{stmt}"
 
 
 class SimEmitter(CEmitter):
@@ -78,10 +63,11 @@ class SimEmitter(CEmitter):
     def declare_array(self, a) -> list[c.Generable]:
         """The typed view of the array, and its binding as a DRAM buffer."""
         size = " * ".join(f"(int64_t)({d.to_c()})" for d in a.shape) or "1"
+        dram, label = names.dram_buffer(a.name), names.cstr(a.name)
         return [
             *super().declare_array(a),
             c.Line(
-                f"const int {buf_var(a.name)} = pc_bind({CTX}, {_cstr(a.name)}, "
+                f"const int {dram} = pc_bind({CTX}, {label}, "
                 f"{raw_name(a.name)}, {size} * {a.dtype.itemsize});"
             ),
         ]
@@ -103,21 +89,21 @@ class SimEmitter(CEmitter):
             per[key] = per.get(key, 0) + ld.dtype.itemsize
         keys = sorted(per)
         ops_c = ", ".join(str(ops.get(k, 0)) for k in OP_CLASSES)
+        label, iters = names.cstr(stmt.name), names.cstr(",".join(stmt.iterators))
         desc = (
-            f"{_cstr(stmt.name)}, {_cstr(','.join(stmt.iterators))}, {{{ops_c}, 0}}, "
+            f"{label}, {iters}, {{{ops_c}, 0}}, "
             f"{macs_per_instance(stmt)}, {len(keys)}, "
             f"{{{', '.join(str(lv) for lv, _ in keys)}}}, "
             f"{{{', '.join(str(per[k]) for k in keys)}}}, "
             f"{{{', '.join(str(int(w)) for _, w in keys)}}}"
         )
+        d = names.stmt_desc(stmt.name)
         return [
-            c.Line(f"static const pc_stmt_desc pc_d_{stmt.name} = {{{desc}}};"),
-            c.Line(
-                f"const int {stmt_var(stmt.name)} = pc_stmt({CTX}, &pc_d_{stmt.name});"
-            ),
-            c.Line(f"int64_t {count_var(stmt.name)} = 0;"),
-            c.Line(f"uint64_t {mask_var(stmt.name, False)} = 0;"),
-            c.Line(f"uint64_t {mask_var(stmt.name, True)} = 0;"),
+            c.Line(f"static const pc_stmt_desc {d} = {{{desc}}};"),
+            c.Line(f"const int {names.stmt_id(stmt.name)} = pc_stmt({CTX}, &{d});"),
+            c.Line(f"int64_t {names.count(stmt.name)} = 0;"),
+            c.Line(f"uint64_t {names.mask(stmt.name, False)} = 0;"),
+            c.Line(f"uint64_t {names.mask(stmt.name, True)} = 0;"),
         ]
 
     def statement(self, stmt: Statement, args: dict[str, str]) -> list[c.Generable]:
@@ -130,7 +116,7 @@ class SimEmitter(CEmitter):
         return [
             *checks,
             c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"),
-            c.Statement(f"{count_var(stmt.name)}++"),
+            c.Statement(f"{names.count(stmt.name)}++"),
         ]
 
     def check(
@@ -138,12 +124,12 @@ class SimEmitter(CEmitter):
     ) -> c.Statement:
         """``PC_CHECK`` of one access: indices against the array's extents."""
         a = self.kernel.arrays[ld.array]
-        idx = _i64_list([r.aff(x) for x in ld.index])
-        ext = _i64_list([d.to_c() for d in a.shape])
-        it = _i64_list(iters)
+        idx = names.i64_list([r.aff(x) for x in ld.index])
+        ext = names.i64_list([d.to_c() for d in a.shape])
+        it = names.i64_list(iters)
+        mask, dram = names.mask(stmt.name, is_write), names.dram_buffer(a.name)
         return c.Statement(
-            f"PC_CHECK({CTX}, {mask_var(stmt.name, is_write)}, {buf_var(a.name)}, "
-            f"{stmt_var(stmt.name)}, "
+            f"PC_CHECK({CTX}, {mask}, {dram}, {names.stmt_id(stmt.name)}, "
             f"{len(ld.index)}, {idx}, {ext}, {len(iters)}, {it})"
         )
 
@@ -151,9 +137,10 @@ class SimEmitter(CEmitter):
         """Hand the instance counts to the runtime (before any asynchronous call)."""
         out: list[c.Generable] = []
         for s in self.kernel.statements:
-            n, r, w = count_var(s.name), mask_var(s.name, False), mask_var(s.name, True)
+            n = names.count(s.name)
+            r, w = names.mask(s.name, False), names.mask(s.name, True)
             out.append(
-                c.Statement(f"pc_scalar({CTX}, {stmt_var(s.name)}, {n}, {r}, {w})")
+                c.Statement(f"pc_scalar({CTX}, {names.stmt_id(s.name)}, {n}, {r}, {w})")
             )
             out.append(c.Statement(f"{n} = 0, {r} = 0, {w} = 0"))
         return out
@@ -188,16 +175,6 @@ class SimEmitter(CEmitter):
         # and a small cdef keeps the module quick to compile
         cdef = f"int {run}({args.replace('pc_ctx *', 'void *', 1)});"
         return CSource(text, run, cdef, src.params, src.arrays, False)
-
-
-def _cstr(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _i64_list(items: list[str]) -> str:
-    if not items:
-        return "((const int64_t *)0)"
-    return f"((const int64_t[]){{{', '.join(items)}}})"
 
 
 def distinct(loads) -> list[Load]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from codegen.emit import _ident
+from codegen.accel import names
 from polyc.errors import CodegenError
 from polyc.ir import loops
 from polyc.ir import marks as pm
@@ -98,7 +98,7 @@ def pw_to_c(pa: isl.PwAff, args: list[str]) -> str:
     first = pa.dim(isl.dim_type.param)
     moved = pa.move_dims(isl.dim_type.param, first, isl.dim_type.in_, 0, n)
     for i in range(n):
-        moved = moved.set_dim_id(isl.dim_type.param, first + i, isl.Id(f"pc_a{i}"))
+        moved = moved.set_dim_id(isl.dim_type.param, first + i, isl.Id(names.arg(i)))
     ctx = isl.Set.universe(moved.get_domain_space())
     build = isl.AstBuild.from_context(ctx)
     return loops.to_c(loops.expr_from_isl(build.expr_from_pw_aff(moved)))
@@ -118,22 +118,3 @@ def max_extent(lo: isl.PwAff, hi: isl.PwAff) -> int:
 def constant_extent(lo: isl.PwAff, hi: isl.PwAff) -> bool:
     size = hi.sub(lo).add_constant_val(isl.Val(1))
     return size.max_val().to_python() == size.min_val().to_python()
-
-
-# C names of a buffer's variables ---------------------------------------------------
-
-
-def bvar(buf: str) -> str:
-    return f"pc_b_{_ident(buf)}"
-
-
-def pvar(buf: str) -> str:
-    return f"pc_p_{_ident(buf)}"
-
-
-def slotvar(buf: str) -> str:
-    return f"pc_slot_{_ident(buf)}"
-
-
-def ovar(buf: str, d: int) -> str:
-    return f"pc_o_{_ident(buf)}_{d}"

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import cgen as c
 
-from codegen.accel.direct import CTX, _cstr
-from codegen.accel.info import bvar, functions, pw_to_c
+from codegen.accel import names
+from codegen.accel.info import functions, pw_to_c
+from codegen.accel.names import CTX
 from polyc.errors import CodegenError
 from polyc.ir import macmap
 from polyc.ir import marks as pm
@@ -26,11 +27,7 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
     """The C of one tile: the loops of ``tm.loops`` around ``pc_mac`` calls."""
     its = stmt.iterators
     lo_f, hi_f = functions(tm.lo), functions(tm.hi)
-    lines: list[c.Generable] = [
-        c.Line(f"const long pc_a{i} = {a};") for i, a in enumerate(args)
-    ]
-    for i in range(len(args)):
-        lines.append(c.Statement(f"(void)pc_a{i}"))
+    lines = names.bind_args(args)
     for it, lo, hi in zip(its, lo_f, hi_f):
         lines.append(
             c.Line(
@@ -46,11 +43,11 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
     if isinstance(dims, macmap.Refusal):
         raise CodegenError(dims.message("codegen"))
     bufs = {key: placed[ld.array] for key, ld in loads.items()}
-    names = {it: (f"pc_x_{it}" if it in tm.loops else f"pc_lo_{it}") for it in its}
+    at = {it: (f"pc_x_{it}" if it in tm.loops else f"pc_lo_{it}") for it in its}
     views = {}
     for key, ld in loads.items():
         b = bufs[key]
-        index = [a.to_c(lambda n: names.get(n, n)) for a in ld.index]
+        index = [a.to_c(lambda n: at.get(n, n)) for a in ld.index]
         views[key] = (b, em._offset(b, index))
     m_ext, m_str = _extent(dims["m"]), dict(dims["m"].unit)
     n_ext, n_str = _extent(dims["n"]), dict(dims["n"].unit)
@@ -58,9 +55,8 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
 
     def view(key: str, rows: dict, cols: dict) -> str:
         b, off = views[key]
-        return (
-            f"((pc_view){{{_bvar(b)}, {off}, {rows.get(key, 0)}, {cols.get(key, 0)}}})"
-        )
+        row, col = rows.get(key, 0), cols.get(key, 0)
+        return f"((pc_view){{{names.buffer(b.name)}, {off}, {row}, {col}}})"
 
     acc = "1"
     if tm.init:
@@ -68,11 +64,11 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
         # whose reduction loops are at their first value, after the folded init
         target = {n for a in stmt.target.index for n in a.names()}
         first = [f"pc_x_{it} == pc_lo_{it}" for it in tm.loops if it not in target]
-        acc = f"!(pc_fresh_{stmt.name}{''.join(' && ' + f for f in first)})"
+        acc = f"!({names.fresh(stmt.name)}{''.join(' && ' + f for f in first)})"
     call = (
         f"pc_mac({CTX}, {tm.mode}, {m_ext}, {n_ext}, {k_ext}, {acc}, "
         f"{view('a', m_str, k_str)}, {view('b', k_str, n_str)}, "
-        f"{view('c', m_str, n_str)}, {_cstr(stmt.name)})"
+        f"{view('c', m_str, n_str)}, {names.cstr(stmt.name)})"
     )
     inner: list[c.Generable] = [*em.flush(), c.Statement(call)]
     for it in reversed(tm.loops):
@@ -86,16 +82,12 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
             )
         ]
     if tm.init:
-        inner.append(c.Statement(f"pc_fresh_{stmt.name} = 0"))
+        inner.append(c.Statement(f"{names.fresh(stmt.name)} = 0"))
     return [c.Comment(f"{pm.MAC}{stmt.name}"), c.Block(lines + inner)]
 
 
 def _arrays(loads: dict) -> set[str]:
     return {ld.array for ld in loads.values()}
-
-
-def _bvar(b: pm.BufferMark) -> str:
-    return bvar(b.name)
 
 
 def _extent(dim: macmap.Dimension) -> str:

@@ -1,7 +1,8 @@
 """Accelerator target for placed kernels: buffers, DMA, MAC-array and vector calls.
 
-:class:`PlacedEmitter` extends the DRAM-direct :class:`~codegen.accel.direct.SimEmitter` with
-what the marks of placement and engine mapping ask for (:mod:`polyc.ir.marks`):
+:class:`PlacedEmitter` extends the DRAM-direct
+:class:`~codegen.accel.direct.SimEmitter` with what the marks of placement and
+engine mapping ask for (:mod:`polyc.ir.marks`):
 
 - ``@scope``: ``pc_alloc`` of the layer's buffers at the planner's offsets before
   the subtree, ``pc_free`` after it;
@@ -25,28 +26,17 @@ from __future__ import annotations
 import cgen as c
 
 from accelerator.hardware.spec import OP_CLASSES
-from codegen.accel import maccall
+from codegen.accel import maccall, names
 from codegen.accel.copies import CopyEmitter
-from codegen.accel.direct import (
-    CTX,
-    SimEmitter,
-    _cstr,
-    _i64_list,
-    buf_var,
-    count_var,
-    distinct,
-    mask_var,
-    stmt_var,
-)
-from codegen.accel.info import bvar, collect, ovar, pvar, slotvar
+from codegen.accel.direct import SimEmitter, distinct
+from codegen.accel.info import collect
+from codegen.accel.names import CTX, VMASK
 from codegen.cexpr import CExpr, c_type
 from polyc.errors import CodegenError
 from polyc.ir import loops, tree
 from polyc.ir import marks as pm
 from polyc.ir.expr import Load, ops_count
 from polyc.ir.kernel import Statement
-
-VMASK = "pc_vmask"
 
 
 class PlacedEmitter(CopyEmitter, SimEmitter):
@@ -73,20 +63,25 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             out += self.register(s, levels)
         for b in self.info.buffers.values():
             t = c_type(self.kernel.arrays[b.array].dtype)
-            out.append(c.Line(f"int {bvar(b.name)} = -1;"))
-            out.append(c.Line(f"{t} *{pvar(b.name)} = 0;"))
-            out.append(c.Line(f"long {slotvar(b.name)} = -1;"))
+            out.append(c.Line(f"int {names.buffer(b.name)} = -1;"))
+            out.append(c.Line(f"{t} *{names.pointer(b.name)} = 0;"))
+            out.append(c.Line(f"long {names.slot(b.name)} = -1;"))
             for d in range(len(b.extent)):
-                out.append(c.Line(f"long {ovar(b.name, d)} = 0;"))
+                out.append(c.Line(f"long {names.origin(b.name, d)} = 0;"))
         for scope in self.info.scopes:
             for a in scope.allocations:
                 if a.name not in self.info.buffers:
-                    out.append(c.Line(f"int {bvar(a.name)} = -1;"))
+                    out.append(c.Line(f"int {names.buffer(a.name)} = -1;"))
         for s in sorted(self.info.folded.values()):
-            out.append(c.Line(f"int pc_fresh_{s} = 0;"))
+            out.append(c.Line(f"int {names.fresh(s)} = 0;"))
         vec = [s for s, e in self.info.engine.items() if e == "vector"]
         for s in sorted(vec):
-            out.append(c.Line(f"int64_t pc_v_{s} = 0, pc_vr_{s} = 0, pc_vp_{s} = -1;"))
+            out.append(
+                c.Line(
+                    f"int64_t {names.vector_count(s)} = 0, {names.vector_runs(s)} = 0, "
+                    f"{names.vector_last(s)} = -1;"
+                )
+            )
         if vec:
             out.append(c.Line(f"uint64_t {VMASK} = 0;"))
             out.append(c.Statement(f"(void){VMASK}"))
@@ -99,9 +94,10 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         for s in self.kernel.statements:
             if self.info.engine.get(s.name) != "scalar":
                 continue
-            n, r, w = count_var(s.name), mask_var(s.name, False), mask_var(s.name, True)
+            n = names.count(s.name)
+            r, w = names.mask(s.name, False), names.mask(s.name, True)
             out.append(
-                c.Statement(f"pc_scalar({CTX}, {stmt_var(s.name)}, {n}, {r}, {w})")
+                c.Statement(f"pc_scalar({CTX}, {names.stmt_id(s.name)}, {n}, {r}, {w})")
             )
             out.append(c.Statement(f"{n} = 0, {r} = 0, {w} = 0"))
         return out
@@ -147,26 +143,25 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         scope = pm.ScopeMark.parse(n.name)
         pre: list[c.Generable] = [c.Comment(pm.summary(n.name))]
         for a in scope.allocations:
+            bid = names.buffer(a.name)
             pre.append(
                 c.Statement(
-                    f"{bvar(a.name)} = pc_alloc({CTX}, {a.level_index}, {a.offset}, "
-                    f"{a.bytes}, {_cstr(a.name)})"
+                    f"{bid} = pc_alloc({CTX}, {a.level_index}, {a.offset}, "
+                    f"{a.bytes}, {names.cstr(a.name)})"
                 )
             )
             if a.name.startswith(pm.ZERO):
-                pre.append(c.Statement(f"pc_zero_fill({CTX}, {bvar(a.name)})"))
+                pre.append(c.Statement(f"pc_zero_fill({CTX}, {bid})"))
             b = self.info.buffers.get(a.name)
             if b is not None:
                 t = c_type(self.kernel.arrays[b.array].dtype)
-                pre.append(
-                    c.Statement(
-                        f"{pvar(a.name)} = ({t} *)pc_ptr({CTX}, {bvar(a.name)})"
-                    )
-                )
-                pre.append(c.Statement(f"{slotvar(a.name)} = -1"))
+                ptr = names.pointer(a.name)
+                pre.append(c.Statement(f"{ptr} = ({t} *)pc_ptr({CTX}, {bid})"))
+                pre.append(c.Statement(f"{names.slot(a.name)} = -1"))
         post = self.flush()
         post += [
-            c.Statement(f"pc_free({CTX}, {bvar(a.name)})") for a in scope.allocations
+            c.Statement(f"pc_free({CTX}, {names.buffer(a.name)})")
+            for a in scope.allocations
         ]
         return pre + self.body(n.body) + post
 
@@ -193,7 +188,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         """A zero init folded into MAC calls: the next calls overwrite instead."""
         out: list[c.Generable] = [c.Comment(f"{', '.join(sorted(stmts))}: folded")]
         for s in sorted(stmts):
-            out.append(c.Statement(f"pc_fresh_{self.info.folded[s]} = 1"))
+            out.append(c.Statement(f"{names.fresh(self.info.folded[s])} = 1"))
         return out
 
     def _waits(self, stmts) -> list[c.Generable]:
@@ -202,7 +197,11 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             stmt = self.stmts[s]
             active = self.info.active.get(s, {})
             for ld in (stmt.target, *stmt.reads):
-                v = bvar(active[ld.array]) if ld.array in active else buf_var(ld.array)
+                v = (
+                    names.buffer(active[ld.array])
+                    if ld.array in active
+                    else names.dram_buffer(ld.array)
+                )
                 if v not in bufs:
                     bufs.append(v)
         return [c.Statement(f"pc_wait({CTX}, {v})") for v in bufs]
@@ -246,7 +245,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         buf = self._buffer_of(array)
         if buf is None:
             return super().element(array, index)
-        return f"{pvar(buf.name)}[{self._offset(buf, index)}]"
+        return f"{names.pointer(buf.name)}[{self._offset(buf, index)}]"
 
     def _buffer_of(self, array: str) -> pm.BufferMark | None:
         if self._stmt is None:
@@ -255,9 +254,9 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         return self.info.buffers[name] if name else None
 
     def _offset(self, buf: pm.BufferMark, index: list[str]) -> str:
-        terms = [f"{slotvar(buf.name)} * {buf.slot}"]
+        terms = [f"{names.slot(buf.name)} * {buf.slot}"]
         for d, (idx, st) in enumerate(zip(index, buf.strides)):
-            r = f"(({idx}) - {ovar(buf.name, d)})"
+            r = f"(({idx}) - {names.origin(buf.name, d)})"
             f = buf.phase(d)
             if f > 1:  # polyphase: r >= 0 inside the box, so C's / and % floor
                 terms.append(f"{buf.pstrides[d]} * ({r} % {f}) + {st} * ({r} / {f})")
@@ -267,7 +266,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
 
     def check(self, stmt, ld: Load, r: CExpr, iters, is_write):
         buf = self._buffer_of(ld.array)
-        mask = VMASK if stmt.name in self._vector else mask_var(stmt.name, is_write)
+        mask = VMASK if stmt.name in self._vector else names.mask(stmt.name, is_write)
         if buf is None:
             if stmt.name in self._vector:
                 raise CodegenError(
@@ -276,13 +275,18 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                     "position. Place every array of a vector-mapped statement."
                 )
             return super().check(stmt, ld, r, iters, is_write)
-        idx = _i64_list(
-            [f"({r.aff(x)}) - {ovar(buf.name, d)}" for d, x in enumerate(ld.index)]
+        idx = names.i64_list(
+            [
+                f"({r.aff(x)}) - {names.origin(buf.name, d)}"
+                for d, x in enumerate(ld.index)
+            ]
         )
-        ext = _i64_list([str(e) for e in buf.extent])
+        ext = names.i64_list([str(e) for e in buf.extent])
+        bid, sid = names.buffer(buf.name), names.stmt_id(stmt.name)
+        its = names.i64_list(list(iters))
         return c.Statement(
-            f"PC_CHECK({CTX}, {mask}, {bvar(buf.name)}, {stmt_var(stmt.name)}, "
-            f"{len(ld.index)}, {idx}, {ext}, {len(iters)}, {_i64_list(list(iters))})"
+            f"PC_CHECK({CTX}, {mask}, {bid}, {sid}, "
+            f"{len(ld.index)}, {idx}, {ext}, {len(iters)}, {its})"
         )
 
     # vector unit -----------------------------------------------------------------
@@ -303,18 +307,18 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         accesses = distinct((stmt.target, *stmt.reads))
         out = [self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)]
         out.append(c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"))
-        out.append(c.Statement(f"pc_v_{stmt.name}++"))
+        out.append(c.Statement(f"{names.vector_count(stmt.name)}++"))
         if stmt.reduction is not None:
             buf = self._buffer_of(stmt.target.array)
             idx = [r.aff(x) for x in stmt.target.index]
             where = self._offset(buf, idx) if buf else "0"
             out.append(
                 c.If(
-                    f"({where}) != pc_vp_{stmt.name}",
+                    f"({where}) != {names.vector_last(stmt.name)}",
                     c.Block(
                         [
-                            c.Statement(f"pc_vr_{stmt.name}++"),
-                            c.Statement(f"pc_vp_{stmt.name} = {where}"),
+                            c.Statement(f"{names.vector_runs(stmt.name)}++"),
+                            c.Statement(f"{names.vector_last(stmt.name)} = {where}"),
                         ]
                     ),
                 )
@@ -332,18 +336,25 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 continue
             seen.add(ld.array)
             b = self.info.buffers[active[ld.array]]
-            lo = f"{slotvar(b.name)} * {b.slot_bytes}"
+            lo = f"{names.slot(b.name)} * {b.slot_bytes}"
             w = int(ld.array == stmt.target.array)
-            ranges.append(f"{{{bvar(b.name)}, {w}, {lo}, {lo} + {b.slot_bytes}}}")
+            ranges.append(
+                f"{{{names.buffer(b.name)}, {w}, {lo}, {lo} + {b.slot_bytes}}}"
+            )
         s = stmt.name
+        n, runs, last = (
+            names.vector_count(s),
+            names.vector_runs(s),
+            names.vector_last(s),
+        )
         out = [
             c.Block(
                 [
                     c.Line(
-                        f"pc_vop pc_op = {{{_cstr(s)}, pc_v_{s}, {{{counts}}}, "
+                        f"pc_vop pc_op = {{{names.cstr(s)}, {n}, {{{counts}}}, "
                         f"{len(ranges)}, {{{', '.join(ranges)}}}}};"
                     ),
-                    c.Statement(f"if (pc_v_{s} > 0) pc_vector({CTX}, &pc_op)"),
+                    c.Statement(f"if ({n} > 0) pc_vector({CTX}, &pc_op)"),
                 ]
             )
         ]
@@ -352,15 +363,15 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 c.Block(
                     [
                         c.Line(
-                            f"pc_vop pc_red = {{{_cstr(s + ' reduce')}, pc_vr_{s} * "
+                            f"pc_vop pc_red = {{{names.cstr(s + ' reduce')}, {runs} * "
                             f"{CTX}->spec.lanes, {{0, 0, 0, 0, 0, 1}}, "
                             f"{len(ranges)}, {{{', '.join(ranges)}}}}};"
                         ),
-                        c.Statement(f"if (pc_vr_{s} > 0) pc_vector({CTX}, &pc_red)"),
+                        c.Statement(f"if ({runs} > 0) pc_vector({CTX}, &pc_red)"),
                     ]
                 )
             )
-        out.append(c.Statement(f"pc_v_{s} = 0, pc_vr_{s} = 0, pc_vp_{s} = -1"))
+        out.append(c.Statement(f"{n} = 0, {runs} = 0, {last} = -1"))
         return out
 
 
