@@ -31,6 +31,8 @@ _LAZY = {
     "sweep": ("polyc.studies.sweep", None),
     "explain": ("polyc.studies.explain", "explain"),
     "verify": ("polyc.oracle.verify", None),
+    # the compile stages, top to bottom (POLYC_DEBUG prints after each)
+    "stages": ("polyc.stages", None),
 }
 
 __all__ = [*_errors.__all__, *_LAZY]

@@ -44,36 +44,27 @@ def compile(
     untransformed kernel (:mod:`polyc.verify`: integers exact, floats within a
     per-dtype tolerance) and raise :class:`VerificationError` on a difference;
     the interpreter runs the whole original program in numpy, so this costs
-    several times the simulated run and grows with the kernel's instance count. Returns a :class:`polyc.compiled.Compiled`:
+    several times the simulated run and grows with the kernel's instance count.
+    Returns a :class:`polyc.compiled.Compiled`:
     ``compiled.run(**inputs) -> (outputs, report)``.
 
+    The stages it runs are listed in :mod:`polyc.stages`;
+    ``POLYC_DEBUG=stage[,stage...]`` (or ``all``, and ``time`` for durations)
+    prints what each produced to stderr.
+
     Raises:
+        StageError: for an unknown stage name in ``POLYC_DEBUG``.
         ConfigError: for an unknown or malformed config.
         ArgumentError: when ``schedule`` is not a schedule of ``kernel``.
         CodegenError: when the C compiler fails.
     """
-    from accelerator import load_config
-    from accelerator.sim.simulator import DEFAULT_TRACE_LIMIT
-    from codegen.accel import placed
-    from polyc.compiled import Compiled, same_program
+    from polyc import stages
 
-    spec = load_config(config)
-    choice = None
-    if schedule is not None:
-        same_program(kernel, schedule)
-        chosen = schedule
-    else:
-        from schedules.accel.scheduler import schedule as accel_schedule
-
-        choice = accel_schedule(kernel, spec)
-        chosen = choice.kernel
-    module = placed.build(chosen, checks=checks)
-    limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
-    return Compiled(
-        kernel=chosen,
-        spec=spec,
-        module=module,
-        trace_limit=limit,
-        choice=choice,
+    return stages.compile(
+        kernel,
+        config,
+        schedule,
+        checks=checks,
+        trace_limit=trace_limit,
         verify=verify,
     )

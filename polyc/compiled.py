@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from polyc.errors import ArgumentError
 from polyc.ir import tree
 from polyc.ir.kernel import Kernel
+from polyc.stages import Debug
 
 
 class Compiled:
@@ -26,6 +26,7 @@ class Compiled:
         trace_limit: int,
         choice=None,
         verify: bool = False,
+        debug: Debug | None = None,
     ):
         self.kernel = kernel
         self.verify = bool(verify)
@@ -34,6 +35,7 @@ class Compiled:
         self.trace_limit = trace_limit
         self.choice = choice  # the accelerator scheduler's explanation, if it ran
         self.last_report = None
+        self.debug = debug if debug is not None else Debug()  # POLYC_DEBUG at compile
 
     @property
     def c_source(self) -> str:
@@ -52,17 +54,9 @@ class Compiled:
             VerificationError: with ``verify`` on, when an output differs from the
                 interpreter's (naming the array, the element and both values).
         """
-        given = {**(inputs or {}), **kwargs}
-        outputs, report = self.module.run(self.spec, given, self.trace_limit)
-        notes = self.fallbacks()
-        if notes:
-            report = dataclasses.replace(report, fallbacks=tuple(notes))
-        self.last_report = report
-        if self.verify:
-            from polyc.oracle.verify import check
+        from polyc import stages
 
-            check(self.kernel, given, outputs, run=f"on {self.spec.name}")
-        return outputs, report
+        return stages.run(self, {**(inputs or {}), **kwargs})
 
     def __call__(self, inputs: Mapping[str, object] | None = None, **kwargs):
         """The outputs alone (like a host module)."""

@@ -80,6 +80,10 @@ class SweepError(PolycError, RuntimeError):
     """A sweep could not run at all (its workers would not start, no cluster)."""
 
 
+class StageError(PolycError, ValueError):
+    """``POLYC_DEBUG`` names a compile stage that does not exist (``polyc.stages``)."""
+
+
 class VerificationError(PolycError, RuntimeError):
     """A run's outputs differ from the reference interpreter's (``polyc.verify``).
 

@@ -55,6 +55,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "polyc": "*",
     "polyc.api": "*",
     "polyc.compiled": "*",
+    "polyc.stages": "*",
     "polyc.cli": "*",
     "polyc.demo": "*",
     "polyc.studies": "*",

@@ -253,7 +253,15 @@ def build(kernel: Kernel, *, checks: bool = True, emitter=SimEmitter) -> SimModu
     Raises:
         CodegenError: when compilation fails.
     """
-    source = emitter(kernel).generate()
+    return load(kernel, emitter(kernel).generate(), checks=checks)
+
+
+def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
+    """Compile ``source`` (generated for ``kernel``; cached by content) and load it.
+
+    Raises:
+        CodegenError: when compilation fails.
+    """
     flags = FLAGS + (() if checks else NO_CHECKS)
     rt = build_runtime()
     built = cbuild.build(

@@ -26,12 +26,13 @@ from __future__ import annotations
 import cgen as c
 
 from accelerator.hardware.spec import OP_CLASSES
-from codegen.accel import maccall, names
+from codegen.accel import direct, maccall, names
 from codegen.accel.copies import CopyEmitter
 from codegen.accel.direct import SimEmitter, distinct
 from codegen.accel.info import collect
 from codegen.accel.names import CTX, VMASK
 from codegen.cexpr import CExpr, c_type
+from codegen.emit import CSource
 from polyc.errors import CodegenError
 from polyc.ir import loops, tree
 from polyc.ir import marks as pm
@@ -410,6 +411,9 @@ def _has_engine_marks(nodes) -> bool:
     return False
 
 
+MODE_PLACED = "placed"
+
+
 def build(kernel, *, checks: bool = True):
     """Build ``kernel`` for the simulator: with :class:`PlacedEmitter` when its
     schedule carries placement or engine marks, DRAM-direct otherwise.
@@ -417,13 +421,29 @@ def build(kernel, *, checks: bool = True):
     Raises:
         CodegenError: when compilation fails or a mark is inconsistent.
     """
-    from codegen.accel import direct as sim
+    source, mode = generate(kernel)
+    return load(kernel, source, mode, checks=checks)
 
+
+def generate(kernel) -> tuple[CSource, str]:
+    """The C of ``kernel`` for the simulator and its mode: placed (with
+    :class:`PlacedEmitter`) when its schedule carries placement or engine marks,
+    else DRAM-direct.
+
+    Raises:
+        CodegenError: when a mark is inconsistent.
+    """
     if not collect(kernel).any:
-        return sim.build(kernel, checks=checks)
-    module = sim.build(kernel, checks=checks, emitter=PlacedEmitter)
-    module.mode = MODE_PLACED
+        return direct.SimEmitter(kernel).generate(), direct.MODE_DRAM_DIRECT
+    return PlacedEmitter(kernel).generate(), MODE_PLACED
+
+
+def load(kernel, source: CSource, mode: str, *, checks: bool = True):
+    """Compile ``source`` (from :func:`generate`; cached by content) and load it.
+
+    Raises:
+        CodegenError: when compilation fails.
+    """
+    module = direct.load(kernel, source, checks=checks)
+    module.mode = mode
     return module
-
-
-MODE_PLACED = "placed"

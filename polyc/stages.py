@@ -1,0 +1,262 @@
+"""The compile pipeline behind ``polyc.compile`` and ``Compiled.run``, top to bottom.
+
+=========  ===============================================================  ========
+stage      what it does                                                     prints
+=========  ===============================================================  ========
+frontend   a Kernel from the compute API, a PyTorch model or a C file       Kernel
+           (``polyc.compute``, ``polyc.from_torch``, ``polyc.from_c``); it
+           runs before ``polyc.compile``, which starts from its Kernel
+deps       the exact dependences (:mod:`polyc.ir.deps`), computed once per  deps
+           program on first use (by the legality checks of the stages
+           below; when printed, here)
+schedule   the accelerator scheduler (:mod:`schedules.accel.scheduler`)    Kernel
+           chooses loop order, tiling and fusion per layer and applies them
+tensorize  ... and maps statements to the MAC array and the vector unit     Kernel
+place      ... and places buffers on chip with their DMA copies             Kernel
+codegen    C for the simulator (:mod:`codegen.accel`)                       C
+build      the C compiled and loaded (cached by content)                    module
+run        ``Compiled.run``: the simulation, checked against the            report
+           interpreter with ``verify``
+=========  ===============================================================  ========
+
+schedule, tensorize and place are one search: a candidate is judged by what it does
+once tensorized and placed (a candidate that does not place is replaced by the next
+one), so they run together in the schedule stage and are applied in this order
+(the chosen kernel's history: loop transformations, then engine marks, then
+placements). With ``schedule=`` (a hand schedule) they are the given kernel's
+history, and with ``schedule=kernel`` (DRAM-direct) they do nothing.
+
+``POLYC_DEBUG=stage[,stage...]`` prints, to stderr, after each named stage what it
+produced, under a header line naming the stage and the kernel: ``all`` names every
+stage, ``time`` prints each stage's duration (schedule's includes tensorize, place
+and, unless deps is printed, deps). The tensorize and place stages show
+the chosen kernel's history replayed up to their last step (replaying costs about
+as much as applying the choice once, and happens only when they are printed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from polyc.errors import StageError
+from polyc.ir.kernel import Kernel
+
+#: the compile stages, top to bottom
+STAGES = (
+    "frontend",
+    "deps",
+    "schedule",
+    "tensorize",
+    "place",
+    "codegen",
+    "build",
+    "run",
+)
+#: the words of ``POLYC_DEBUG`` that are not stages
+EXTRA = ("all", "time")
+#: the environment variable read by :func:`debug_from_env`
+ENV = "POLYC_DEBUG"
+#: transformations that belong to a later stage than schedule (by step name)
+_STEP_STAGE = {"tensorize": "tensorize", "map_vector": "tensorize", "place": "place"}
+
+
+@dataclass(frozen=True)
+class Debug:
+    """What ``POLYC_DEBUG`` asks to print: stages to show, and whether to time them."""
+
+    stages: frozenset[str] = field(default_factory=frozenset)
+    time: bool = False
+
+    def shows(self, stage: str) -> bool:
+        return stage in self.stages
+
+    def emit(self, stage: str, kernel: str, text: Callable[[], str]) -> None:
+        """Print ``text()`` under a header when ``stage`` is shown (``text`` is only
+        called then: some outputs cost a replay or a dependence analysis)."""
+        if stage in self.stages:
+            body = text().rstrip("\n")
+            sys.stderr.write(f"--- polyc {stage}: {kernel} ---\n{body}\n")
+            sys.stderr.flush()
+
+    @contextmanager
+    def timed(self, stage: str, kernel: str):
+        """Time the block, and print its duration when timing is on."""
+        start = time.perf_counter()
+        yield
+        if self.time:
+            took = time.perf_counter() - start
+            sys.stderr.write(f"--- polyc {stage}: {kernel} took {took:.3f} s ---\n")
+            sys.stderr.flush()
+
+
+def parse_debug(text: str | None) -> Debug:
+    """The :class:`Debug` of a ``POLYC_DEBUG`` value (``None`` or empty: nothing).
+
+    Raises:
+        StageError: for a word that is neither a stage nor ``all`` or ``time``.
+    """
+    words = [w.strip() for w in (text or "").split(",") if w.strip()]
+    for w in words:
+        if w not in STAGES and w not in EXTRA:
+            raise StageError(
+                f"compile: {ENV} names an unknown stage {w!r} because the stages "
+                f"are {', '.join(STAGES)}. Set {ENV} to a comma-separated list of "
+                f"them, or to {' or '.join(EXTRA)}."
+            )
+    show = frozenset(STAGES) if "all" in words else frozenset(words) - set(EXTRA)
+    return Debug(show, "time" in words)
+
+
+def debug_from_env() -> Debug:
+    """:func:`parse_debug` of ``$POLYC_DEBUG`` (read at each ``polyc.compile``).
+
+    Raises:
+        StageError: for a word that is neither a stage nor ``all`` or ``time``.
+    """
+    return parse_debug(os.environ.get(ENV))
+
+
+def compile(
+    kernel: Kernel,
+    config,
+    schedule: Kernel | None,
+    *,
+    checks: bool,
+    trace_limit: int | None,
+    verify: bool,
+):
+    """The stages of ``polyc.compile`` up to build (see :func:`polyc.api.compile`
+    for the arguments); returns a :class:`polyc.compiled.Compiled` whose ``run``
+    is the run stage.
+
+    Raises:
+        StageError: for an unknown stage in ``POLYC_DEBUG``.
+        ConfigError: for an unknown or malformed config.
+        ArgumentError: when ``schedule`` is not a schedule of ``kernel``.
+        CodegenError: when the C compiler fails.
+    """
+    from accelerator import load_config
+    from accelerator.sim.simulator import DEFAULT_TRACE_LIMIT
+    from polyc.compiled import Compiled
+
+    debug = debug_from_env()
+    spec = load_config(config)
+    name = kernel.name
+    debug.emit("frontend", name, lambda: str(kernel))
+    if debug.shows("deps"):  # else computed on first use, inside schedule
+        with debug.timed("deps", name):
+            debug.emit("deps", name, lambda: str(kernel.deps))
+    with debug.timed("schedule", name):
+        chosen, choice = _schedule(kernel, spec, schedule)
+    debug.emit("schedule", name, lambda: str(after(chosen, "schedule")))
+    debug.emit("tensorize", name, lambda: str(after(chosen, "tensorize")))
+    debug.emit("place", name, lambda: str(after(chosen, "place")))
+    module = _codegen_and_build(chosen, checks, debug)
+    limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
+    return Compiled(
+        kernel=chosen,
+        spec=spec,
+        module=module,
+        trace_limit=limit,
+        choice=choice,
+        verify=verify,
+        debug=debug,
+    )
+
+
+def run(compiled, inputs: Mapping[str, object]):
+    """The run stage: simulate ``compiled`` on its config, note the scheduler's
+    fallbacks in the report, and check the outputs against the interpreter when
+    ``verify`` is on. Returns ``(outputs, report)``.
+
+    Raises:
+        InputError: for missing, unknown or mis-shaped inputs.
+        SimulationError: when the run stops on a violation.
+        VerificationError: with ``verify`` on, when an output differs.
+    """
+    import dataclasses
+
+    debug = compiled.debug
+    name = compiled.kernel.name
+    with debug.timed("run", name):
+        outputs, report = compiled.module.run(
+            compiled.spec, inputs, compiled.trace_limit
+        )
+        notes = compiled.fallbacks()
+        if notes:
+            report = dataclasses.replace(report, fallbacks=tuple(notes))
+        compiled.last_report = report
+        if compiled.verify:
+            from polyc.oracle.verify import check
+
+            check(compiled.kernel, inputs, outputs, run=f"on {compiled.spec.name}")
+    debug.emit("run", name, lambda: str(report))
+    return outputs, report
+
+
+def after(chosen: Kernel, stage: str) -> Kernel:
+    """``chosen`` as it was after ``stage`` (schedule, tensorize or place): its
+    history replayed up to the first step of a later stage (the whole kernel when
+    there is none)."""
+    from schedules.apply import replay
+
+    limit = STAGES.index(stage)
+    steps = chosen.history
+    n = 0
+    while n < len(steps) and STAGES.index(_stage_of(steps[n].name)) <= limit:
+        n += 1
+    if n == len(steps):
+        return chosen
+    return replay(chosen.original, steps[:n])
+
+
+def _stage_of(step: str) -> str:
+    return _STEP_STAGE.get(step, "schedule")
+
+
+def _schedule(kernel: Kernel, spec, schedule: Kernel | None):
+    """The kernel to compile and the scheduler's choice (None for a given one)."""
+    if schedule is not None:
+        from polyc.compiled import same_program
+
+        same_program(kernel, schedule)
+        return schedule, None
+    from schedules.accel.scheduler import schedule as accel_schedule
+
+    choice = accel_schedule(kernel, spec)
+    return choice.kernel, choice
+
+
+def _codegen_and_build(chosen: Kernel, checks: bool, debug: Debug):
+    """The codegen stage (C text) and the build stage (a loaded module)."""
+    from accelerator.sim import abi
+    from codegen.accel import placed
+
+    name = chosen.name
+    with debug.timed("codegen", name):
+        source, mode = placed.generate(chosen)
+    debug.emit("codegen", name, lambda: _kernel_c(source.text, abi.header()))
+    with debug.timed("build", name):
+        module = placed.load(chosen, source, mode, checks=checks)
+    debug.emit("build", name, lambda: _built(module))
+    return module
+
+
+def _kernel_c(text: str, header: str) -> str:
+    """The generated C without the runtime header it starts with."""
+    if text.startswith(header):
+        lines = header.count("\n")
+        return f"/* polyc_rt.h ({lines} lines) */\n" + text[len(header) :].lstrip("\n")
+    return text
+
+
+def _built(module) -> str:
+    b = module.built
+    how = "cache hit" if b.cached else "compiled"
+    checks = "on" if module.checks else "compiled out"
+    return f"{b.path} ({how}); mode {module.mode}; checks {checks}"
