@@ -47,7 +47,7 @@ class CEmitter:
 
     def __init__(self, kernel: Kernel, function: str | None = None):
         self.kernel = kernel
-        self.function = function or f"polyc_{_ident(kernel.name)}"
+        self.function = function or f"polyc_{c_ident(kernel.name)}"
         self.stmts = {s.name: s for s in kernel.statements}
         self.uses_openmp = False
 
@@ -187,6 +187,8 @@ def _paren(text: str) -> str:
     return text if text.replace("_", "").isalnum() else f"({text})"
 
 
-def _ident(name: str) -> str:
+def c_ident(name: str) -> str:
+    """``name`` as a C identifier (other characters become ``_``; a leading
+    digit gets a ``k_`` prefix)."""
     out = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
     return out if out and not out[0].isdigit() else f"k_{out}"

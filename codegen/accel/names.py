@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import cgen as c
 
-from codegen.emit import _ident
+from codegen.emit import c_ident
 
 #: the runtime context every kernel function receives (``pc_ctx *``)
 CTX = "_pc_ctx"
@@ -74,22 +74,22 @@ def vector_last(stmt: str) -> str:
 
 def buffer(buf: str) -> str:
     """The runtime's buffer id of an on-chip buffer (``pc_alloc``'s result)."""
-    return f"pc_b_{_ident(buf)}"
+    return f"pc_b_{c_ident(buf)}"
 
 
 def pointer(buf: str) -> str:
     """The typed pointer to the buffer's storage."""
-    return f"pc_p_{_ident(buf)}"
+    return f"pc_p_{c_ident(buf)}"
 
 
 def slot(buf: str) -> str:
     """The slot the current tile uses (-1 before the first copy)."""
-    return f"pc_slot_{_ident(buf)}"
+    return f"pc_slot_{c_ident(buf)}"
 
 
 def origin(buf: str, d: int) -> str:
     """The array index of the tile's first element along dimension ``d``."""
-    return f"pc_o_{_ident(buf)}_{d}"
+    return f"pc_o_{c_ident(buf)}_{d}"
 
 
 # a call's arguments ----------------------------------------------------------------

@@ -221,7 +221,7 @@ class Kernel:
         """
         arrays = {a.name: a for a in arrays}
         params = tuple(params)
-        ctx = _context(params, context)
+        ctx = context_set(params, context)
         if schedule is None:
             schedule = tree.initial_schedule(
                 [(s.name, s.domain, s.iterators) for s in statements]
@@ -257,7 +257,7 @@ class Kernel:
 
     def with_context(self, context: isl.Set | str) -> Kernel:
         """The same kernel with extra parameter assumptions (e.g. ``N % 32 = 0``)."""
-        ctx = self.context.intersect(_context(self.params, context))
+        ctx = self.context.intersect(context_set(self.params, context))
         # under other assumptions a part is a program of its own
         return self.replace(context=ctx, part_of=None)
 
@@ -489,7 +489,9 @@ def _rebuild(
     )
 
 
-def _context(params: Sequence[str], context: isl.Set | str | None) -> isl.Set:
+def context_set(params: Sequence[str], context: isl.Set | str | None) -> isl.Set:
+    """The parameter context over ``params``: universe for None, an isl set as is,
+    or constraint text (``"N >= 1 and N % 32 = 0"``, or a whole isl set)."""
     head = f"[{', '.join(params)}] -> " if params else ""
     if context is None:
         return isl.Set(f"{head}{{ : }}")

@@ -385,9 +385,9 @@ def _extend(cond: isl.Set, dom: isl.Set) -> isl.Set:
 
 
 def _context_set(params: list[str], text: str | None) -> isl.Set:
-    from polyc.ir.kernel import _context
+    from polyc.ir.kernel import context_set
 
-    return _context(params, text)
+    return context_set(params, text)
 
 
 def _aff(x) -> Aff:
