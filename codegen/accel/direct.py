@@ -18,9 +18,9 @@ the runtime (``pc_scalar``) at the end, so the simulation costs almost nothing p
 instance. Every array access is checked (``PC_CHECK``) unless the module is built
 with ``checks=False`` (``-DPC_NO_CHECKS``); the C text is the same either way.
 
-The placed emitter (:mod:`codegen.accel.placed`) subclasses :class:`SimEmitter`: it allocates buffers, emits ``pc_dma``,
-``pc_mac``, ``pc_vec_*`` and ``pc_wait`` calls, and must call :meth:`flush` before
-each asynchronous call so the scalar core's time is current when it issues.
+The placed emitter (:mod:`codegen.accel.placed`) subclasses :class:`SimEmitter`:
+it allocates buffers, emits ``pc_dma``, ``pc_mac``, ``pc_vec_*`` and ``pc_wait``
+calls, and must call :meth:`flush` before each asynchronous call so the scalar core's time is current when it issues.
 """
 
 from __future__ import annotations
