@@ -238,8 +238,6 @@ def _engine_wrapper(mark):
 
 def _split_part(band_node, band: str):
     """The name mark of the inner part of ``band`` when a placement split it."""
-    from polyc.ir import tree
-
     node = isltree.body_of(band_node.child(0))
     name = tree.mark_name(node)
     parsed = tree.parse_band_mark(name) if name else None
@@ -251,8 +249,6 @@ def _split_part(band_node, band: str):
 
 
 def _members(mark) -> tuple[str, ...]:
-    from polyc.ir import tree
-
     return tree.parse_band_mark(tree.mark_name(mark))[1]
 
 

@@ -297,8 +297,6 @@ def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
 
 def _band_of(kernel: Kernel, stmt: str) -> str:
     """The innermost named band that runs ``stmt`` alone."""
-    from polyc.ir import tree
-
     best = None
     for _, node in tree.walk_paths(kernel.schedule):
         name = tree.mark_name(node)
