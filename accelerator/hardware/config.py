@@ -61,7 +61,7 @@ def load_config(name_or_path: str | Path | Spec) -> Spec:
     Raises:
         ConfigError: for an unknown name, an unreadable file, bad TOML, or a
             malformed description (missing, unknown or mistyped key, a size that is
-            not positive, a memory level larger than the one above it).
+            not positive, an on-chip level larger than DRAM).
     """
     if isinstance(name_or_path, Spec):
         return name_or_path
@@ -154,13 +154,14 @@ def _mac_array(r: _Reader, t: dict | None, levels: list[str] | None) -> MacArray
             "rows",
             "cols",
             "fill_drain_cycles",
-            "operand_levels",
             "accumulator_levels",
             "dtypes",
         ),
+        allowed=OPERAND_KEYS,
     )
     if t is None:
         return None
+    input_levels, weight_levels = _operand_levels(r, t, levels)
     dts = r.table(
         r.sub(t, "dtypes", "mac_array"), "mac_array.dtypes", allowed=tuple(MAC_DTYPES)
     )
@@ -184,10 +185,42 @@ def _mac_array(r: _Reader, t: dict | None, levels: list[str] | None) -> MacArray
         rows=r.integer(t, "rows", "mac_array"),
         cols=r.integer(t, "cols", "mac_array"),
         fill_drain_cycles=r.integer(t, "fill_drain_cycles", "mac_array", zero_ok=True),
-        operand_levels=r.levels(t, "operand_levels", "mac_array", levels),
+        input_levels=input_levels,
+        weight_levels=weight_levels,
         accumulator_levels=r.levels(t, "accumulator_levels", "mac_array", levels),
         dtypes=FrozenMap(dtypes),
     )
+
+
+#: where the MAC array reads A and B: ``operand_levels`` is shorthand for both
+OPERAND_KEYS = ("operand_levels", "input_levels", "weight_levels")
+
+
+def _operand_levels(r: _Reader, t: dict, levels: list[str] | None):
+    """``(input_levels, weight_levels)`` of a ``[mac_array]`` table: both from
+    ``operand_levels``, or each from its own key (never both spellings)."""
+    if "operand_levels" in t:
+        split = [k for k in OPERAND_KEYS[1:] if k in t]
+        if split:
+            r.fail(
+                "mac_array.operand_levels",
+                f"is given together with {' and '.join(split)}",
+                "operand_levels is shorthand for input_levels = weight_levels; "
+                "give either it or both of input_levels and weight_levels",
+            )
+            return None, None
+        both = r.levels(t, "operand_levels", "mac_array", levels)
+        return both, both
+    out = []
+    for key in OPERAND_KEYS[1:]:
+        if key not in t:
+            r.fail(
+                f"mac_array.{key}",
+                "is missing",
+                "a [mac_array] without operand_levels must give it",
+            )
+        out.append(r.levels(t, key, "mac_array", levels))
+    return tuple(out)
 
 
 def _vector(r: _Reader, t: dict | None, levels: list[str] | None) -> VectorUnit | None:
@@ -293,15 +326,17 @@ def _check_levels(r: _Reader, memory: tuple[MemoryLevel | None, ...]) -> None:
         if m.name is not None and m.name in seen:
             r.fail(f"memory[{i}].name", f"repeats {m.name!r}", "level names are unique")
         seen.add(m.name)
-        up = memory[i - 1] if i and not misordered else None
+        # on-chip levels may be siblings (one SRAM per operand role), so each is
+        # compared with DRAM only, not with the SRAM listed before it
+        up = memory[0] if i and not misordered else None
         if up is None or m.capacity_bytes is None or up.capacity_bytes is None:
             continue
         if m.capacity_bytes > up.capacity_bytes:
             r.fail(
                 f"memory[{i}].capacity_bytes",
-                f"is {m.capacity_bytes}, larger than the level above it "
+                f"is {m.capacity_bytes}, larger than DRAM "
                 f"({up.name}: {up.capacity_bytes} bytes)",
-                "each level must be no larger than the one listed before it",
+                "an on-chip level must be no larger than DRAM",
             )
 
 

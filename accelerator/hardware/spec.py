@@ -64,12 +64,32 @@ class MacDType:
 
 @dataclass(frozen=True)
 class MacArray:
+    """The MAC array. One call computes ``C[m, n] (+)= A[m, k] @ B[k, n]``: it reads
+    A (the *input* operand) from one of ``input_levels``, B (the *weight*
+    operand) from one of ``weight_levels``, and reads and writes C (the
+    accumulator) in one of ``accumulator_levels``."""
+
     rows: int
     cols: int
     fill_drain_cycles: int
-    operand_levels: tuple[str, ...]
+    input_levels: tuple[str, ...]
+    weight_levels: tuple[str, ...]
     accumulator_levels: tuple[str, ...]
     dtypes: Mapping[str, MacDType]
+
+    @property
+    def operand_levels(self) -> tuple[str, ...]:
+        """Levels the array reads some operand from (input or weight)."""
+        return tuple(dict.fromkeys((*self.input_levels, *self.weight_levels)))
+
+    def role_levels(self, role: str) -> tuple[str, ...]:
+        """The levels of operand ``role``: ``"a"`` (input), ``"b"`` (weight) or
+        ``"c"`` (accumulator)."""
+        return {
+            "a": self.input_levels,
+            "b": self.weight_levels,
+            "c": self.accumulator_levels,
+        }[role]
 
     def peak_macs_per_cycle(self, dtype: str) -> float:
         """MACs per cycle of the whole array for ``dtype`` (0 when unsupported)."""

@@ -114,7 +114,7 @@ CASES = [
     (
         lambda d: d["memory"][1].update(capacity_bytes=1 << 30),
         "memory[1].capacity_bytes",
-        "no larger than the one listed before it",
+        "an on-chip level must be no larger than DRAM",
     ),
     (
         lambda d: d["memory"][1].update(kind="flash"),
@@ -128,6 +128,36 @@ CASES = [
         lambda d: d["mac_array"].update(operand_levels=["l2"]),
         "mac_array.operand_levels",
         "the memory levels are dram, l1",
+    ),
+    # per-operand levels: operand_levels is shorthand, never mixed with its parts
+    (
+        lambda d: d["mac_array"].update(input_levels=["l1"]),
+        "mac_array.operand_levels",
+        "shorthand for input_levels = weight_levels",
+    ),
+    (
+        lambda d: d["mac_array"].update(
+            input_levels=d["mac_array"].pop("operand_levels")
+        ),
+        "mac_array.weight_levels",
+        "is missing because a [mac_array] without operand_levels must give it",
+    ),
+    (
+        lambda d: (
+            d["mac_array"].update(
+                input_levels=["l1"], weight_levels=["wbuf"], operand_levels=None
+            )
+            or d["mac_array"].pop("operand_levels")
+        ),
+        "mac_array.weight_levels",
+        "the memory levels are dram, l1",
+    ),
+    (
+        lambda d: d["mac_array"].update(
+            input_levels=["dram"], weight_levels=d["mac_array"].pop("operand_levels")
+        ),
+        "mac_array.input_levels",
+        "cannot work on DRAM",
     ),
     (
         lambda d: d["vector"].update(levels=["dram"]),

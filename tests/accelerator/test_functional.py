@@ -263,7 +263,7 @@ def test_mac_view_outside_is_reported(sim):
 
 def test_mac_on_dram_is_refused(sim):
     A = sim.bind("A", np.zeros(64, dtype=np.float32))
-    with pytest.raises(SimulationError, match=r"operand buffer A is in level dram"):
+    with pytest.raises(SimulationError, match=r"input buffer A is in level dram"):
         sim.mac(2, 2, 2, (A, 0, 2, 1), (A, 8, 2, 1), (A, 16, 2, 1))
 
 

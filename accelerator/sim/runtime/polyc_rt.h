@@ -117,8 +117,9 @@ typedef struct {
   int64_t fill_drain;
   double mac_rate[PC_NMAC]; /* MACs per PE per cycle; 0 = unsupported */
   double mac_pj[PC_NMAC];
-  unsigned operand_levels; /* bit i: level i may hold operands */
-  unsigned acc_levels;     /* bit i: level i may hold accumulators */
+  unsigned input_levels;  /* bit i: the array may read A (input) from level i */
+  unsigned weight_levels; /* bit i: the array may read B (weight) from level i */
+  unsigned acc_levels;    /* bit i: level i may hold C (accumulators) */
   /* vector unit */
   int lanes;
   unsigned vector_levels;

@@ -119,8 +119,8 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   if (pc_view_range(ctx, a, m, k, in_size[mode], 0, &acc[0], "pc_mac", label) ||
       pc_view_range(ctx, b, k, n, in_size[mode], 0, &acc[1], "pc_mac", label) ||
       pc_view_range(ctx, c, m, n, acc_size[mode], 1, &acc[2], "pc_mac", label) ||
-      pc_level_ok(ctx, a.buf, sp->operand_levels, "operand", label) ||
-      pc_level_ok(ctx, b.buf, sp->operand_levels, "operand", label) ||
+      pc_level_ok(ctx, a.buf, sp->input_levels, "input", label) ||
+      pc_level_ok(ctx, b.buf, sp->weight_levels, "weight", label) ||
       pc_level_ok(ctx, c.buf, sp->acc_levels, "accumulator", label))
     return;
   int nacc = 3;
