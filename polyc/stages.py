@@ -225,6 +225,9 @@ def _schedule(kernel: Kernel, spec, schedule: Kernel | None):
         from polyc.compiled import same_program
 
         same_program(kernel, schedule)
+        from schedules.accel.levels import check
+
+        check(schedule, spec, "compile")
         return schedule, None
     from schedules.accel.scheduler import schedule as accel_schedule
 

@@ -35,10 +35,11 @@ import numpy as np
 import sympy as sp
 
 from accelerator.hardware.spec import OP_CLASSES, Spec
+from polyc.errors import PlacementError
 from polyc.ir import macmap
 from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
-from schedules.accel import terms
+from schedules.accel import levels, terms
 from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
@@ -123,6 +124,7 @@ class Estimate:
     engines: dict = field(default_factory=dict)
     transfers: np.ndarray | None = None  # DMA calls
     staged: dict = field(default_factory=dict)  # array -> staged at each point
+    level_bytes: dict = field(default_factory=dict)  # level index -> its bytes
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,14 @@ class LayerModel:
     ):
         self.kernel, self.layer, self.spec, self.st = kernel, layer, spec, st
         self.level = spec.memory[level]
+        placed = levels.assign(layer, st, spec, level)
+        if isinstance(placed, levels.Conflict):
+            raise PlacementError(
+                f"place: {layer.name} has no level for {placed.array} because "
+                f"{placed.because()}. Run those statements on other engines."
+            )
+        #: the level index of each array's buffer (where its engines reach it)
+        self.levels: dict[str, int] = placed
         self.vars = list(st.free)
         self.syms = [v.symbol(layer) for v in self.vars]
         self._phases = {}
@@ -495,18 +505,26 @@ class LayerModel:
         n = len(args[0]) if args else 1
         ev = self._values(args, n).__getitem__
         dma = self.spec.dma
-        routes = terms.Routes.of(self.spec, upper, self.level)
+        routes = {}
         traffic = terms.Traffic.zeros(n)
         sram = np.zeros(n)
+        per_level: dict[int, np.ndarray] = {}
         staged_at = {}
         for name, buf in self.buffers.items():
+            index = self.levels[name]
+            level = self.spec.memory[index]
+            if index not in routes:
+                routes[index] = terms.Routes.of(self.spec, upper, level)
             box = self.tile_box(buf, ev, n)
-            sram += terms.footprint(buf, box, stream_slots, self.level.alignment_bytes)
+            fp = terms.footprint(buf, box, stream_slots, level.alignment_bytes)
+            sram += fp
+            per_level[index] = per_level.get(index, 0) + fp
             use = terms.staged_here(buf, box, name in staged and upper is not None)
             staged_at[name] = use
-            moves = [terms.tile_copies(buf, box, use, routes, dma)]
+            route = routes[index]
+            moves = [terms.tile_copies(buf, box, use, route, dma)]
             if use.any():
-                moves.append(terms.staging_copy(buf, use, routes.staging, dma))
+                moves.append(terms.staging_copy(buf, use, route.staging, dma))
             traffic.add(buf, box, use, moves)
         busy = terms.overlap(self.spec, traffic, terms.engines(self, ev, n))
         return Estimate(
@@ -516,6 +534,7 @@ class LayerModel:
             busy.engines,
             traffic.transfers,
             staged_at,
+            per_level,
         )
 
     def tile_box(self, buf: TileBuffer, ev, n: int) -> TileBox:

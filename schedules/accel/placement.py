@@ -36,7 +36,7 @@ import islpy as isl
 
 from accelerator import CONFIGS, load_config
 from accelerator.hardware.spec import Spec
-from polyc.errors import ArgumentError, ScheduleError
+from polyc.errors import ArgumentError, PlacementError, ScheduleError
 from polyc.ir import marks as pm
 from polyc.ir import tree
 from polyc.ir.kernel import Kernel
@@ -115,7 +115,10 @@ def place(
         ArgumentError: unknown array or level, DRAM as the level, bad slots or
             padding, or an array no statement below the position accesses.
         PlacementError: when the level cannot hold the layer's buffers (level,
-            capacity, buffers and sizes), or sizes are symbolic.
+            capacity, buffers and sizes), when an engine already mapped onto an
+            array (``tensorize``, ``map_vector``) cannot reach the level (the
+            config's ``mac_array.input_levels``, ``weight_levels``,
+            ``accumulator_levels``, ``vector.levels``), or sizes are symbolic.
     """
     op = "place"
     spec = config if isinstance(config, Spec) else load_config(config)
@@ -147,6 +150,7 @@ def place(
         marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
+    _reachable(kernel.with_schedule(schedule), spec, {m.name for m in marks}, op)
     if plan:
         schedule = memplan.replan(spec, schedule)
     new = kernel.with_schedule(
@@ -166,6 +170,20 @@ def place(
         ),
     )
     return new
+
+
+def _reachable(kernel: Kernel, spec: Spec, new: set[str], op: str) -> None:
+    """Refuse a new buffer in a level that an engine already mapped onto it (a
+    ``tensorize`` or ``map_vector`` before ``place``) cannot reach. A level no
+    engine reaches (datacenter's ``shared``) is a staging level: an inner
+    placement in an engine's level follows, so that case, and ``place`` before
+    ``tensorize``, are checked when the schedule is compiled."""
+    from schedules.accel.levels import misplaced, reached
+
+    engines = reached(spec)
+    bad = [m for m in misplaced(kernel, spec) if m.buffer in new and m.level in engines]
+    if bad:
+        raise PlacementError(bad[0].message(op))
 
 
 def _level(spec: Spec, level: str, op: str) -> int:

@@ -36,7 +36,7 @@ from polyc.errors import PolycError
 from polyc.ir import macmap
 from polyc.ir.kernel import Kernel
 from schedules import stree
-from schedules.accel import search
+from schedules.accel import levels, search
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
@@ -101,7 +101,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
             ),
         )
     kernel, whole = per_statement(kernel)
-    level = spec.memory[search.engine_level(spec)].name
+    level = _on_chip(spec)
     cuts: set[int] = set()
     found: dict = {}  # (children, depth) -> the layer's candidates
     failed_groups: list[tuple[frozenset, str]] = []
@@ -115,6 +115,17 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
             layer = layers[empty[0]]
             why = f"no tiling of its {len(layer.stmts)} fused statements fits {level}"
             cuts.add(_cut(layer))
+            failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
+            continue
+        split_here = _split_for_levels(kernel, layers, options, spec)
+        if split_here is not None:
+            i, conflict = split_here
+            layer = layers[i]
+            cuts.add(_conflict_cut(layer, conflict))
+            why = (
+                f"its buffer of {conflict.array} has no level all its engines reach "
+                f"({conflict.because()})"
+            )
             failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
             continue
         result, chosen, failed = _build_first(kernel, layers, options, choices, spec)
@@ -153,7 +164,7 @@ def _search(kernel, layers, spec, stage, found, whole):
             found[key] = search.search(kernel, layer, spec, stage=stage)
         cands = found[key]
         options.append(cands)
-        level = spec.memory[search.engine_level(spec)].name
+        level = _on_chip(spec)
         note = "" if cands else f"no tiling of the statement fits {level}"
         choices.append(LayerChoice(layer, None, note=note))
     return options, choices
@@ -177,6 +188,37 @@ def _build_first(kernel, layers, options, choices, spec):
                 return None, None, failed
             picks[i] = None
             choices[i].note = f"no candidate fits once placed ({failed.reason})"
+
+
+def _split_for_levels(kernel, layers, options, spec):
+    """``(index, conflict)`` of the first fused layer that keeps its contractions
+    off the MAC array only because some buffer has no level both the array and
+    the vector unit reach (one SRAM per operand role): split, the contraction
+    runs on the array and the buffer goes through DRAM between the two."""
+    for i, layer in enumerate(layers):
+        if not _splittable(layer) or not options[i]:
+            continue
+        if any("mac" in dict(c.structure.engine).values() for c in options[i]):
+            continue
+        conflict = search.level_conflict(kernel, layer, spec)
+        if conflict is not None:
+            return i, conflict
+    return None
+
+
+def _conflict_cut(layer: Layer, conflict) -> int:
+    """Where to split a layer over a level conflict: before the last statement
+    that uses the conflicting buffer (the rest is split again if it must)."""
+    names = [s.name for s in layer.stmts]
+    last = max(names.index(u.stmt) for u in conflict.uses)
+    return layer.children[min(max(last, 1), len(layer.children) - 1)]
+
+
+def _on_chip(spec: Spec) -> str:
+    """The levels the engines work in, for explanations (``sram``, or ``inbuf,
+    wbuf, outbuf`` with one SRAM per operand role)."""
+    reached = levels.reached(spec)
+    return ", ".join(m.name for m in spec.sram_levels if m.name in reached)
 
 
 def _splittable(layer: Layer) -> bool:
@@ -238,6 +280,9 @@ def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
         _check_macs(k, layer)
+        bad = levels.misplaced(k, spec)
+        if bad:
+            raise _LayerFailed(layer.index, bad[0].message("place"))
     return k
 
 
@@ -328,8 +373,8 @@ def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
 
 
 def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) -> Kernel:
-    level = spec.memory[search.engine_level(spec)].name
     st = cand.structure
+    at = levels.assign(layer, st, spec, search.engine_level(spec))
     order = _place_order(layer)
     for array in order:
         users = [s for s in layer.stmts if array in _arrays(s)]
@@ -348,7 +393,7 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
             k,
             band,
             array,
-            level,
+            spec.memory[at[array]].name,
             config=spec,
             depth=depth,
             pad=pad,

@@ -14,6 +14,7 @@ import numpy as np
 from accelerator.hardware.spec import Spec
 from polyc.ir.kernel import Kernel, Statement, array_extent, params_head
 from polyc.ir.macmap import Refusal
+from schedules.accel import levels
 from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
@@ -65,9 +66,10 @@ def engine_level(spec: Spec) -> int:
 
 
 def upper_level(spec: Spec) -> int | None:
-    """The SRAM level right above the engines' one (datacenter's ``shared``), where
-    operands re-read across tiles are staged; ``None`` with one SRAM level."""
-    i = engine_level(spec) - 1
+    """The SRAM level right above every level an engine reaches (datacenter's
+    ``shared``), where operands re-read across tiles are staged; ``None`` when
+    there is none (one SRAM level, or one SRAM per operand role)."""
+    i = min(spec.level_index(n) for n in levels.reached(spec)) - 1
     return i if i > 0 and spec.memory[i].kind == "sram" else None
 
 
@@ -82,6 +84,22 @@ def engines(kernel: Kernel, stmt: Statement, spec: Spec) -> list[str]:
     if stmt.reduction is not None or not _self_dependent(kernel, stmt):
         out.append("vector")
     return out or ["scalar"]
+
+
+def level_conflict(kernel: Kernel, layer: Layer, spec: Spec) -> levels.Conflict | None:
+    """The buffer of ``layer`` that no level serves when every contraction the MAC
+    array takes runs on it (a zero init folded into it) and the rest on the
+    vector unit, or ``None``: with one SRAM per operand role, a contraction fused
+    with a vector epilogue or a bias init needs a level both engines reach."""
+    engine = []
+    for s in layer.stmts:
+        fold = folds_into(layer, s)
+        if fold is not None and "mac" in engines(kernel, fold, spec):
+            engine.append((s.name, "fold"))
+        else:
+            engine.append((s.name, engines(kernel, s, spec)[0]))
+    got = levels.assign(layer, _Engines(tuple(engine)), spec, engine_level(spec))
+    return got if isinstance(got, levels.Conflict) else None
 
 
 def folds_into(layer: Layer, stmt: Statement) -> Statement | None:
@@ -215,6 +233,11 @@ def structures(
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
         layouts = tuple(x for c in combo for x in c[3])
         phased = tuple(s.name for s, c in zip(layer.stmts, combo) if c[4])
+        if isinstance(
+            levels.assign(layer, _Engines(engine), spec, engine_level(spec)),
+            levels.Conflict,
+        ):
+            continue  # some buffer has no level all its engines reach
         streams = (STREAM_SLOTS, 2)
         for order in orders:
             for slots in streams:
@@ -228,6 +251,16 @@ def structures(
                     slots,
                     phased,
                 )
+
+
+@dataclass(frozen=True)
+class _Engines:
+    """The engine part of a structure (what :func:`levels.assign` reads)."""
+
+    engine: tuple[tuple[str, str], ...]
+
+    def engine_of(self, stmt: str) -> str:
+        return dict(self.engine)[stmt]
 
 
 def _has_private(layer: Layer) -> bool:
@@ -300,9 +333,7 @@ def search(
     across tiles may be staged whole in that level (see :func:`_best`)."""
     level = engine_level(spec)
     upper = upper_level(spec) if stage else None
-    capacity = spec.memory[level].capacity_bytes
-    if may_leave(kernel, layer):  # a halo: the level keeps a zero block
-        capacity -= 2 * max(ZERO_BYTES, spec.memory[level].alignment_bytes)
+    capacity = capacities(kernel, layer, spec)
     found: list[Candidate] = []
     for private in (False, True):
         for st in structures(kernel, layer, spec, private, all_orders=False):
@@ -336,6 +367,27 @@ def search(
         )
     )
     return found[:keep]
+
+
+def capacities(kernel: Kernel, layer: Layer, spec: Spec) -> dict[int, int]:
+    """The bytes the layer's buffers may take in each on-chip level: all of it,
+    less room for a zero block when a tile's box may leave its array (a halo)."""
+    halo = may_leave(kernel, layer)
+    out = {}
+    for m in spec.sram_levels:
+        room = m.capacity_bytes
+        if halo:
+            room -= 2 * max(ZERO_BYTES, m.alignment_bytes)
+        out[spec.level_index(m.name)] = room
+    return out
+
+
+def fits(est, capacity: dict[int, int]) -> np.ndarray:
+    """Per point, whether every level holds what the layer puts in it."""
+    ok = np.ones(len(est.sram_bytes), dtype=bool)
+    for level, used in est.level_bytes.items():
+        ok &= used <= capacity[level]
+    return ok
 
 
 def _best(
@@ -387,7 +439,7 @@ def _best(
     staged = model.stageable(top)
     if staged:
         est = _staged(est, model.evaluate(grid, staged, top, stream_slots=slots))
-    ok = np.flatnonzero(est.sram_bytes <= capacity)
+    ok = np.flatnonzero(fits(est, capacity))
     if ok.size == 0:
         return []
     near = np.round(est.cycles[ok] / (TIE * est.cycles[ok].min()))
@@ -451,6 +503,7 @@ def _staged(one, two):
         cycles=pick(one.cycles, two.cycles),
         dram_bytes=pick(one.dram_bytes, two.dram_bytes),
         sram_bytes=one.sram_bytes,
+        level_bytes=one.level_bytes,
         engines={e: pick(v, two.engines[e]) for e, v in one.engines.items()},
         transfers=pick(one.transfers, two.transfers),
         staged={a: u & use for a, u in two.staged.items()},
