@@ -27,6 +27,7 @@ _FLOAT_FN = {
     "floor": "floor",
     "ceil": "ceil",
     "round": "round",
+    "rint": "nearbyint",
 }
 
 PRELUDE = r"""#include <stdint.h>

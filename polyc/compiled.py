@@ -243,8 +243,13 @@ def _engines(kernel: Kernel) -> dict[str, str]:
             if t.init:
                 out[t.init] = f"folded into the first MAC calls of {t.stmt}"
         elif kind == "vector":
-            for s in pm.VectorMark.parse(text).stmts:
-                out[s] = "vector unit, one operation per tile"
+            vm = pm.VectorMark.parse(text)
+            for s in vm.stmts:
+                out[s] = (
+                    "MAC array output path: requantized after the last K step"
+                    if vm.unit == "mac"
+                    else "vector unit, one operation per tile"
+                )
     return out
 
 

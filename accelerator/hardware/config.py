@@ -157,7 +157,7 @@ def _mac_array(r: _Reader, t: dict | None, levels: list[str] | None) -> MacArray
             "accumulator_levels",
             "dtypes",
         ),
-        allowed=OPERAND_KEYS,
+        allowed=(*OPERAND_KEYS, "requantize"),
     )
     if t is None:
         return None
@@ -189,6 +189,7 @@ def _mac_array(r: _Reader, t: dict | None, levels: list[str] | None) -> MacArray
         weight_levels=weight_levels,
         accumulator_levels=r.levels(t, "accumulator_levels", "mac_array", levels),
         dtypes=FrozenMap(dtypes),
+        requantize=r.boolean(t, "requantize", "mac_array"),
     )
 
 
@@ -466,6 +467,14 @@ class _Reader:
             if most:
                 what += f" of at most {most}"
             return self.fail(self._key(where, key), f"is {v!r}", f"it must be {what}")
+        return v
+
+    def boolean(self, t: dict, key: str, where: str = "") -> bool:
+        """An optional switch (false when absent)."""
+        v = t.get(key, False)
+        if not isinstance(v, bool):
+            self.fail(self._key(where, key), f"is {v!r}", "it must be true or false")
+            return False
         return v
 
     def number(self, t: dict, key: str, where: str = "", zero_ok=False) -> float | None:

@@ -76,6 +76,8 @@ class MacArray:
     weight_levels: tuple[str, ...]
     accumulator_levels: tuple[str, ...]
     dtypes: Mapping[str, MacDType]
+    #: the output path requantizes int32 accumulators to int8 (polyc.ir.requant)
+    requantize: bool = False
 
     @property
     def operand_levels(self) -> tuple[str, ...]:

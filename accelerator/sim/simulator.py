@@ -47,6 +47,7 @@ def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
     s.input_levels = _mask(spec, a.input_levels)
     s.weight_levels = _mask(spec, a.weight_levels)
     s.acc_levels = _mask(spec, a.accumulator_levels)
+    s.mac_requantize = int(a.requantize)
     v = spec.vector
     s.lanes = v.lanes
     s.vector_levels = _mask(spec, v.levels)

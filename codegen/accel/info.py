@@ -35,6 +35,7 @@ class Placed:
     tensorize: dict[str, pm.TensorizeMark] = field(default_factory=dict)
     scopes: list[pm.ScopeMark] = field(default_factory=list)
     folded: dict[str, str] = field(default_factory=dict)  # zero init -> its MAC stmt
+    mac_output: set[str] = field(default_factory=set)  # @vector | unit=mac stmts
 
     @property
     def any(self) -> bool:
@@ -62,8 +63,11 @@ def collect(kernel: Kernel) -> Placed:
                 tm = pm.TensorizeMark.parse(name)
                 info.tensorize[tm.stmt] = tm
             elif kind == "vector":
-                for s in pm.VectorMark.parse(name).stmts:
+                vm = pm.VectorMark.parse(name)
+                for s in vm.stmts:
                     info.engine[s] = "vector"
+                    if vm.unit == "mac":
+                        info.mac_output.add(s)
         if t == T.leaf:
             names: list[str] = []
             node.get_universe_domain().foreach_set(

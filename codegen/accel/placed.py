@@ -343,6 +343,8 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 f"{{{names.buffer(b.name)}, {w}, {lo}, {lo} + {b.slot_bytes}}}"
             )
         s = stmt.name
+        # a requantization fused into the MAC array's output path is charged there
+        call = "pc_mac_output" if s in self.info.mac_output else "pc_vector"
         n, runs, last = (
             names.vector_count(s),
             names.vector_runs(s),
@@ -355,7 +357,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                         f"pc_vop pc_op = {{{names.cstr(s)}, {n}, {{{counts}}}, "
                         f"{len(ranges)}, {{{', '.join(ranges)}}}}};"
                     ),
-                    c.Statement(f"if ({n} > 0) pc_vector({CTX}, &pc_op)"),
+                    c.Statement(f"if ({n} > 0) {call}({CTX}, &pc_op)"),
                 ]
             )
         ]

@@ -34,6 +34,7 @@ UNARY_OPS = {
     "floor": "add",
     "ceil": "add",
     "round": "add",
+    "rint": "add",
     "recip": "divide",
 }
 BINARY_OPS = {

@@ -18,7 +18,8 @@ Marks:
 - ``@scope``: the buffers allocated for a subtree (a layer) with their offsets.
 - ``@tensorize``: a contraction run on the MAC array (above an extension that holds
   the statement ``pc_mac_<stmt>``).
-- ``@vector``: element-wise or reduction statements run on the vector unit.
+- ``@vector``: element-wise or reduction statements run on the vector unit (or,
+  with ``unit=mac``, in the MAC array's output path: a fused requantization).
 """
 
 from __future__ import annotations
@@ -284,17 +285,25 @@ class TensorizeMark:
 
 @dataclass(frozen=True)
 class VectorMark:
-    """Statements whose instances in a tile run as one vector-unit operation."""
+    """Statements whose instances in a tile run as one vector-unit operation.
+
+    ``unit="mac"``: they run instead in the MAC array's output path (an int8
+    requantization fused into the array, ``[mac_array] requantize = true``): the
+    same element-wise work, charged to the MAC array rather than the vector unit.
+    """
 
     stmts: tuple[str, ...] = field(default=())
+    unit: str = "vector"
 
     def text(self) -> str:
-        return f"@vector {', '.join(self.stmts)}"
+        text = f"@vector {', '.join(self.stmts)}"
+        return text if self.unit == "vector" else f"{text} | unit={self.unit}"
 
     @classmethod
     def parse(cls, mark: str) -> VectorMark:
         rest = summary(mark)[len("@vector") :]
-        return cls(tuple(s.strip() for s in rest.split(",") if s.strip()))
+        unit = _fields(mark).get("unit", "vector")
+        return cls(tuple(s.strip() for s in rest.split(",") if s.strip()), unit)
 
 
 def pw_multi_aff(text: str) -> isl.PwMultiAff:

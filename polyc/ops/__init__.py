@@ -13,7 +13,7 @@ Two levels:
 
 from __future__ import annotations
 
-from polyc.ops import nn
+from polyc.ops import nn, quant
 from polyc.ops import nn as t
 from polyc.ops.kernels import (
     abs,
@@ -59,6 +59,7 @@ from polyc.ops.kernels import (
     reciprocal,
     relu,
     relu6,
+    requantize,
     reshape,
     rsqrt,
     sigmoid,
@@ -78,6 +79,7 @@ from polyc.ops.kernels import (
 
 __all__ = [
     "nn",
+    "quant",
     "t",
     "abs",
     "adaptive_avg_pool2d",
@@ -122,6 +124,7 @@ __all__ = [
     "reciprocal",
     "relu",
     "relu6",
+    "requantize",
     "reshape",
     "rsqrt",
     "sigmoid",

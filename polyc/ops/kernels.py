@@ -384,3 +384,46 @@ def embedding(
         input=(input, _dt(index_dtype)),
         weight=(weight, _dt(dtype)),
     )
+
+
+# quantization ---------------------------------------------------------------------
+
+
+def requantize(
+    input: Sequence,
+    multiplier=1.0,
+    zero_point: int = 0,
+    *,
+    axis: int = 1,
+    qmin: int = -128,
+    qmax: int = 127,
+    relu: bool = False,
+) -> Kernel:
+    """int32 ``input`` requantized to int8 ``out``; see
+    :func:`polyc.ops.quant.requantize`.
+
+    Args:
+        input: the accumulator's shape (int32).
+        multiplier: a float (per tensor), or True for a float32 input
+            ``multiplier`` with one value per channel along ``axis``.
+    """
+    per_channel = multiplier is True
+
+    def build(input, multiplier_=None):
+        return nn.requantize(
+            input,
+            multiplier_ if per_channel else multiplier,
+            zero_point,
+            axis=axis,
+            qmin=qmin,
+            qmax=qmax,
+            relu=relu,
+            name="out",
+        )
+
+    return _kernel(
+        "requantize",
+        lambda input, multiplier=None: build(input, multiplier),
+        input=(input, dtypes.int32),
+        multiplier=((input[axis],), dtypes.float32) if per_channel else None,
+    )

@@ -63,6 +63,7 @@ from polyc.ops.pool import (
     max_pool2d,
     upsample_nearest2d,
 )
+from polyc.ops.quant import requantize
 from polyc.ops.reduce import (
     amax,
     amin,
@@ -133,6 +134,8 @@ __all__ = [
     "minimum",
     "pow",
     "bias_add",
+    # quantization
+    "requantize",
     # reductions and normalisation
     "sum",
     "mean",

@@ -328,6 +328,8 @@ def _unary(op: str, x: np.ndarray, dt: np.dtype):
             r = np.ceil(x)
         elif op == "round":  # C round(): half away from zero
             r = np.copysign(np.floor(np.abs(x) + np.asarray(0.5, dtype=dt)), x)
+        elif op == "rint":  # C nearbyint(): half to even, as IEEE's default mode
+            r = np.rint(x)
         elif op == "recip":
             r = np.asarray(1, dtype=dt) / x
         else:

@@ -72,6 +72,13 @@ def vector_uses(stmt: Statement, spec: Spec) -> dict[str, list[Use]]:
     return {a: [Use(stmt.name, "vector", spec.vector.levels)] for a in arrays}
 
 
+def output_uses(stmt: Statement, spec: Spec) -> dict[str, list[Use]]:
+    """The array a requantization in the MAC array's output path writes: where
+    the array puts its accumulators (``pc_mac_output`` checks it)."""
+    levels = spec.mac_array.accumulator_levels
+    return {stmt.target.array: [Use(stmt.name, ROLES["c"], levels)]}
+
+
 def needs(stmts, engine_of, spec: Spec) -> dict[str, list[Use]]:
     """Per array, the engine uses of the statements ``stmts`` (``engine_of(name)``
     is ``"mac"``, ``"vector"`` or anything else: a folded init or the scalar core,
@@ -83,6 +90,8 @@ def needs(stmts, engine_of, spec: Spec) -> dict[str, list[Use]]:
             found = mac_uses(s, spec)
         elif eng == "vector":
             found = vector_uses(s, spec)
+        elif eng == "mac_out":
+            found = output_uses(s, spec)
         else:
             continue
         for array, uses in found.items():
@@ -182,6 +191,8 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
                 if b.level not in u.levels:
                     out.append(Misplaced(b.name, array, b.level, u))
 
+    outpath: set[str] = set()
+
     def visit(node, active, vector):
         t = node.get_type()
         if t == T.mark:
@@ -194,7 +205,10 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
                 tm = pm.TensorizeMark.parse(name)
                 macs[tm.stmt] = (tm.a, tm.b)
             elif kind == "vector":
-                vector = vector | set(pm.VectorMark.parse(name).stmts)
+                vm = pm.VectorMark.parse(name)
+                vector = vector | set(vm.stmts)
+                if vm.unit == "mac":
+                    outpath.update(vm.stmts)
         if t == T.leaf:
             names: list[str] = []
             node.get_universe_domain().foreach_set(
@@ -206,7 +220,8 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
                     judge(stmt, mac_uses(stmt, spec, macs[stmt.name]), active)
                 elif n in vector:
                     stmt = kernel.statement(n)
-                    judge(stmt, vector_uses(stmt, spec), active)
+                    uses = output_uses if n in outpath else vector_uses
+                    judge(stmt, uses(stmt, spec), active)
         for i in range(node.n_children()):
             visit(node.child(i), active, vector)
 

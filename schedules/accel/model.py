@@ -55,7 +55,9 @@ STREAM_SLOTS = 3
 class Structure:
     """The discrete choices of a layer's schedule (tile sizes aside)."""
 
-    engine: tuple[tuple[str, str], ...]  # (stmt, "mac" | "vector" | "scalar" | "fold")
+    # (stmt, "mac" | "vector" | "scalar" | "fold" | "mac_out": requantized in the
+    # MAC array's output path)
+    engine: tuple[tuple[str, str], ...]
     groups: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()  # stmt -> (m,n,k)
     pitched: tuple[str, ...] = ()  # mac statements whose output rows take A's pitch
     order: tuple[int, ...] = ()  # shared positions, outermost tile loop first

@@ -369,6 +369,8 @@ def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
             k = tensorize(k, band, m=m, n=n, k=kk, init=folded.get(s.name))
         elif eng == "vector":
             k = map_vector(k, band)
+        elif eng == "mac_out":
+            k = map_vector(k, band, unit="mac")
     return k
 
 

@@ -12,6 +12,7 @@ import islpy as isl
 import numpy as np
 
 from accelerator.hardware.spec import Spec
+from polyc.ir import requant
 from polyc.ir.kernel import Kernel, Statement, array_extent, params_head
 from polyc.ir.macmap import Refusal
 from schedules.accel import levels
@@ -116,6 +117,20 @@ def folds_into(layer: Layer, stmt: Statement) -> Statement | None:
     return None
 
 
+def requantizes(layer: Layer, stmt: Statement) -> Statement | None:
+    """The contraction of the layer whose int32 output ``stmt`` requantizes to int8
+    element for element (:func:`polyc.ir.requant.match`, reading the element it
+    writes), if any: the MAC array's output path can run it after the last K
+    step."""
+    rq = requant.match(stmt.body)
+    if rq is None or tuple(rq.acc.index) != tuple(stmt.target.index):
+        return None
+    for s in reversed(layer.stmts[: layer.stmts.index(stmt)]):
+        if s.target.array == rq.acc.array:
+            return s if contraction(s) is not None else None
+    return None
+
+
 def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
     def compute(k: Kernel) -> bool:
         mine = isl.UnionSet.from_set(stmt.domain)
@@ -201,6 +216,12 @@ def structures(
         opts = []
         if folds_into(layer, s) is not None:
             opts.append(("fold", None, False, (), False))
+        if spec.mac_array.requantize and requantizes(layer, s) is not None:
+            # the only option: it falls back to the vector unit below when its
+            # contraction is not on the MAC array (an extra option would make the
+            # combinations' cap cut the contraction's own alternatives)
+            per_stmt.append([("mac_out", None, False, (), False)])
+            continue
         for eng in engines(kernel, s, spec):
             if eng == "mac":
                 for groups, pitched, layouts, phased in mac_groups(layer, s):
@@ -229,6 +250,12 @@ def structures(
             for s, e in zip(layer.stmts, chosen.values())
         ):
             continue
+        engine = tuple(
+            (n, "vector")
+            if e == "mac_out" and chosen[requantizes(layer, s).name] != "mac"
+            else (n, e)
+            for s, (n, e) in zip(layer.stmts, engine)
+        )
         groups = tuple((s.name, c[1]) for s, c in zip(layer.stmts, combo) if c[1])
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
         layouts = tuple(x for c in combo for x in c[3])

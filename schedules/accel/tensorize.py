@@ -37,7 +37,7 @@ import islpy as isl
 
 from polyc.errors import ArgumentError, IllegalTransformError
 from polyc.ir import marks as pm
-from polyc.ir import tree
+from polyc.ir import requant, tree
 from polyc.ir.expr import Binary, Cast, Expr, Load
 from polyc.ir.kernel import Kernel, Statement, array_extent
 from schedules.accel import footprint as F
@@ -410,7 +410,7 @@ def vector_ok(kernel: Kernel, stmt: Statement, prefix: isl.UnionMap) -> str | No
     )
 
 
-def map_vector(kernel: Kernel, band: str) -> Kernel:
+def map_vector(kernel: Kernel, band: str, unit: str = "vector") -> Kernel:
     """Run the statements of band ``band`` on the vector unit: all their instances in
     one execution of the band are one vector operation (element-wise work, and
     reductions into the statement's own target). ::
@@ -421,13 +421,23 @@ def map_vector(kernel: Kernel, band: str) -> Kernel:
         for i, j:                ->     for i, j:       <- one vector op per tile
           e[i,j] = exp(x[i,j] - m[i])     e[i,j] = exp(x[i,j] - m[i])
 
+    ``unit="mac"`` runs them instead in the MAC array's output path: an int8
+    requantization of a contraction's accumulators (``[mac_array] requantize``).
+
     Raises:
         ScheduleError: unknown band.
         ArgumentError: a statement whose instances depend on each other inside one
             execution of the band other than by a reduction (run it on the scalar
-            core: leave it unmarked).
+            core: leave it unmarked); ``unit="mac"`` for a statement that is not a
+            requantization (:func:`polyc.ir.requant.match`).
     """
     op = "map_vector"
+    choice = ("vector", "mac")
+    if unit not in choice:
+        raise ArgumentError(
+            f"{op}: unit={unit!r} is not an engine because the units are "
+            f"{', '.join(choice)}. Pass one of those."
+        )
     mark = tree.find_band_mark(kernel.schedule, band, op)
     names = sorted(s for s in isltree.statements_of(mark) if not s.startswith("pc_"))
     prefix = F.prefix_map(kernel, mark)
@@ -439,5 +449,12 @@ def map_vector(kernel: Kernel, band: str) -> Kernel:
                 f"{band!r} because {why}. Leave it on the scalar core, or tile so "
                 "that dependent instances fall in different tiles."
             )
-    node = mark.insert_mark(isl.Id(pm.VectorMark(tuple(names)).text()))
-    return kernel.with_schedule(node.get_schedule(), step(op, band))
+        if unit == "mac" and requant.match(kernel.statement(name).body) is None:
+            raise ArgumentError(
+                f"{op}: {name} cannot run in the MAC array's output path because "
+                "it is not an int8 requantization (polyc.ops.quant.requantize). "
+                "Map it to the vector unit (unit='vector')."
+            )
+    node = mark.insert_mark(isl.Id(pm.VectorMark(tuple(names), unit).text()))
+    extra = {} if unit == "vector" else {"unit": unit}
+    return kernel.with_schedule(node.get_schedule(), step(op, band, **extra))

@@ -235,6 +235,8 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         elif eng == "vector":
             vec += tiles * ev(model.vector_cycles(s))
             calls += tiles * (2 if s.reduction else 1)
+        elif eng == "mac_out":  # the MAC array's output path: no cycles, one issue
+            calls += tiles
         elif eng == "scalar":
             scalar += model.scalar_cycles(s)
     return Work(mac, vec, scalar, calls)

@@ -120,6 +120,7 @@ typedef struct {
   unsigned input_levels;  /* bit i: the array may read A (input) from level i */
   unsigned weight_levels; /* bit i: the array may read B (weight) from level i */
   unsigned acc_levels;    /* bit i: level i may hold C (accumulators) */
+  int mac_requantize;     /* the output path requantizes (pc_mac_output) */
   /* vector unit */
   int lanes;
   unsigned vector_levels;
@@ -257,6 +258,7 @@ void pc_dma(pc_ctx *ctx, int channel, int elem_bytes, int ndims,
             const int64_t *src_strides, const char *label);
 void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
             int accumulate, pc_view a, pc_view b, pc_view c, const char *label);
+void pc_mac_output(pc_ctx *ctx, const pc_vop *op);
 void pc_vec_binary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
                    pc_view out, pc_view a, pc_view b, const char *label);
 void pc_vec_unary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,

@@ -153,6 +153,46 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   pc__trace(ctx, PC_ENG_MAC, PC_EV_MAC, start, end, macs, -1, -1, label);
 }
 
+/* The MAC array's output path (config [mac_array] requantize): the int8
+ * requantization of a tile's accumulators as they leave the array after the last
+ * K step, computed by the caller's code like a pc_vector body. One requantizer
+ * per column takes one accumulator per cycle, the rate at which the array emits
+ * them, so it adds no cycles beyond the drain already in fill_drain: the
+ * operation takes 0 cycles on the MAC array's timeline (it only orders the int8
+ * writes after the accumulation, and the reads of the accumulators before the
+ * next tile's MAC calls overwrite them). Bytes: only the int8 writes (the
+ * accumulators are read inside the array); energy: the vector unit's per-op
+ * figure for each element's operations. */
+void pc_mac_output(pc_ctx *ctx, const pc_vop *op) {
+  if (ctx->failed) return;
+  if (!ctx->spec.mac_requantize)
+    return (void)pc__fail(ctx, "pc_mac_output %s: the MAC array has no requantizer "
+                              "in its output path because the config does not set "
+                              "[mac_array] requantize = true. Compile for this "
+                              "config (the epilogue then runs on the vector unit).",
+                         pc_label(op->name));
+  if (op->naccess < 0 || op->naccess > PC_MAX_ACCESS)
+    return (void)pc__fail(ctx, "pc_mac_output %s: %d accesses because of a bad "
+                              "descriptor; at most %d are supported.",
+                         pc_label(op->name), op->naccess, PC_MAX_ACCESS);
+  for (int i = 0; i < op->naccess; i++) {
+    if (pc__check_range(ctx, &op->access[i], "pc_mac_output", op->name) ||
+        (op->access[i].is_write &&
+         pc_level_ok(ctx, op->access[i].buf, ctx->spec.acc_levels, "accumulator",
+                     op->name)))
+      return;
+  }
+  int64_t start = pc__issue(ctx, PC_ENG_MAC, op->access, op->naccess);
+  pc__complete(ctx, PC_ENG_MAC, start, start, op->access, op->naccess);
+  double total = 0;
+  for (int c = 0; c < PC_NCLASS; c++) total += (double)(op->ops[c] * op->elements);
+  ctx->stats.energy_mac += total * ctx->spec.vec_pj;
+  for (int i = 0; i < op->naccess; i++)
+    if (op->access[i].is_write)
+      pc_account_bytes(ctx, &op->access[i], op->access[i].hi - op->access[i].lo);
+  pc__trace(ctx, PC_ENG_MAC, PC_EV_MAC, start, start, 0, -1, -1, op->name);
+}
+
 /* ---- vector unit ------------------------------------------------------------- */
 
 static int pc_vector_levels(pc_ctx *ctx, const pc_range *acc, int n,
