@@ -170,3 +170,26 @@ def test_example_runs(capsys):
     out = capsys.readouterr().out
     assert "PyTorch quantized conv2d_relu (qnnpack): True" in out
     assert "output traffic: 4.00x less" in out
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["vector", "mac_output"])
+def test_per_tensor_ties_and_saturation_on_the_accelerator(fused):
+    """A per-tensor multiplier of 2**-9 with a negative zero point on an int8
+    matmul: ties (accumulators = 256 mod 512) round to even, both ends saturate."""
+    rng = np.random.default_rng(2)
+    a = pc.placeholder("A", (32, 48), "int8")
+    b = pc.placeholder("B", (48, 32), "int8")
+    y = nn.requantize(nn.matmul(a, b), 2.0**-9, zero_point=-20, name="y")
+    k = pc.kernel("pertensor", [y])
+    data = {
+        "A": rng.integers(-128, 128, (32, 48)).astype(np.int8),
+        "B": rng.integers(-128, 128, (48, 32)).astype(np.int8),
+    }
+    acc = data["A"].astype(np.int32) @ data["B"].astype(np.int32)
+    ref = quant.reference(acc, 2.0**-9, -20)
+    assert (acc % 512 == 256).any() and ref.min() == -128 and ref.max() == 127
+    np.testing.assert_array_equal(polyc.interpret(k, data)["y"], ref)
+    compiled = polyc.compile(k, config=_fused("edge-npu") if fused else "edge-npu")
+    out, _ = compiled.run(**data)
+    np.testing.assert_array_equal(out["y"], ref)
+    assert ("unit=mac" in " ".join(_marks(compiled))) == fused

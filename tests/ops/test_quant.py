@@ -123,16 +123,17 @@ def test_requantize_dtype_and_shape_errors():
 # PyTorch's quantized reference -------------------------------------------------------
 
 
-@pytest.fixture
-def engine():
-    """qnnpack: its quantized kernels accumulate exactly in int32 for every uint8
-    input (fbgemm's AVX2 kernels pair products in int16 with saturation, which is
-    why PyTorch's observers reduce the activation range for it)."""
+@pytest.fixture(params=["qnnpack", "fbgemm"])
+def engine(request):
+    """The engine and the largest uint8 activation it accumulates exactly: qnnpack
+    every uint8 value; fbgemm's AVX2 kernels pair products in int16 with
+    saturation, which is why PyTorch's observers give it 7-bit activations
+    (``reduce_range``), so its inputs stay below 128."""
     old = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
+    torch.backends.quantized.engine = request.param
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's deprecation of quantized tensors
-        yield
+        yield 256 if request.param == "qnnpack" else 128
     torch.backends.quantized.engine = old
 
 
@@ -151,10 +152,10 @@ def test_linear_matches_torch_quantized_linear(engine):
     """int8 ``linear`` + requantize == ``torch.ops.quantized.linear`` (per-channel
     weights, uint8 activations with a zero point, which is int8 ``x - 128``)."""
     rng = np.random.default_rng(5)
-    xu = rng.integers(0, 256, (16, 40)).astype(np.uint8)
+    xu = rng.integers(0, engine, (16, 40)).astype(np.uint8)
     w = rng.integers(-128, 128, (24, 40)).astype(np.int8)
     ws = rng.uniform(1e-3, 2e-2, 24)
-    xs, xz, os_, oz = 0.031, 141, 0.47, 77
+    xs, xz, os_, oz = 0.031, 141 * engine // 256, 0.47, 77
     packed = torch.ops.quantized.linear_prepack(_qweight(w, ws), None)
     want = torch.ops.quantized.linear(_qtensor(xu, xs, xz), packed, os_, oz)
     want = want.int_repr().numpy().astype(np.int16) - 128
@@ -177,10 +178,10 @@ def test_linear_matches_torch_quantized_linear(engine):
 
 def test_conv_relu_matches_torch_quantized_conv2d_relu(engine):
     rng = np.random.default_rng(6)
-    xu = rng.integers(0, 256, (1, 6, 9, 9)).astype(np.uint8)
+    xu = rng.integers(0, engine, (1, 6, 9, 9)).astype(np.uint8)
     w = rng.integers(-128, 128, (8, 6, 3, 3)).astype(np.int8)
     ws = rng.uniform(1e-3, 1e-2, 8)
-    xs, xz, os_, oz = 0.05, 119, 0.11, 3
+    xs, xz, os_, oz = 0.05, 119 * engine // 256, 0.11, 3
     packed = torch.ops.quantized.conv2d_prepack(
         _qweight(w, ws), None, [1, 1], [0, 0], [1, 1], 1
     )
