@@ -191,6 +191,16 @@ def test_vector_unary_float32(sim, rng, op):
     np.testing.assert_allclose(sim.array(Out, np.float32, (13,)), want, rtol=1e-6)
 
 
+def test_vector_rint_rounds_half_to_even(sim):
+    """PC_OP_RINT: the rounding of the int8 requantization (numpy's rint)."""
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999, 3.75, -3.75], np.float32)
+    X = sim.alloc("l1", 0, 64, "x")
+    Out = sim.alloc("l1", 64, 64, "o")
+    sim.array(X, np.float32, (9,))[:] = x
+    sim.vec_unary("rint", "float32", 1, 9, (Out, 0, 0, 1), (X, 0, 0, 1))
+    np.testing.assert_array_equal(sim.array(Out, np.float32, (9,)), np.rint(x))
+
+
 @pytest.mark.parametrize("op,fn", [("sum", np.sum), ("rmax", np.max), ("rmin", np.min)])
 def test_vector_reduce_rows(sim, rng, op, fn):
     x = rng.integers(-1000, 1000, size=(4, 9)).astype(np.int32)

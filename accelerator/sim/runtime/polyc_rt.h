@@ -81,6 +81,7 @@
 #define PC_OP_SIGMOID 16
 #define PC_OP_RELU 17
 #define PC_OP_COPY 18
+#define PC_OP_RINT 19 /* round half to even (nearbyint): int8 requantization */
 #define PC_OP_SUM 20
 #define PC_OP_RMAX 21
 #define PC_OP_RMIN 22

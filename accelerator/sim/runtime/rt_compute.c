@@ -255,7 +255,7 @@ static const int pc_esize[] = {4, 2, 4, 1};
 static int pc_op_class(int op) {
   switch (op) {
     case PC_OP_ADD: case PC_OP_SUB: case PC_OP_NEG: case PC_OP_ABS:
-    case PC_OP_SUM: case PC_OP_COPY:
+    case PC_OP_SUM: case PC_OP_COPY: case PC_OP_RINT:
       return PC_ADD;
     case PC_OP_MUL:
       return PC_MUL;
@@ -286,6 +286,7 @@ static double pc_fop(int op, double x, double y) {
     case PC_OP_TANH: return tanhf((float)x);
     case PC_OP_SIGMOID: return 1.0f / (1.0f + expf(-(float)x));
     case PC_OP_RELU: return x > 0 ? x : 0.0;
+    case PC_OP_RINT: return nearbyintf((float)x);
     default: return x; /* COPY */
   }
 }
@@ -373,7 +374,7 @@ void pc_vec_binary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
 
 void pc_vec_unary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
                   pc_view out, pc_view a, const char *label) {
-  if (ctx->failed || pc_vec_args(ctx, op, dtype, PC_OP_NEG, PC_OP_COPY, label)) return;
+  if (ctx->failed || pc_vec_args(ctx, op, dtype, PC_OP_NEG, PC_OP_RINT, label)) return;
   if (rows <= 0 || cols <= 0) return;
   int es = pc_esize[dtype];
   pc_range acc[2];
