@@ -56,6 +56,7 @@ OPS = {
     "minimum": (lambda a, b: nn.minimum(a, b), [(X4, "float32", "n"), (X4, "float32", "n")]),
     "pow": (lambda a: nn.pow(a, 3), [(X4, "float32", "n")]),
     "bias_add": (lambda x, b: nn.bias_add(x, b), [(X4, "float32", "n"), ((3,), "float32", "n")]),
+    "requantize": (lambda a, m: nn.requantize(a, m, -5, relu=True), [(X4, "int32", "s"), ((3,), "float32", "p")]),
     "sum": (lambda x: nn.sum(x, (1, 2), True), [(X4, "float32", "n")]),
     "mean": (lambda x: nn.mean(x, -1), [(X4, "float32", "n")]),
     "max": (lambda x: nn.max(x, 1), [(X4, "float32", "n")]),
