@@ -193,3 +193,45 @@ def test_per_tensor_ties_and_saturation_on_the_accelerator(fused):
     out, _ = compiled.run(**data)
     np.testing.assert_array_equal(out["y"], ref)
     assert ("unit=mac" in " ".join(_marks(compiled))) == fused
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["vector", "mac_output"])
+def test_requantize_with_one_sram_per_operand_role(fused):
+    """HW-A's memories (inputs, weights, outputs in separate SRAMs; the vector
+    unit and the accumulators in the output SRAM): the int8 output of a fused
+    requantization is written where the array puts its accumulators."""
+    import tomllib
+
+    with open(CONFIG_DIR / "edge-npu.toml", "rb") as f:
+        d = tomllib.load(f)
+    sram = d["memory"][1]
+    d["memory"] = d["memory"][:1] + [
+        dict(sram, name=n, capacity_bytes=256 * 1024)
+        for n in ("inbuf", "wbuf", "outbuf")
+    ]
+    a = d["mac_array"]
+    del a["operand_levels"]
+    a.update(
+        input_levels=["inbuf"],
+        weight_levels=["wbuf"],
+        accumulator_levels=["outbuf"],
+        requantize=fused,
+    )
+    d["vector"]["levels"] = ["outbuf"]
+    spec = accelerator.from_dict(d)
+    rng = np.random.default_rng(4)
+    x = pc.placeholder("x", (1, 16, 10, 10), "int8")
+    w = pc.placeholder("w", (32, 16, 3, 3), "int8")
+    m = pc.placeholder("m", (32,), "float32")
+    y = nn.requantize(nn.conv2d(x, w), m, zero_point=-128, relu=True, name="y")
+    k = pc.kernel("roles", [y])
+    data = {
+        "x": rng.integers(-128, 128, (1, 16, 10, 10)).astype(np.int8),
+        "w": rng.integers(-128, 128, (32, 16, 3, 3)).astype(np.int8),
+        "m": rng.uniform(1e-4, 1e-3, 32).astype(np.float32),
+    }
+    compiled = polyc.compile(k, config=spec)
+    out, report = compiled.run(**data)
+    np.testing.assert_array_equal(out["y"], polyc.interpret(k, data)["y"])
+    assert ("unit=mac" in " ".join(_marks(compiled))) == fused
+    assert report.levels[0].bytes_written == 32 * 8 * 8
