@@ -271,12 +271,20 @@ def _memory(r: _Reader, t: object, where: str) -> MemoryLevel | None:
         "read_pj_per_byte",
         "write_pj_per_byte",
     )
-    t = r.table(t, where, required=keys)
+    split = ("read_bytes_per_cycle", "write_bytes_per_cycle")
+    t = r.table(t, where, required=keys, allowed=split)
     if t is None:
         return None
     kind = r.string(t, "kind", where)
     if kind is not None and kind not in MEMORY_KINDS:
         kind = r.fail(f"{where}.kind", f"is {kind!r}", "it must be 'dram' or 'sram'")
+    for k in split:
+        if k in t and kind == "sram":
+            r.fail(
+                f"{where}.{k}",
+                "is given for an SRAM level",
+                "only the DRAM level has a read/write split",
+            )
     level = MemoryLevel(
         name=r.string(t, "name", where),
         kind=kind,
@@ -287,6 +295,8 @@ def _memory(r: _Reader, t: object, where: str) -> MemoryLevel | None:
         alignment_bytes=r.integer(t, "alignment_bytes", where),
         read_pj_per_byte=r.number(t, "read_pj_per_byte", where, zero_ok=True),
         write_pj_per_byte=r.number(t, "write_pj_per_byte", where, zero_ok=True),
+        read_bytes_per_cycle=r.number(t, "read_bytes_per_cycle", where),
+        write_bytes_per_cycle=r.number(t, "write_bytes_per_cycle", where),
     )
     capacity, banks = level.capacity_bytes, level.banks
     if capacity is not None and banks is not None and capacity % banks:

@@ -127,6 +127,10 @@ class MemoryLevel:
     alignment_bytes: int
     read_pj_per_byte: float
     write_pj_per_byte: float
+    # DRAM only: caps on all reads (writes) in flight together, where the memory
+    # has a read/write split; None: only bytes_per_cycle caps them
+    read_bytes_per_cycle: float | None = None
+    write_bytes_per_cycle: float | None = None
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,10 @@ typedef struct {
   int64_t alignment;
   double read_pj;  /* per byte */
   double write_pj; /* per byte */
+  /* DRAM only: caps on the bytes per cycle of all reads (writes) in flight
+   * together; 0 = only bytes_per_cycle caps them */
+  double read_bytes_per_cycle;
+  double write_bytes_per_cycle;
 } pc_level;
 
 typedef struct {
@@ -285,8 +289,10 @@ void pc_fail_access(pc_ctx *ctx, int buf, int stmt, int n, const int64_t *index,
 
 #define PC_HAZ 8 /* remembered ranges per buffer and direction */
 
+/* a byte range [lo, hi) touched by operation `op` (an id) on `engine` */
 typedef struct {
-  int64_t lo, hi, t;
+  int64_t lo, hi, op;
+  int engine;
 } pc_span;
 
 typedef struct {
@@ -296,10 +302,10 @@ typedef struct {
   int64_t offset; /* in the level (SRAM) */
   int64_t bytes;
   unsigned char *base;
-  int64_t busy_until; /* end of the last asynchronous operation touching it */
   int nw, nr;
   pc_span w[PC_HAZ], r[PC_HAZ];
-  int64_t floor_w, floor_r; /* times of forgotten ranges (whole buffer) */
+  /* per engine, the latest operation of forgotten ranges (whole buffer), or -1 */
+  int64_t floor_w[PC_MAX_ENGINES], floor_r[PC_MAX_ENGINES];
 } pc_buf;
 
 typedef struct {
@@ -313,10 +319,42 @@ typedef struct {
   double energy_ops;
 } pc_stmt_info;
 
+/* An asynchronous operation from its issue until its results are ready (see
+ * rt_timeline.c). Ids grow in issue order; a record lives in slot id % cap. */
 typedef struct {
-  int64_t t;   /* start of a segment; it lasts until the next one */
-  double used; /* DRAM bytes per cycle already promised in it */
-} pc_seg;
+  int64_t id; /* -1: a free slot */
+  int engine, state, kind;
+  int dirs;                       /* DMA: bit 0 reads DRAM, bit 1 writes it */
+  int ndeps;                      /* unfinished operations it waits for */
+  int64_t issue, start, free_at, ready, fin;
+  int64_t busy, tail;             /* fixed duration, then results after tail */
+  int64_t setup, latency, t_rate; /* DMA phases; when `left` was last updated */
+  double left, cap, rate;         /* DMA data still to move, its own cap, its rate */
+  int64_t amount;
+  int64_t est_start, est_ready; /* as if it ran alone (for the channel choice) */
+  int64_t event; /* its trace event (written at issue, timed when it ends), or -1 */
+  int64_t deps[PC_MAX_ENGINES];
+} pc_op;
+
+/* the deferred timeline: operations issued but not yet finished, and each
+ * engine's queue (the event simulation's state; copied whole for a forecast) */
+typedef struct {
+  int64_t now;     /* everything before it is final */
+  int64_t next_id; /* of the next operation issued */
+  int64_t last;    /* the latest end of a finished operation */
+  pc_op *ops;      /* slots, a power of two */
+  int64_t cap;
+  int64_t *run; /* ids of the started, unfinished operations */
+  int nrun, caprun;
+  int rerate; /* a DRAM transfer started or ended: share the bandwidth anew */
+  int64_t free_at[PC_MAX_ENGINES]; /* the engine's next start; INT64_MAX: unknown */
+  int64_t ready[PC_MAX_ENGINES];   /* the latest result of its started ops */
+  int64_t est_free[PC_MAX_ENGINES]; /* when it would be free if each op ran alone */
+  int64_t queued[PC_MAX_ENGINES];  /* commands issued so far */
+  int64_t started[PC_MAX_ENGINES]; /* ... of which started */
+  int64_t qid[PC_MAX_ENGINES][PC_MAX_QUEUE];    /* their ids (ring) */
+  int64_t qstart[PC_MAX_ENGINES][PC_MAX_QUEUE]; /* their start times (ring) */
+} pc_timeline;
 
 #define PC_FREED 16
 
@@ -324,20 +362,17 @@ struct pc_ctx {
   pc_spec spec;
   pc_stats stats;
   int64_t scalar_time;
-  int64_t free_at[PC_MAX_ENGINES];
-  int64_t queued[PC_MAX_ENGINES];                   /* commands issued so far */
-  int64_t qstart[PC_MAX_ENGINES][PC_MAX_QUEUE];     /* their start times (ring) */
+  pc_timeline tl;
+  int quiet; /* a forecast runs: write no trace and no stats */
   unsigned char *mem[PC_MAX_LEVELS];
   int64_t dram_bound;
   pc_buf *bufs;
   int nbufs, capbufs;
   pc_stmt_info *stmts;
   int nstmts, capstmts;
-  pc_seg *cal; /* DRAM bandwidth calendar */
-  int ncal, capcal;
-  pc_span freed[PC_MAX_LEVELS][PC_FREED]; /* released space still being read */
+  pc_span freed[PC_MAX_LEVELS][PC_FREED]; /* released space still in use */
   int nfreed[PC_MAX_LEVELS];
-  int64_t freed_floor[PC_MAX_LEVELS];
+  int64_t freed_floor[PC_MAX_LEVELS][PC_MAX_ENGINES];
   int64_t live_sram[PC_MAX_LEVELS]; /* bytes of the live buffers per level */
   pc_event *events;
   int64_t capevents;

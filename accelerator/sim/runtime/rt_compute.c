@@ -137,12 +137,11 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
 
   int64_t passes = ((m + sp->rows - 1) / sp->rows) * ((n + sp->cols - 1) / sp->cols);
   int64_t per_pass = (int64_t)ceil((double)k / rate - 1e-9);
-  int64_t start = pc__issue(ctx, PC_ENG_MAC, acc, nacc);
-  int64_t end = start + sp->fill_drain + passes * per_pass;
-  pc__complete(ctx, PC_ENG_MAC, start, end, acc, nacc);
+  int64_t macs = m * n * k;
+  pc__submit(ctx, PC_ENG_MAC, acc, nacc, sp->fill_drain + passes * per_pass, 0,
+             PC_EV_MAC, macs, label);
 
   pc_stats *st = &ctx->stats;
-  int64_t macs = m * n * k;
   st->macs += macs;
   st->mac_array_macs += macs;
   st->energy_mac += (double)macs * sp->mac_pj[in_type[mode]];
@@ -150,7 +149,6 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   pc_account_bytes(ctx, &acc[1], k * n * in_size[mode]);
   pc_account_bytes(ctx, &acc[2], m * n * acc_size[mode]);
   if (accumulate) pc_account_bytes(ctx, &acc[3], m * n * acc_size[mode]);
-  pc__trace(ctx, PC_ENG_MAC, PC_EV_MAC, start, end, macs, -1, -1, label);
 }
 
 /* The MAC array's output path (config [mac_array] requantize): the int8
@@ -182,15 +180,13 @@ void pc_mac_output(pc_ctx *ctx, const pc_vop *op) {
                      op->name)))
       return;
   }
-  int64_t start = pc__issue(ctx, PC_ENG_MAC, op->access, op->naccess);
-  pc__complete(ctx, PC_ENG_MAC, start, start, op->access, op->naccess);
+  pc__submit(ctx, PC_ENG_MAC, op->access, op->naccess, 0, 0, PC_EV_MAC, 0, op->name);
   double total = 0;
   for (int c = 0; c < PC_NCLASS; c++) total += (double)(op->ops[c] * op->elements);
   ctx->stats.energy_mac += total * ctx->spec.vec_pj;
   for (int i = 0; i < op->naccess; i++)
     if (op->access[i].is_write)
       pc_account_bytes(ctx, &op->access[i], op->access[i].hi - op->access[i].lo);
-  pc__trace(ctx, PC_ENG_MAC, PC_EV_MAC, start, start, 0, -1, -1, op->name);
 }
 
 /* ---- vector unit ------------------------------------------------------------- */
@@ -215,9 +211,8 @@ static void pc_vector_time(pc_ctx *ctx, const char *label, int64_t groups,
                            const int64_t *ops, const pc_range *acc, int nacc,
                            const int64_t *bytes) {
   const pc_spec *sp = &ctx->spec;
-  int64_t start = pc__issue(ctx, PC_ENG_VECTOR, acc, nacc);
-  int64_t end = start + groups * cycles_per_group;
-  pc__complete(ctx, PC_ENG_VECTOR, start, end, acc, nacc);
+  pc__submit(ctx, PC_ENG_VECTOR, acc, nacc, groups * cycles_per_group, 0,
+             PC_EV_VECTOR, elements, label);
   double total = 0;
   for (int c = 0; c < PC_NCLASS; c++) {
     ctx->stats.vector_ops[c] += ops[c];
@@ -225,7 +220,6 @@ static void pc_vector_time(pc_ctx *ctx, const char *label, int64_t groups,
   }
   ctx->stats.energy_vector += total * sp->vec_pj;
   for (int i = 0; i < nacc; i++) pc_account_bytes(ctx, &acc[i], bytes[i]);
-  pc__trace(ctx, PC_ENG_VECTOR, PC_EV_VECTOR, start, end, elements, -1, -1, label);
 }
 
 void pc_vector(pc_ctx *ctx, const pc_vop *op) {

@@ -1,11 +1,12 @@
-/* rt_core.c: context, errors, buffers, hazards, engines, scalar core, trace.
+/* rt_core.c: context, errors, buffers, hazards, scalar core, trace.
  *
- * Timing model (see docs/accelerator.md): every engine has a timeline
- * (free_at). An asynchronous operation is issued by the scalar core at its current
- * time (costing issue_cycles of it), and starts when its engine is free and the
- * byte ranges it reads are written (read-after-write) and the ranges it writes are
- * no longer read or written by earlier operations (write-after-read, -after-write).
- * Everything is integer cycles and deterministic.
+ * Timing model (see docs/accelerator.md): an asynchronous operation is issued by
+ * the scalar core at its current time (costing issue_cycles of it), and starts
+ * when its engine is free and the byte ranges it reads are written
+ * (read-after-write) and the ranges it writes are no longer read or written by
+ * earlier operations (write-after-read, -after-write). The hazards here name the
+ * operations (ids); rt_timeline.c resolves their times when the scalar core needs
+ * one. Everything is integer cycles and deterministic.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -68,9 +69,9 @@ pc_ctx *pc_create(const pc_spec *spec) {
     }
   }
   ctx->stats.nengines = PC_ENG_DMA + spec->channels;
-  ctx->capcal = 16;
-  ctx->cal = calloc((size_t)ctx->capcal, sizeof *ctx->cal);
-  ctx->ncal = 1; /* one segment from t = 0 with nothing used */
+  for (int l = 0; l < PC_MAX_LEVELS; l++)
+    for (int e = 0; e < PC_MAX_ENGINES; e++) ctx->freed_floor[l][e] = -1;
+  pc__timeline_init(ctx);
   return ctx; /* the trace grows on demand, up to trace_limit events */
 }
 
@@ -80,15 +81,15 @@ void pc_destroy(pc_ctx *ctx) {
     if (ctx->mem[l]) munmap(ctx->mem[l], (size_t)ctx->spec.level[l].capacity);
   free(ctx->bufs);
   free(ctx->stmts);
-  free(ctx->cal);
+  pc__timeline_free(ctx);
   free(ctx->events);
   free(ctx);
 }
 
 /* ---- trace ------------------------------------------------------------------- */
 
-void pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start, int64_t end,
-               int64_t amount, int src, int dst, const char *label) {
+int64_t pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start, int64_t end,
+                  int64_t amount, int src, int dst, const char *label) {
   int64_t n = ctx->stats.events;
   if (n == ctx->capevents && n < ctx->spec.trace_limit) {
     int64_t cap = n ? 2 * n : 256;
@@ -109,9 +110,10 @@ void pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start, int64_t end,
     e->src_level = src;
     e->dst_level = dst;
     pc_copy_name(e->label, label, sizeof e->label);
-  } else {
-    ctx->stats.events_dropped++;
+    return n;
   }
+  ctx->stats.events_dropped++;
+  return -1;
 }
 
 const pc_event *pc_events(pc_ctx *ctx, int64_t *count) {
@@ -163,17 +165,19 @@ int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
   b->offset = ctx->dram_bound;
   b->bytes = bytes;
   b->base = data;
+  for (int e = 0; e < PC_MAX_ENGINES; e++) b->floor_w[e] = b->floor_r[e] = -1;
   ctx->dram_bound += bytes;
   return id;
 }
 
-static int64_t pc_freed_floor(pc_ctx *ctx, int level, int64_t lo, int64_t hi) {
-  int64_t t = ctx->freed_floor[level];
+/* per engine, the latest operation still using released space in [lo, hi) */
+static void pc_freed_users(pc_ctx *ctx, int level, int64_t lo, int64_t hi,
+                           int64_t *ids) {
+  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = ctx->freed_floor[level][e];
   for (int i = 0; i < ctx->nfreed[level]; i++) {
     pc_span *s = &ctx->freed[level][i];
-    if (s->lo < hi && lo < s->hi) t = PC_MAX(t, s->t);
+    if (s->lo < hi && lo < s->hi) ids[s->engine] = PC_MAX(ids[s->engine], s->op);
   }
-  return t;
 }
 
 int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
@@ -218,8 +222,8 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
   b->base = ctx->mem[level] + offset;
   memset(b->base, PC_POISON, (size_t)bytes);
   /* space released by earlier buffers may still be read or written */
-  int64_t t = pc_freed_floor(ctx, level, offset, offset + bytes);
-  b->floor_w = b->floor_r = b->busy_until = t;
+  pc_freed_users(ctx, level, offset, offset + bytes, b->floor_w);
+  memcpy(b->floor_r, b->floor_w, sizeof b->floor_r);
   /* the peak is what is live at once, not the highest address: the planner puts
    * a small zero block at the top of a level */
   ctx->live_sram[level] += bytes;
@@ -248,15 +252,26 @@ void pc_free(pc_ctx *ctx, int buf) {
     return;
   }
   int l = b->level;
-  if (ctx->nfreed[l] == PC_FREED) { /* forget the oldest into the level floor */
-    int old = 0;
-    for (int i = 1; i < PC_FREED; i++)
-      if (ctx->freed[l][i].t < ctx->freed[l][old].t) old = i;
-    ctx->freed_floor[l] = PC_MAX(ctx->freed_floor[l], ctx->freed[l][old].t);
-    ctx->freed[l][old] = ctx->freed[l][--ctx->nfreed[l]];
+  int64_t ids[PC_MAX_ENGINES];
+  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  pc__users(ctx, b, 0, b->bytes, 1, ids);
+  for (int e = 0; e < ctx->stats.nengines; e++) {
+    if (pc__done(ctx, ids[e])) continue;
+    pc_span *f = ctx->freed[l];
+    int n = 0;
+    for (int i = 0; i < ctx->nfreed[l]; i++) /* space of finished users is free */
+      if (!pc__done(ctx, f[i].op)) f[n++] = f[i];
+    if (n == PC_FREED) { /* forget the oldest into the level floor */
+      int old = 0;
+      for (int i = 1; i < n; i++)
+        if (f[i].op < f[old].op) old = i;
+      int64_t *fl = &ctx->freed_floor[l][f[old].engine];
+      *fl = PC_MAX(*fl, f[old].op);
+      f[old] = f[--n];
+    }
+    f[n++] = (pc_span){b->offset, b->offset + b->bytes, ids[e], e};
+    ctx->nfreed[l] = n;
   }
-  ctx->freed[l][ctx->nfreed[l]++] =
-      (pc_span){b->offset, b->offset + b->bytes, b->busy_until};
   ctx->live_sram[l] -= b->bytes;
   b->live = 0;
 }
@@ -267,82 +282,73 @@ void *pc_ptr(pc_ctx *ctx, int buf) {
   return ctx->bufs[buf].base;
 }
 
+/* a forecast: a transfer issued later may still move it */
 int64_t pc_ready(pc_ctx *ctx, int buf) {
   if (pc_valid_buf(ctx, buf, "pc_ready")) return 0;
-  return ctx->bufs[buf].busy_until;
+  int64_t ids[PC_MAX_ENGINES];
+  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  pc__users(ctx, &ctx->bufs[buf], 0, ctx->bufs[buf].bytes, 1, ids);
+  return pc__forecast(ctx, ids);
 }
 
 /* ---- hazards ----------------------------------------------------------------- */
 
-static int64_t pc_span_time(const pc_span *s, int n, int64_t lo, int64_t hi) {
-  int64_t t = 0;
+static void pc_span_users(const pc_span *s, int n, int64_t lo, int64_t hi,
+                          int64_t *ids) {
   for (int i = 0; i < n; i++)
-    if (s[i].lo < hi && lo < s[i].hi) t = PC_MAX(t, s[i].t);
-  return t;
+    if (s[i].lo < hi && lo < s[i].hi) ids[s[i].engine] = PC_MAX(ids[s[i].engine], s[i].op);
 }
 
-/* earliest time an access of [lo, hi) may start */
-static int64_t pc_hazard(const pc_buf *b, const pc_range *r) {
-  int64_t t = PC_MAX(b->floor_w, pc_span_time(b->w, b->nw, r->lo, r->hi));
-  if (r->is_write)
-    t = PC_MAX(t, PC_MAX(b->floor_r, pc_span_time(b->r, b->nr, r->lo, r->hi)));
-  return t;
+void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int all,
+               int64_t *ids) {
+  for (int e = 0; e < ctx->stats.nengines; e++) {
+    ids[e] = PC_MAX(ids[e], b->floor_w[e]);
+    if (all) ids[e] = PC_MAX(ids[e], b->floor_r[e]);
+  }
+  pc_span_users(b->w, b->nw, lo, hi, ids);
+  if (all) pc_span_users(b->r, b->nr, lo, hi, ids);
 }
 
-static void pc_remember(pc_span *s, int *n, int64_t *floor, int64_t lo, int64_t hi,
-                        int64_t t) {
+/* Drop the ranges whose operations finished (no later operation can start before
+ * their end) and those `nw` covers and outlasts: any when `any` (a write waits for
+ * every earlier user of its bytes), else those of its own engine (results are
+ * ready in issue order). */
+static void pc_prune(pc_ctx *ctx, pc_span *s, int *n, pc_span nw, int any) {
   int k = 0;
-  for (int i = 0; i < *n; i++) /* drop spans the new one covers and outlasts */
-    if (!(lo <= s[i].lo && s[i].hi <= hi && s[i].t <= t)) s[k++] = s[i];
+  for (int i = 0; i < *n; i++) {
+    int covered = nw.lo <= s[i].lo && s[i].hi <= nw.hi;
+    if (pc__done(ctx, s[i].op) || (covered && (any || s[i].engine == nw.engine)))
+      continue;
+    s[k++] = s[i];
+  }
   *n = k;
-  if (*n == PC_HAZ) {
+}
+
+static void pc_remember(pc_ctx *ctx, pc_span *s, int *n, int64_t *floor, pc_span nw,
+                        int any) {
+  pc_prune(ctx, s, n, nw, any);
+  if (*n == PC_HAZ) { /* forget the oldest into the whole-buffer floor */
     int old = 0;
     for (int i = 1; i < *n; i++)
-      if (s[i].t < s[old].t) old = i;
-    *floor = PC_MAX(*floor, s[old].t);
+      if (s[i].op < s[old].op) old = i;
+    floor[s[old].engine] = PC_MAX(floor[s[old].engine], s[old].op);
     s[old] = s[--*n];
   }
-  s[(*n)++] = (pc_span){lo, hi, t};
+  s[(*n)++] = nw;
 }
 
-static void pc_record(pc_ctx *ctx, const pc_range *r, int64_t end) {
-  pc_buf *b = &ctx->bufs[r->buf];
-  if (r->is_write)
-    pc_remember(b->w, &b->nw, &b->floor_w, r->lo, r->hi, end);
-  else
-    pc_remember(b->r, &b->nr, &b->floor_r, r->lo, r->hi, end);
-  b->busy_until = PC_MAX(b->busy_until, end);
-}
-
-/* When the engine's command queue is full the scalar core waits until the oldest
- * queued command starts; it spends issue_cycles, then the op waits for its engine and
- * its data. */
-int64_t pc__issue(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
-  int64_t q = ctx->spec.queue_depth, k = ctx->queued[engine];
-  if (k >= q) {
-    int64_t t = ctx->qstart[engine][(k - q) % PC_MAX_QUEUE];
-    if (t > ctx->scalar_time) {
-      pc__trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
-               "queue full");
-      ctx->scalar_time = t;
+void pc__record(pc_ctx *ctx, const pc_range *acc, int nacc, int64_t id,
+                int engine) {
+  for (int i = 0; i < nacc; i++) {
+    pc_buf *b = &ctx->bufs[acc[i].buf];
+    pc_span nw = {acc[i].lo, acc[i].hi, id, engine};
+    if (acc[i].is_write) {
+      pc_remember(ctx, b->w, &b->nw, b->floor_w, nw, 1);
+      pc_prune(ctx, b->r, &b->nr, nw, 1); /* the write waits for those reads */
+    } else {
+      pc_remember(ctx, b->r, &b->nr, b->floor_r, nw, 0);
     }
   }
-  int64_t issue = ctx->spec.issue_cycles;
-  ctx->scalar_time += issue;
-  ctx->stats.busy[PC_ENG_SCALAR] += issue;
-  int64_t start = PC_MAX(ctx->scalar_time, ctx->free_at[engine]);
-  for (int i = 0; i < nacc; i++)
-    start = PC_MAX(start, pc_hazard(&ctx->bufs[acc[i].buf], &acc[i]));
-  return start;
-}
-
-void pc__complete(pc_ctx *ctx, int engine, int64_t start, int64_t end,
-                  const pc_range *acc, int nacc) {
-  ctx->free_at[engine] = end;
-  ctx->qstart[engine][ctx->queued[engine]++ % PC_MAX_QUEUE] = start;
-  ctx->stats.busy[engine] += end - start;
-  ctx->stats.ops[engine]++;
-  for (int i = 0; i < nacc; i++) pc_record(ctx, &acc[i], end);
 }
 
 int pc__check_range(pc_ctx *ctx, const pc_range *r, const char *op,
@@ -413,13 +419,6 @@ int pc_stmt(pc_ctx *ctx, const pc_stmt_desc *d) {
   return ctx->nstmts++;
 }
 
-/* the end of the last write to a buffer */
-static int64_t pc_written_until(const pc_buf *b) {
-  int64_t t = b->floor_w;
-  for (int i = 0; i < b->nw; i++) t = PC_MAX(t, b->w[i].t);
-  return t;
-}
-
 /* Scalar code read (write) the buffers in `reads` (`writes`) since the scalar core
  * was at `t`: none may still be written (read or written) by an asynchronous
  * operation then. */
@@ -429,7 +428,12 @@ static int pc_check_touched(pc_ctx *ctx, pc_stmt_info *s, uint64_t reads,
     pc_buf *B = &ctx->bufs[b];
     uint64_t bit = pc_bit(b);
     if (!B->live || !((reads | writes) & bit)) continue;
-    int64_t until = (writes & bit) ? B->busy_until : pc_written_until(B);
+    int64_t ids[PC_MAX_ENGINES], busy = 0;
+    for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+    pc__users(ctx, B, 0, B->bytes, (writes & bit) != 0, ids);
+    for (int e = 0; e < ctx->stats.nengines; e++) busy |= !pc__done(ctx, ids[e]);
+    if (!busy) continue;
+    int64_t until = pc__forecast(ctx, ids);
     if (until > ctx->scalar_time)
       return pc__fail(ctx, "simulate: statement %s %s buffer %s on the scalar core "
                           "from cycle %lld while an asynchronous operation uses it "
@@ -449,7 +453,10 @@ void pc_scalar(pc_ctx *ctx, int stmt, int64_t n, uint64_t reads, uint64_t writes
     return;
   }
   pc_stmt_info *s = &ctx->stmts[stmt];
-  if ((reads | writes) && pc_check_touched(ctx, s, reads, writes)) return;
+  if (reads | writes) {
+    pc__advance(ctx); /* what has finished by now */
+    if (pc_check_touched(ctx, s, reads, writes)) return;
+  }
   pc_stats *st = &ctx->stats;
   int64_t start = ctx->scalar_time, dt = n * s->cycles;
   ctx->scalar_time += dt;
@@ -471,7 +478,10 @@ void pc_scalar(pc_ctx *ctx, int stmt, int64_t n, uint64_t reads, uint64_t writes
 
 void pc_wait(pc_ctx *ctx, int buf) {
   if (ctx->failed || pc_valid_buf(ctx, buf, "pc_wait")) return;
-  int64_t t = ctx->bufs[buf].busy_until;
+  int64_t ids[PC_MAX_ENGINES];
+  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  pc__users(ctx, &ctx->bufs[buf], 0, ctx->bufs[buf].bytes, 1, ids);
+  int64_t t = pc__wait_ops(ctx, ids);
   if (t > ctx->scalar_time) {
     pc__trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
              ctx->bufs[buf].name);
@@ -497,9 +507,7 @@ int pc_stmt_stats(pc_ctx *ctx, int stmt, pc_stmt_stat *out) {
 }
 
 static int64_t pc_engines_done(pc_ctx *ctx) {
-  int64_t t = ctx->scalar_time;
-  for (int e = 1; e < ctx->stats.nengines; e++) t = PC_MAX(t, ctx->free_at[e]);
-  return t;
+  return PC_MAX(ctx->scalar_time, pc__drain(ctx));
 }
 
 void pc_wait_all(pc_ctx *ctx) {

@@ -1,11 +1,10 @@
 /* rt_dma.c: DMA of multi-dimensional strided blocks between memory levels.
  *
  * Cost of one transfer: descriptors x setup + data time + latency of the slower
- * level. The data time comes from the DRAM bandwidth calendar when either end is
- * DRAM: channels that run at once share the DRAM's bytes per cycle, first come first
- * served (an earlier-issued transfer keeps the rate it was promised; a later one gets
- * what is left, so completion times never change once computed). A transfer's own
- * rate is capped by the channel's and each SRAM level's bytes per cycle.
+ * level. A transfer's own rate is capped by the channel's and each SRAM level's
+ * bytes per cycle; when either end is DRAM the transfers in their data phase share
+ * the DRAM's bytes per cycle (and its read and write caps) max-min fairly, re-rated
+ * whenever one starts or ends (rt_timeline.c).
  */
 #include <math.h>
 #include <stdint.h>
@@ -14,75 +13,6 @@
 
 #include "polyc_rt.h"
 #include "rt_internal.h"
-
-static void pc_cal_grow(pc_ctx *ctx) {
-  if (ctx->ncal + 2 <= ctx->capcal) return;
-  int cap = 2 * ctx->capcal;
-  pc_seg *c = realloc(ctx->cal, (size_t)cap * sizeof *c);
-  if (!c) {
-    pc__fail(ctx, "pc_dma: out of host memory for the DRAM calendar.");
-    return;
-  }
-  ctx->cal = c;
-  ctx->capcal = cap;
-}
-
-/* Split the calendar at time t (a new breakpoint with the same `used`); returns the
- * index of the segment starting at t. */
-static int pc_cal_split(pc_ctx *ctx, int64_t t) {
-  int i = 0;
-  while (i + 1 < ctx->ncal && ctx->cal[i + 1].t <= t) i++;
-  if (ctx->cal[i].t == t) return i;
-  pc_cal_grow(ctx);
-  memmove(&ctx->cal[i + 2], &ctx->cal[i + 1],
-          (size_t)(ctx->ncal - i - 1) * sizeof *ctx->cal);
-  ctx->cal[i + 1] = (pc_seg){t, ctx->cal[i].used};
-  ctx->ncal++;
-  return i + 1;
-}
-
-/* Forget segments that end before `t`: no transfer can start earlier any more. */
-static void pc_cal_prune(pc_ctx *ctx, int64_t t) {
-  int k = 0;
-  while (k + 1 < ctx->ncal && ctx->cal[k + 1].t <= t) k++;
-  if (k) {
-    memmove(ctx->cal, &ctx->cal[k], (size_t)(ctx->ncal - k) * sizeof *ctx->cal);
-    ctx->ncal -= k;
-  }
-}
-
-/* Move `bytes` through DRAM from `start` at no more than `cap` bytes per cycle;
- * returns the cycle the last byte has moved. */
-static int64_t pc_cal_transfer(pc_ctx *ctx, int64_t start, double bytes, double cap) {
-  const double dram = ctx->spec.level[0].bytes_per_cycle, eps = 1e-9;
-  if (bytes <= 0) return start;
-  int i = pc_cal_split(ctx, start);
-  int64_t t = start;
-  double left = bytes;
-  for (;;) {
-    double rate = PC_MIN(cap, dram - ctx->cal[i].used);
-    int last = i + 1 == ctx->ncal;
-    int64_t seg_end = last ? INT64_MAX : ctx->cal[i + 1].t;
-    if (rate > eps) {
-      int64_t need = (int64_t)ceil(left / rate - eps);
-      if (need < 1) need = 1;
-      if (last || t + need <= seg_end) {
-        int64_t end = t + need;
-        if (!last && end < seg_end) pc_cal_split(ctx, end);
-        if (last) {
-          pc_cal_grow(ctx);
-          ctx->cal[ctx->ncal++] = (pc_seg){end, ctx->cal[i].used};
-        }
-        ctx->cal[i].used += rate;
-        return end;
-      }
-      left -= rate * (double)(seg_end - t);
-      ctx->cal[i].used += rate;
-    }
-    t = seg_end;
-    i++;
-  }
-}
 
 /* Merge dimensions that are contiguous in both source and destination, and drop
  * dimensions of size one: [4][8] rows of a row-major [4][8] block are one run of 32.
@@ -184,27 +114,16 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
 
   int64_t descriptors = 1; /* dimensions beyond the descriptor's need more of them */
   for (int d = 0; d + sp->dma_dims < n; d++) descriptors *= size[d];
-  if (channel < 0) { /* the channel that frees first; lowest index on a tie */
-    channel = 0;
-    for (int c = 1; c < sp->channels; c++)
-      if (ctx->free_at[PC_ENG_DMA + c] < ctx->free_at[PC_ENG_DMA + channel])
-        channel = c;
-  }
-  int engine = PC_ENG_DMA + channel;
-  int64_t start = pc__issue(ctx, engine, acc, 2);
+  if (channel < 0) channel = pc__pick_channel(ctx);
   const pc_level *LS = &sp->level[S->level], *LD = &sp->level[D->level];
   double bytes = (double)(count * elem);
   double cap = sp->dma_bytes_per_cycle;
   if (!LS->is_dram) cap = PC_MIN(cap, LS->bytes_per_cycle);
   if (!LD->is_dram) cap = PC_MIN(cap, LD->bytes_per_cycle);
-  int64_t data_start = start + descriptors * sp->dma_setup, data_end;
-  pc_cal_prune(ctx, ctx->scalar_time);
-  if (LS->is_dram || LD->is_dram)
-    data_end = pc_cal_transfer(ctx, data_start, bytes, cap);
-  else
-    data_end = data_start + (int64_t)ceil(bytes / cap - 1e-9);
-  int64_t end = data_end + PC_MAX(LS->latency, LD->latency);
-  pc__complete(ctx, engine, start, end, acc, 2);
+  int dirs = (LS->is_dram ? 1 : 0) | (LD->is_dram ? 2 : 0);
+  pc__submit_dma(ctx, PC_ENG_DMA + channel, acc, 2, descriptors * sp->dma_setup,
+                 bytes, cap, dirs, PC_MAX(LS->latency, LD->latency), S->level,
+                 D->level, label);
 
   pc_stats *st = &ctx->stats;
   st->bytes_read[S->level] += count * elem;
@@ -213,6 +132,4 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
   st->energy_level[D->level] += bytes * LD->write_pj;
   st->dma_transfers++;
   st->dma_descriptors += descriptors;
-  pc__trace(ctx, engine, PC_EV_DMA, start, end, count * elem, S->level, D->level,
-           label);
 }

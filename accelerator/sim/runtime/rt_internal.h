@@ -1,8 +1,9 @@
 /* rt_internal.h: what the runtime's translation units share and nothing else sees.
  *
- * The runtime is three ordinary C files (rt_core.c: context, buffers, hazards,
- * engines, scalar core, trace; rt_dma.c: DMA; rt_compute.c: MAC array and vector
- * unit), each compiled on its own and linked into one shared library. The functions
+ * The runtime is four ordinary C files (rt_core.c: context, buffers, hazards,
+ * scalar core, trace; rt_timeline.c: the deferred timing of the engines; rt_dma.c:
+ * DMA; rt_compute.c: MAC array and vector unit), each compiled on its own and
+ * linked into one shared library. The functions
  * below are defined in one file and called from another; their `pc__` prefix marks
  * them internal, and hidden visibility keeps them out of the library's exports, so
  * generated kernels and Python see only the API of polyc_rt.h.
@@ -27,19 +28,65 @@ _Static_assert(PC_MAX_ENGINES == PC_ENG_DMA + PC_MAX_CHANNELS,
 PC_INTERNAL int pc__fail(pc_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Append one event to the bounded trace (counted as dropped beyond its limit). */
-PC_INTERNAL void pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start,
+/* Append one event to the bounded trace (counted as dropped beyond its limit);
+ * returns its index, -1 when dropped. */
+PC_INTERNAL int64_t pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start,
                            int64_t end, int64_t amount, int src, int dst,
                            const char *label);
 
-/* Issue an asynchronous operation on `engine` touching `acc`; returns its start. */
-PC_INTERNAL int64_t pc__issue(pc_ctx *ctx, int engine, const pc_range *acc,
-                              int nacc);
+/* Issue an operation of fixed duration on `engine` touching `acc`: the engine is
+ * busy `busy` cycles from its start, its results are ready `tail` cycles after
+ * that (and never before those of the engine's earlier operations). Its timing is
+ * resolved later; the trace event (`kind`, `amount`, `label`) and the engine's
+ * busy time are written then. */
+PC_INTERNAL void pc__submit(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
+                            int64_t busy, int64_t tail, int kind, int64_t amount,
+                            const char *label);
 
-/* Retire an operation issued by pc__issue: the engine is busy until `end`, and the
- * ranges it touched are remembered for later hazards. */
-PC_INTERNAL void pc__complete(pc_ctx *ctx, int engine, int64_t start, int64_t end,
-                              const pc_range *acc, int nacc);
+/* Issue a DMA transfer on channel engine `engine`: `setup` cycles, then `bytes`
+ * at no more than `cap` bytes per cycle (sharing DRAM's bandwidth with the other
+ * transfers in flight when `dirs` says it reads (bit 0) or writes (bit 1) DRAM),
+ * then `latency`. */
+PC_INTERNAL void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc,
+                                int nacc, int64_t setup, double bytes, double cap,
+                                int dirs, int64_t latency, int src, int dst,
+                                const char *label);
+
+/* The DMA channel for a transfer that names none: the one with the fewest
+ * unfinished transfers when the scalar core issues, lowest index on a tie. */
+PC_INTERNAL int pc__pick_channel(pc_ctx *ctx);
+
+/* Whether operation `id` has finished (its results are ready by now). */
+PC_INTERNAL int pc__done(pc_ctx *ctx, int64_t id);
+
+/* Resolve the timeline up to the scalar core's time (nothing issued later can
+ * change it). */
+PC_INTERNAL void pc__advance(pc_ctx *ctx);
+
+/* Resolve until the operations `ids` (one per engine, -1: none) have finished;
+ * returns the latest of their ends that lies beyond the resolved time before. */
+PC_INTERNAL int64_t pc__wait_ops(pc_ctx *ctx, const int64_t *ids);
+
+/* The end of the operations `ids` as the operations issued so far determine it,
+ * leaving the timeline as it was (a later transfer may still move it). */
+PC_INTERNAL int64_t pc__forecast(pc_ctx *ctx, const int64_t *ids);
+
+/* Resolve everything issued; returns the end of the last operation. */
+PC_INTERNAL int64_t pc__drain(pc_ctx *ctx);
+
+/* Set up and release the timeline of a context. */
+PC_INTERNAL int pc__timeline_init(pc_ctx *ctx);
+PC_INTERNAL void pc__timeline_free(pc_ctx *ctx);
+
+/* The operations (per engine, the latest; -1: none) that still use bytes
+ * [lo, hi) of buffer `b`: its writers, and its readers too when `all`. */
+PC_INTERNAL void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi,
+                           int all, int64_t *ids);
+
+/* Remember that operation `id` on `engine` touches the ranges `acc` (for the
+ * hazards of later operations). */
+PC_INTERNAL void pc__record(pc_ctx *ctx, const pc_range *acc, int nacc, int64_t id,
+                            int engine);
 
 /* A range inside its (live) buffer, else an error naming the buffer, range and op;
  * returns 0 or -1. */

@@ -1,0 +1,467 @@
+/* rt_timeline.c: the engines' timing, deferred and resolved by a small event
+ * simulation.
+ *
+ * Why deferred: DRAM transfers in flight share the DRAM's bandwidth, re-rated
+ * whenever one starts or ends, so the end of a transfer moves when a later one
+ * starts. The scalar core issues in program order and every operation starts at
+ * or after its issue, so nothing issued later can change the timeline before the
+ * scalar core's time. An operation is therefore recorded when it is issued (its
+ * engine, its duration or its bytes and cap, the unfinished operations it waits
+ * for), and the timeline is resolved only as far as the scalar core needs a time:
+ * to its own time before each issue, until the oldest queued command starts when a
+ * command queue is full, until a buffer's operations end (pc_wait, pc_wait_all),
+ * to the end (pc_finish). Everything issued is known then and nothing else can
+ * start before the awaited event, so resolving exactly to it is exact. The
+ * unfinished operations are few: an engine holds at most queue_depth commands
+ * that have not started.
+ *
+ * An engine runs its commands in issue order; a command starts when the engine is
+ * free, it has been issued and the operations it depends on (byte-range hazards,
+ * rt_core.c) have their results ready. An engine's results are ready in issue
+ * order, so per engine its latest operation stands for all its earlier ones:
+ * dependencies, hazards and waits keep one operation id per engine.
+ *
+ * DRAM: the transfers in their data phase share the DRAM's bytes per cycle
+ * max-min fairly (water filling): each gets an equal share, capped by its own
+ * rate (its channel's and its SRAM end's bytes per cycle), and what a capped one
+ * leaves goes to the others; reads and writes also share read_bytes_per_cycle and
+ * write_bytes_per_cycle where the config sets them. Rates change only when a
+ * transfer starts or ends its data phase; a transfer's data phase ends at the
+ * first whole cycle by which its bytes have moved. Everything at one cycle is
+ * processed before the rates are set again, so the order of processing does not
+ * matter: the timeline is deterministic, in whole cycles.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "polyc_rt.h"
+#include "rt_internal.h"
+
+enum { PC_WAITING, PC_SETUP, PC_FLOW, PC_RUNNING, PC_DONE };
+#define PC_NEVER INT64_MAX
+#define PC_EPS 1e-9
+
+static pc_op *pc_find(pc_timeline *tl, int64_t id) {
+  if (id < 0 || !tl->cap) return NULL;
+  pc_op *o = &tl->ops[id & (tl->cap - 1)];
+  return o->id == id ? o : NULL;
+}
+
+/* an operation no longer in its slot finished before the slot was reused */
+int pc__done(pc_ctx *ctx, int64_t id) {
+  pc_op *o = pc_find(&ctx->tl, id);
+  return !o || o->state == PC_DONE;
+}
+
+int pc__timeline_init(pc_ctx *ctx) {
+  pc_timeline *tl = &ctx->tl;
+  tl->cap = 256;
+  tl->ops = malloc((size_t)tl->cap * sizeof *tl->ops);
+  tl->caprun = 64;
+  tl->run = malloc((size_t)tl->caprun * sizeof *tl->run);
+  if (!tl->ops || !tl->run) {
+    tl->cap = 0;
+    return pc__fail(ctx, "pc_create: out of host memory for the timeline.");
+  }
+  for (int64_t i = 0; i < tl->cap; i++) tl->ops[i].id = -1;
+  return 0;
+}
+
+void pc__timeline_free(pc_ctx *ctx) {
+  free(ctx->tl.ops);
+  free(ctx->tl.run);
+}
+
+/* Twice the slots; finished operations are dropped (nothing needs their times:
+ * they ended before the resolved time, which no later operation precedes). */
+static int pc_grow(pc_ctx *ctx) {
+  pc_timeline *tl = &ctx->tl;
+  int64_t cap = 2 * tl->cap;
+  pc_op *ops = malloc((size_t)cap * sizeof *ops);
+  if (!ops) return pc__fail(ctx, "simulate: out of host memory for the timeline.");
+  for (int64_t i = 0; i < cap; i++) ops[i].id = -1;
+  for (int64_t i = 0; i < tl->cap; i++) {
+    pc_op *o = &tl->ops[i];
+    if (o->id >= 0 && o->state != PC_DONE) ops[o->id & (cap - 1)] = *o;
+  }
+  free(tl->ops);
+  tl->ops = ops;
+  tl->cap = cap;
+  return 0;
+}
+
+static pc_op *pc_new_op(pc_ctx *ctx) {
+  pc_timeline *tl = &ctx->tl;
+  int64_t id = tl->next_id;
+  for (;;) {
+    pc_op *o = &tl->ops[id & (tl->cap - 1)];
+    if (o->id < 0 || o->state == PC_DONE) {
+      memset(o, 0, sizeof *o);
+      o->id = id;
+      tl->next_id++;
+      return o;
+    }
+    if (pc_grow(ctx)) return NULL;
+  }
+}
+
+static int pc_run_add(pc_ctx *ctx, int64_t id) {
+  pc_timeline *tl = &ctx->tl;
+  if (tl->nrun == tl->caprun) {
+    int cap = 2 * tl->caprun;
+    int64_t *r = realloc(tl->run, (size_t)cap * sizeof *r);
+    if (!r) return pc__fail(ctx, "simulate: out of host memory for the timeline.");
+    tl->run = r;
+    tl->caprun = cap;
+  }
+  tl->run[tl->nrun++] = id;
+  return 0;
+}
+
+/* the oldest command of engine e that has not started, if any */
+static pc_op *pc_head(pc_timeline *tl, int e) {
+  if (tl->started[e] >= tl->queued[e]) return NULL;
+  return pc_find(tl, tl->qid[e][tl->started[e] % PC_MAX_QUEUE]);
+}
+
+/* the earliest start of engine e's head command, PC_NEVER while unknown */
+static int64_t pc_can_start(pc_ctx *ctx, int e) {
+  pc_timeline *tl = &ctx->tl;
+  pc_op *h = pc_head(tl, e);
+  if (!h || tl->free_at[e] == PC_NEVER) return PC_NEVER;
+  int k = 0;
+  for (int i = 0; i < h->ndeps; i++) /* forget the dependencies that finished */
+    if (!pc__done(ctx, h->deps[i])) h->deps[k++] = h->deps[i];
+  h->ndeps = k;
+  if (k) return PC_NEVER;
+  return PC_MAX(PC_MAX(h->issue, tl->free_at[e]), tl->now);
+}
+
+static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
+  pc_timeline *tl = &ctx->tl;
+  int e = o->engine;
+  o->start = t;
+  tl->qstart[e][tl->started[e] % PC_MAX_QUEUE] = t;
+  tl->started[e]++;
+  if (o->kind == PC_EV_DMA) {
+    o->state = PC_SETUP;
+    tl->free_at[e] = PC_NEVER; /* until its data has moved */
+  } else {
+    o->state = PC_RUNNING;
+    o->free_at = t + o->busy;
+    o->ready = PC_MAX(o->free_at + o->tail, tl->ready[e]);
+    tl->free_at[e] = o->free_at;
+    tl->ready[e] = o->ready;
+  }
+  pc_run_add(ctx, o->id);
+}
+
+/* a transfer's data has moved at t: then the latency, and the channel is free */
+static void pc_data_done(pc_timeline *tl, pc_op *o, int64_t t) {
+  int e = o->engine;
+  o->state = PC_RUNNING;
+  o->free_at = t + o->latency;
+  o->ready = PC_MAX(o->free_at, tl->ready[e]);
+  tl->free_at[e] = o->free_at;
+  tl->ready[e] = o->ready;
+}
+
+static void pc_end_setup(pc_timeline *tl, pc_op *o, int64_t t) {
+  if (o->dirs) { /* through DRAM: it shares the bandwidth from now on */
+    o->state = PC_FLOW;
+    o->t_rate = t;
+    o->rate = 0;
+    o->fin = PC_NEVER;
+    tl->rerate = 1;
+  } else {
+    int64_t need = (int64_t)ceil(o->left / o->cap - PC_EPS);
+    pc_data_done(tl, o, t + PC_MAX(need, 1));
+  }
+}
+
+static void pc_retire(pc_ctx *ctx, pc_op *o) {
+  pc_timeline *tl = &ctx->tl;
+  o->state = PC_DONE;
+  tl->last = PC_MAX(tl->last, o->ready);
+  if (ctx->quiet) return;
+  ctx->stats.busy[o->engine] += o->free_at - o->start;
+  ctx->stats.ops[o->engine]++;
+  if (o->event >= 0) {
+    ctx->events[o->event].start = o->start;
+    ctx->events[o->event].end = o->free_at;
+  }
+}
+
+/* Max-min fair rates of the transfers in their data phase at t: raise all rates
+ * together; a transfer stops at its own cap, a group (all, reads, writes) stops
+ * when it fills its bandwidth; repeat with the others. */
+static void pc_share(pc_ctx *ctx, int64_t t) {
+  pc_timeline *tl = &ctx->tl;
+  const pc_level *D = &ctx->spec.level[0];
+  pc_op *f[PC_MAX_ENGINES];
+  int n = 0;
+  for (int i = 0; i < tl->nrun; i++) {
+    pc_op *o = pc_find(tl, tl->run[i]);
+    if (o->state == PC_FLOW && n < PC_MAX_ENGINES) f[n++] = o;
+  }
+  double cap[3] = {D->bytes_per_cycle,
+                   D->read_bytes_per_cycle > 0 ? D->read_bytes_per_cycle : INFINITY,
+                   D->write_bytes_per_cycle > 0 ? D->write_bytes_per_cycle : INFINITY};
+  double used[3] = {0, 0, 0};
+  int fixed[PC_MAX_ENGINES] = {0}, left = n;
+  while (left > 0) {
+    int cnt[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++)
+      if (!fixed[i]) {
+        cnt[0]++;
+        cnt[1] += f[i]->dirs & 1;
+        cnt[2] += (f[i]->dirs >> 1) & 1;
+      }
+    double level = INFINITY, share[3];
+    for (int k = 0; k < 3; k++) {
+      share[k] = cnt[k] ? PC_MAX(0.0, (cap[k] - used[k]) / cnt[k]) : INFINITY;
+      level = PC_MIN(level, share[k]);
+    }
+    for (int i = 0; i < n; i++)
+      if (!fixed[i]) level = PC_MIN(level, f[i]->cap);
+    for (int i = 0; i < n; i++) {
+      if (fixed[i]) continue;
+      int d = f[i]->dirs, full = share[0] <= level + PC_EPS ||
+                                 ((d & 1) && share[1] <= level + PC_EPS) ||
+                                 ((d & 2) && share[2] <= level + PC_EPS);
+      if (!full && f[i]->cap > level + PC_EPS) continue;
+      f[i]->rate = PC_MIN(level, f[i]->cap);
+      fixed[i] = 1;
+      left--;
+      used[0] += f[i]->rate;
+      if (d & 1) used[1] += f[i]->rate;
+      if (d & 2) used[2] += f[i]->rate;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    pc_op *o = f[i];
+    if (o->rate <= PC_EPS) {
+      o->fin = PC_NEVER;
+      continue;
+    }
+    int64_t need = (int64_t)ceil(o->left / o->rate - PC_EPS);
+    o->fin = t + PC_MAX(need, 1);
+  }
+}
+
+/* the time of the next event, PC_NEVER when nothing is left to happen */
+static int64_t pc_next(pc_ctx *ctx) {
+  pc_timeline *tl = &ctx->tl;
+  int64_t t = PC_NEVER;
+  for (int i = 0; i < tl->nrun; i++) {
+    pc_op *o = pc_find(tl, tl->run[i]);
+    int64_t at = o->state == PC_SETUP ? o->start + o->setup
+                 : o->state == PC_FLOW ? o->fin
+                                       : o->ready;
+    t = PC_MIN(t, at);
+  }
+  for (int e = 1; e < ctx->stats.nengines; e++) t = PC_MIN(t, pc_can_start(ctx, e));
+  return t;
+}
+
+/* everything that happens at cycle t */
+static void pc_process(pc_ctx *ctx, int64_t t) {
+  pc_timeline *tl = &ctx->tl;
+  tl->now = t;
+  for (int i = 0; i < tl->nrun; i++) {
+    pc_op *o = pc_find(tl, tl->run[i]);
+    if (o->state != PC_FLOW) continue;
+    o->left -= o->rate * (double)(t - o->t_rate);
+    o->t_rate = t;
+  }
+  int changed;
+  do {
+    changed = 0;
+    for (int i = 0; i < tl->nrun;) {
+      pc_op *o = pc_find(tl, tl->run[i]);
+      if (o->state == PC_SETUP && o->start + o->setup <= t) {
+        pc_end_setup(tl, o, t);
+        changed = 1;
+      }
+      if (o->state == PC_FLOW && o->fin <= t) {
+        o->left = 0;
+        pc_data_done(tl, o, t);
+        tl->rerate = changed = 1;
+      }
+      if (o->state == PC_RUNNING && o->ready <= t) {
+        pc_retire(ctx, o);
+        tl->run[i] = tl->run[--tl->nrun];
+        changed = 1;
+        continue;
+      }
+      i++;
+    }
+    for (int e = 1; e < ctx->stats.nengines; e++)
+      if (pc_can_start(ctx, e) <= t) {
+        pc_start(ctx, pc_head(tl, e), t);
+        changed = 1;
+      }
+  } while (changed);
+  if (tl->rerate) {
+    pc_share(ctx, t);
+    tl->rerate = 0;
+  }
+}
+
+static void pc_run_to(pc_ctx *ctx, int64_t until) {
+  for (;;) {
+    int64_t t = pc_next(ctx);
+    if (t > until) break;
+    pc_process(ctx, t);
+  }
+  if (ctx->tl.now < until) ctx->tl.now = until;
+}
+
+void pc__advance(pc_ctx *ctx) { pc_run_to(ctx, ctx->scalar_time); }
+
+int64_t pc__wait_ops(pc_ctx *ctx, const int64_t *ids) {
+  int ne = ctx->stats.nengines;
+  for (;;) {
+    int busy = 0;
+    for (int e = 0; e < ne; e++) busy |= !pc__done(ctx, ids[e]);
+    if (!busy) break;
+    int64_t t = pc_next(ctx);
+    if (t == PC_NEVER) break; /* cannot happen: every operation can finish */
+    pc_process(ctx, t);
+  }
+  int64_t end = 0;
+  for (int e = 0; e < ne; e++) {
+    pc_op *o = pc_find(&ctx->tl, ids[e]);
+    if (o) end = PC_MAX(end, o->ready);
+  }
+  return end;
+}
+
+int64_t pc__forecast(pc_ctx *ctx, const int64_t *ids) {
+  pc_timeline saved = ctx->tl;
+  pc_op *ops = malloc((size_t)saved.cap * sizeof *ops);
+  int64_t *run = malloc((size_t)saved.caprun * sizeof *run);
+  if (!ops || !run) {
+    free(ops);
+    free(run);
+    return -1;
+  }
+  memcpy(ops, saved.ops, (size_t)saved.cap * sizeof *ops);
+  memcpy(run, saved.run, (size_t)saved.caprun * sizeof *run);
+  ctx->tl.ops = ops;
+  ctx->tl.run = run;
+  ctx->quiet = 1;
+  int64_t end = pc__wait_ops(ctx, ids);
+  ctx->quiet = 0;
+  free(ctx->tl.ops);
+  free(ctx->tl.run);
+  ctx->tl = saved;
+  return end;
+}
+
+int64_t pc__drain(pc_ctx *ctx) {
+  for (;;) {
+    int64_t t = pc_next(ctx);
+    if (t == PC_NEVER) break;
+    pc_process(ctx, t);
+  }
+  return ctx->tl.last;
+}
+
+/* The channel that frees first were every operation to run alone (DRAM not
+ * shared): a choice made at issue, when the shared timeline is not known yet. */
+int pc__pick_channel(pc_ctx *ctx) {
+  const int64_t *f = &ctx->tl.est_free[PC_ENG_DMA];
+  int best = 0;
+  for (int c = 1; c < ctx->spec.channels; c++)
+    if (f[c] < f[best]) best = c;
+  return best;
+}
+
+/* the estimate behind pc__pick_channel: start after the engine and the
+ * dependencies as estimated, then `busy` cycles, results `tail` later */
+static void pc_estimate(pc_ctx *ctx, pc_op *o, int64_t busy, int64_t tail) {
+  pc_timeline *tl = &ctx->tl;
+  int e = o->engine;
+  o->est_start = PC_MAX(o->est_start, tl->est_free[e]);
+  tl->est_free[e] = o->est_start + busy;
+  o->est_ready = tl->est_free[e] + tail;
+}
+
+/* When the engine's command queue is full the scalar core waits until the oldest
+ * queued command starts; it spends issue_cycles, then the operation waits for its
+ * engine and for the unfinished operations whose bytes it touches. */
+static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
+  pc_timeline *tl = &ctx->tl;
+  int64_t q = ctx->spec.queue_depth, k = tl->queued[engine];
+  if (k >= q) {
+    int64_t idx = k - q;
+    while (tl->started[engine] <= idx) {
+      int64_t t = pc_next(ctx);
+      if (t == PC_NEVER) break;
+      pc_process(ctx, t);
+    }
+    int64_t t = tl->qstart[engine][idx % PC_MAX_QUEUE];
+    if (t > ctx->scalar_time) {
+      pc__trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,
+                "queue full");
+      ctx->scalar_time = t;
+    }
+  }
+  int64_t issue = ctx->spec.issue_cycles;
+  ctx->scalar_time += issue;
+  ctx->stats.busy[PC_ENG_SCALAR] += issue;
+  pc__advance(ctx); /* keeps the unfinished operations few */
+  pc_op *o = pc_new_op(ctx);
+  if (!o) return NULL;
+  o->engine = engine;
+  o->issue = ctx->scalar_time;
+  o->state = PC_WAITING;
+  int64_t ids[PC_MAX_ENGINES];
+  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  for (int i = 0; i < nacc; i++)
+    pc__users(ctx, &ctx->bufs[acc[i].buf], acc[i].lo, acc[i].hi, acc[i].is_write,
+              ids);
+  o->est_start = o->issue;
+  for (int e = 0; e < ctx->stats.nengines; e++)
+    if (!pc__done(ctx, ids[e])) {
+      o->deps[o->ndeps++] = ids[e];
+      o->est_start = PC_MAX(o->est_start, pc_find(tl, ids[e])->est_ready);
+    }
+  pc__record(ctx, acc, nacc, o->id, engine);
+  tl->qid[engine][k % PC_MAX_QUEUE] = o->id;
+  tl->queued[engine]++;
+  return o;
+}
+
+void pc__submit(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
+                int64_t busy, int64_t tail, int kind, int64_t amount,
+                const char *label) {
+  pc_op *o = pc_begin(ctx, engine, acc, nacc);
+  if (!o) return;
+  o->busy = busy;
+  o->tail = tail;
+  pc_estimate(ctx, o, busy, tail);
+  o->kind = kind;
+  o->amount = amount;
+  o->event = pc__trace(ctx, engine, kind, 0, 0, amount, -1, -1, label);
+}
+
+void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
+                    int64_t setup, double bytes, double cap, int dirs,
+                    int64_t latency, int src, int dst, const char *label) {
+  pc_op *o = pc_begin(ctx, engine, acc, nacc);
+  if (!o) return;
+  o->kind = PC_EV_DMA;
+  o->setup = setup;
+  o->left = bytes;
+  o->cap = cap;
+  o->dirs = dirs;
+  o->latency = latency;
+  double alone = dirs ? PC_MIN(cap, ctx->spec.level[0].bytes_per_cycle) : cap;
+  pc_estimate(ctx, o, setup + (int64_t)ceil(bytes / alone - PC_EPS) + latency, 0);
+  o->amount = (int64_t)bytes;
+  o->event = pc__trace(ctx, engine, PC_EV_DMA, 0, 0, o->amount, src, dst, label);
+}
