@@ -1,0 +1,168 @@
+"""DRAM bandwidth shared by the transfers in flight, and the deferred timeline.
+
+Closed forms on the tiny config (see tests/accelerator/test_timing.py for its
+numbers): DMA set-up SETUP = 4 cycles, channels of 8 B/cycle, DRAM 8 B/cycle with
+LAT = 20 cycles. Transfers in their data phase share DRAM max-min fairly and are
+re-rated whenever one starts or ends. With ``issue_cycles = 0`` transfers issued
+one after the other start in the same cycle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tomllib
+
+from accelerator.hardware.config import from_dict, load_config
+from accelerator.sim.simulator import Simulator
+from codegen.accel.direct import build_runtime
+from polyc.errors import ConfigError
+from tests.accelerator.test_timing import DRAM_BW, FILL, ISSUE, LAT, SETUP, tiny_with
+
+
+@pytest.fixture(scope="module")
+def rt():
+    return build_runtime()
+
+
+def _load(sim, dst, src, nbytes, channel, src_off=0):
+    sim.dma((dst, 0, [1]), (src, src_off, [1]), [nbytes], 1, channel=channel)
+
+
+def test_two_transfers_issued_together_share_equally(rt):
+    """Both get 4 B/cycle and both end at 2B/bw; first come first served gave the
+    first all of DRAM (it ended at B/bw) and the second the rest."""
+    sim = Simulator(rt, tiny_with(scalar__issue_cycles=0))
+    B = 1024
+    src = sim.bind("A", np.zeros(2 * B, dtype=np.uint8))
+    d0, d1 = sim.alloc("l1", 0, B, "x"), sim.alloc("l1", B, B, "y")
+    _load(sim, d0, src, B, 0)
+    _load(sim, d1, src, B, 1, B)
+    end = SETUP + 2 * B // DRAM_BW + LAT
+    assert (sim.ready(d0), sim.ready(d1)) == (end, end)
+    report = sim.finish()
+    assert report.cycles == end
+    assert [(e.start, e.end) for e in report.events] == [(0, end)] * 2
+
+
+def test_a_store_issued_first_no_longer_blocks_a_later_load(rt):
+    """A 1,024-byte store, then a 256-byte load on the other channel one issue
+    later: the store runs alone for a cycle, both move 4 B/cycle until the load
+    ends, then the store speeds up to 8 B/cycle again. DRAM never idles, so the
+    store ends when all 1,280 bytes have moved."""
+    sim = Simulator(rt, load_config("tiny"))
+    Bs, Bl = 1024, 256
+    out = sim.bind("C", np.zeros(Bs, dtype=np.uint8))
+    src = sim.bind("A", np.zeros(Bl, dtype=np.uint8))
+    x, y = sim.alloc("l1", 0, Bs, "x"), sim.alloc("l1", Bs, Bl, "y")
+    sim.dma((out, 0, [1]), (x, 0, [1]), [Bs], 1, channel=0)  # the store
+    _load(sim, y, src, Bl, 1)
+    store_data, load_data = ISSUE + SETUP, 2 * ISSUE + SETUP
+    # first come first served made the load wait for the whole store (its end
+    # was store_data + (Bs + Bl) / 8 + LAT, the store's own at Bs / 8)
+    load = load_data + Bl // (DRAM_BW // 2) + LAT
+    store = store_data + (Bs + Bl) // DRAM_BW + LAT
+    assert (sim.ready(y), sim.ready(x)) == (load, store)
+    assert sim.finish().cycles == store
+
+
+@pytest.mark.parametrize(
+    "split,load_rate,store_rate",
+    [
+        ({"read_bytes_per_cycle": 2.0}, 2, 6),  # the store takes what reads leave
+        ({"read_bytes_per_cycle": 2.0, "write_bytes_per_cycle": 3.0}, 2, 3),
+        ({"write_bytes_per_cycle": 2.0}, 6, 2),
+    ],
+)
+def test_reads_and_writes_share_their_own_caps(rt, split, load_rate, store_rate):
+    """A load and a store start together: each direction is capped by its own
+    bytes per cycle, and max-min sharing gives the other what is left of the 8."""
+    edits = {f"memory__0__{k}": v for k, v in split.items()}
+    sim = Simulator(rt, tiny_with(scalar__issue_cycles=0, **edits))
+    n = 1200  # a multiple of every rate
+    out = sim.bind("C", np.zeros(n, dtype=np.uint8))
+    src = sim.bind("A", np.zeros(n, dtype=np.uint8))
+    x, y = sim.alloc("l1", 0, n, "x"), sim.alloc("l1", n, n, "y")
+    sim.dma((out, 0, [1]), (x, 0, [1]), [n], 1, channel=0)
+    _load(sim, y, src, n, 1)
+    fast, slow = max(load_rate, store_rate), min(load_rate, store_rate)
+    first = n // fast
+    # the slower one keeps its cap once the faster one has ended
+    second = n // slow
+    ends = {load_rate: sim.ready(y), store_rate: sim.ready(x)}
+    assert ends[fast] == SETUP + first + LAT
+    assert ends[slow] == SETUP + second + LAT
+
+
+def test_a_lone_read_is_capped_by_the_read_split(rt):
+    sim = Simulator(rt, tiny_with(memory__0__read_bytes_per_cycle=2.0))
+    src = sim.bind("A", np.zeros(64, dtype=np.uint8))
+    y = sim.alloc("l1", 0, 64, "y")
+    _load(sim, y, src, 64, 0)
+    assert sim.ready(y) == ISSUE + SETUP + 64 // 2 + LAT
+
+
+def test_the_split_is_refused_on_an_sram_level():
+    with open(load_config("tiny").source, "rb") as f:
+        data = tomllib.load(f)
+    data["memory"][1]["read_bytes_per_cycle"] = 4.0
+    with pytest.raises(ConfigError, match="only the DRAM level has a read/write"):
+        from_dict(data)
+
+
+def test_a_full_queue_waits_for_a_start_that_sharing_moved(rt):
+    """tiny's queues hold 4 commands. A long load on channel 1, then six short
+    loads on channel 0: the sixth waits until the second starts, which is when the
+    first ends; the first shares DRAM with the long load (4 B/cycle), where first
+    come first served made it wait for the whole long load."""
+    sim = Simulator(rt, load_config("tiny"))
+    big, small = 2048, 64
+    src = sim.bind("A", np.zeros(big, dtype=np.uint8))
+    z = sim.alloc("l1", 0, big, "z")
+    ys = [sim.alloc("l1", big + i * small, small, f"y{i}") for i in range(6)]
+    _load(sim, z, src, big, 1)
+    for y in ys:
+        _load(sim, y, src, small, 0)
+    first_end = 2 * ISSUE + SETUP + small // (DRAM_BW // 2) + LAT
+    assert sim.now == first_end + ISSUE
+    stalls = [e for e in sim.finish().events if e.kind == "wait"]
+    assert [(e.label, e.start, e.end) for e in stalls] == [
+        ("queue full", 6 * ISSUE, first_end)
+    ]
+
+
+def test_a_hazard_on_an_unfinished_transfer_follows_its_re_rating(rt):
+    """A MAC reads the tile a load brings; a second load issued after the MAC
+    slows the first one down, and the MAC starts when the first really ends."""
+    sim = Simulator(rt, load_config("tiny"))
+    src = sim.bind("A", np.zeros(1024, dtype=np.uint8))
+    a = sim.alloc("l1", 0, 256, "a")
+    b = sim.alloc("l1", 256, 64, "b")
+    c = sim.alloc("l1", 512, 64, "c")
+    z = sim.alloc("l1", 1024, 1024, "z")
+    _load(sim, a, src, 256, 0)
+    sim.mac(4, 4, 4, (a, 0, 4, 1), (b, 0, 4, 1), (c, 0, 4, 1), dtype="float32")
+    _load(sim, z, src, 1024, 1)  # issued after the MAC, starts before a's end
+    # a: alone from cycle 5 to 7 (16 bytes), then 4 B/cycle for its other 240
+    a_end = ISSUE + SETUP + 2 + 240 // 4 + LAT
+    report = sim.finish()
+    mac = next(e for e in report.events if e.kind == "mac")
+    assert (mac.start, mac.end) == (a_end, a_end + FILL + 4)
+
+
+def test_a_forecast_leaves_the_timeline_alone(rt):
+    """pc_ready resolves on a copy: asking changes neither the answer of a later
+    question nor the run's results."""
+
+    def run(ask: bool):
+        sim = Simulator(rt, load_config("tiny"))
+        src = sim.bind("A", np.zeros(2048, dtype=np.uint8))
+        x, y = sim.alloc("l1", 0, 1024, "x"), sim.alloc("l1", 1024, 1024, "y")
+        _load(sim, x, src, 1024, 0)
+        early = sim.ready(x) if ask else None
+        _load(sim, y, src, 1024, 1, 1024)  # moves x's end
+        return early, sim.ready(x), sim.finish().to_dict()
+
+    early, late, report = run(True)
+    assert early == ISSUE + SETUP + 1024 // DRAM_BW + LAT < late
+    assert run(False)[1:] == (late, report)
