@@ -528,7 +528,8 @@ class LayerModel:
             if use.any():
                 moves.append(terms.staging_copy(buf, use, route.staging, dma))
             traffic.add(buf, box, use, moves)
-        busy = terms.overlap(self.spec, traffic, terms.engines(self, ev, n))
+        work = terms.engines(self, ev, n)
+        busy = terms.overlap(self.spec, traffic, work, max(stream_slots - 1, 1))
         return Estimate(
             busy.cycles,
             traffic.dram_bytes,

@@ -111,6 +111,7 @@ class Copies:
     """The DMA work of a buffer over the whole layer."""
 
     dram_bytes: np.ndarray  # bytes between DRAM and the chip
+    dram_writes: np.ndarray  # ... of which stored to DRAM
     channel_cycles: np.ndarray  # the channels' busy time, summed
     calls: np.ndarray  # DMA calls
     streams: np.ndarray | float  # calls that overlap the compute (double buffered)
@@ -146,6 +147,7 @@ def tile_copies(
     directions = buf.directions
     return Copies(
         np.where(use, 0, box.copies * box.moved_bytes * directions),
+        np.where(use, 0, box.copies * box.moved_bytes * int(buf.copy_out)),
         box.copies * t.per_call * t.calls * directions,
         box.copies * directions * t.calls,
         np.where(box.copies > 1, t.calls, 0) * directions,
@@ -162,6 +164,7 @@ def staging_copy(buf: TileBuffer, use: np.ndarray, route: Route, dma: DMA) -> Co
     t = route.copy(whole, desc, dma.setup_cycles)
     return Copies(
         np.where(use, whole, 0),
+        0.0,
         np.where(use, t.per_call * t.calls, 0),
         np.where(use, t.calls, 0),
         0.0,
@@ -174,20 +177,29 @@ class Traffic:
     """The layer's DMA work, summed over its buffers (see :meth:`add`)."""
 
     dram_bytes: np.ndarray
+    dram_writes: np.ndarray  # ... of which stores
     channel_cycles: np.ndarray
     transfers: np.ndarray  # DMA calls
     streams: np.ndarray  # calls in flight beside the compute
     most: np.ndarray  # copies of the most often copied buffer
     first_in: np.ndarray  # DRAM bytes loaded before the first tile
     first_time: np.ndarray  # the longest of those loads
+    first_calls: np.ndarray  # ... and their DMA calls
+    next_in: np.ndarray  # bytes of the next tile's loads (copies run more than once)
+    next_calls: np.ndarray
+    in_serial: np.ndarray  # one tile's loads one after the other on one channel
+    out_serial: np.ndarray  # ... and its stores
     last_out: np.ndarray  # bytes stored after the last tile
     last_time: np.ndarray
     stored: list = field(default_factory=list)  # copies of each copied-out buffer
+    loads: list = field(default_factory=list)  # (copies, time alone) per loaded one
 
     @classmethod
     def zeros(cls, n: int) -> Traffic:
         z = np.zeros
-        return cls(z(n), z(n), z(n), z(n), np.ones(n), z(n), z(n), z(n), z(n))
+        return cls(
+            *(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(9))
+        )
 
     def add(self, buf: TileBuffer, box: TileBox, use: np.ndarray, moves) -> None:
         """Add buffer ``buf``'s copies ``moves`` (:class:`Copies`: its tile copies,
@@ -195,6 +207,7 @@ class Traffic:
         alone = 0.0
         for c in moves:
             self.dram_bytes += c.dram_bytes
+            self.dram_writes += c.dram_writes
             self.channel_cycles += c.channel_cycles
             self.transfers += c.calls
             self.streams += c.streams
@@ -205,9 +218,18 @@ class Traffic:
         if buf.copy_in:
             self.first_in += np.where(use, buf.whole_bytes, box.moved_bytes)
             self.first_time = np.maximum(self.first_time, alone)
+            calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
+            self.first_calls += calls
+            again = (box.copies > 1) & ~use
+            self.next_in += np.where(again, box.moved_bytes, 0)
+            self.next_calls += np.where(again, calls, 0)
+            self.in_serial += alone * calls
+            self.loads.append((np.where(use, 0, box.copies), alone))
         if buf.copy_out:
             self.last_out += box.moved_bytes
             self.last_time = np.maximum(self.last_time, alone)
+            calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
+            self.out_serial += alone * calls
 
 
 @dataclass(frozen=True)
@@ -250,13 +272,25 @@ class Busy:
     engines: dict
 
 
-def overlap(spec: Spec, traffic: Traffic, work: Work) -> Busy:
+def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     """With double buffering the engines overlap: the busiest one's total (DMA:
     the larger of DRAM bytes over its bandwidth and channel time over the
     channels in flight; the scalar core also issues every call), plus the first
-    tile's loads before anything starts and the last tile's stores after."""
+    tile's loads before anything starts and the last tile's stores after.
+
+    DRAM as the simulator shares it: the transfers in flight divide its bytes per
+    cycle max-min fairly, re-rated whenever one starts or ends, so it never idles
+    while one has bytes left: the DRAM time of a stretch is its bytes over the
+    bandwidth, whoever issued first (a store no longer holds up the loads beside
+    it). Reads and writes also fill their own caps (``read_bytes_per_cycle``,
+    ``write_bytes_per_cycle``). The first tile's loads share DRAM with the loads
+    of the ``ahead`` tiles after it (their slots are free, so they are issued at
+    once) on the channels they leave free, so the fill moves those bytes too."""
     dma = spec.dma
-    dram_bw = spec.dram.bytes_per_cycle
+    dram = spec.dram
+    bw = dram.bytes_per_cycle
+    read_bw = min(bw, dram.read_bytes_per_cycle or bw)
+    write_bw = min(bw, dram.write_bytes_per_cycle or bw)
     issues = traffic.transfers + work.calls
     scalar = work.scalar + issues * spec.scalar.issue_cycles
     # each double-buffered stream overlaps the compute; a store of every tile
@@ -266,13 +300,40 @@ def overlap(spec: Spec, traffic: Traffic, work: Work) -> Busy:
     for copies in traffic.stored:
         waiting |= (copies >= traffic.most) & (traffic.most > 1)
     in_flight = np.clip(traffic.streams, 1, np.maximum(dma.channels - waiting, 1))
-    dma_time = np.maximum(
-        traffic.dram_bytes / dram_bw, traffic.channel_cycles / in_flight
+    reads = traffic.dram_bytes - traffic.dram_writes
+    dram_time = np.maximum(
+        np.maximum(traffic.dram_bytes / bw, reads / read_bw),
+        traffic.dram_writes / write_bw,
     )
-    fill = np.maximum(traffic.first_time, traffic.first_in / dram_bw)
-    drain = np.maximum(traffic.last_time, traffic.last_out / dram_bw)
+    dma_time = np.maximum(dram_time, traffic.channel_cycles / in_flight)
+    free = np.maximum(dma.channels - traffic.first_calls, 0)
+    beside = traffic.next_in * np.minimum(
+        free / np.maximum(traffic.next_calls, 1), ahead
+    )
+    fill = np.maximum(traffic.first_time, (traffic.first_in + beside) / read_bw)
+    # one channel: a store waiting for its tile's compute holds up the next
+    # tile's loads queued behind it, so each boundary between stored tiles
+    # exposes the store and those loads
+    stored = max(traffic.stored, key=np.sum) if traffic.stored else 0
+    blocked = dma.channels == 1
+    stalls = np.where(
+        blocked,
+        np.maximum(stored - 1, 0) * (traffic.out_serial + traffic.in_serial),
+        0,
+    )
+    drain = np.maximum(traffic.last_time, traffic.last_out / write_bw)
+    # a tile's load starts when the compute of the tile `ahead + 1` before it has
+    # freed its slot: with loads longer than the compute, a tile takes
+    # (compute + load) / (ahead + 1)
+    tile = work.mac / np.maximum(traffic.most, 1)
+    load = np.zeros(len(issues))
+    for copies, alone in traffic.loads:  # the longest load of every tile
+        load = np.maximum(load, np.where(copies >= traffic.most, alone, 0))
+    period = np.maximum(tile, (tile + load) / (ahead + 1))
+    paced = np.maximum(traffic.most - 1, 0) * (period - tile)
     busiest = np.maximum(
-        np.maximum(work.mac, work.vector), np.maximum(dma_time, scalar)
+        np.maximum(work.mac + stalls + paced, work.vector),
+        np.maximum(dma_time, scalar),
     )
     return Busy(
         busiest + fill + drain,
