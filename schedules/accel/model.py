@@ -19,7 +19,10 @@ simulator's rules (``docs/accelerator.md``):
 With double buffering the engines overlap, so a layer takes the busiest engine's
 total (MAC array, vector unit, DMA: the larger of DRAM bytes over its bandwidth and
 channel time over the channels, scalar core), plus the first tile's loads before
-anything can start and the last tile's stores after everything else.
+anything can start and the last tile's stores after everything else. DRAM is shared
+by the transfers in flight max-min fairly, as the simulator does, so its time is
+bytes over bandwidth whatever the issue order (:func:`schedules.accel.terms.overlap`
+says what it assumes).
 
 This module builds the expressions (:class:`TileBuffer` per array, the engines'
 cycles per statement); :mod:`schedules.accel.terms` holds the numeric terms that

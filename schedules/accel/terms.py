@@ -75,6 +75,7 @@ class Route:
             calls,
             start + nbytes / calls / self.rate,
             start + nbytes / np.minimum(calls * self.rate, self.want),
+            start,
         )
 
 
@@ -86,6 +87,7 @@ class Transfer:
     calls: np.ndarray
     per_call: np.ndarray
     alone: np.ndarray
+    fixed: np.ndarray  # set-up and latency: what moves no bytes
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class Copies:
     calls: np.ndarray  # DMA calls
     streams: np.ndarray | float  # calls that overlap the compute (double buffered)
     alone: np.ndarray  # time of its copy before the first (after the last) tile
+    fixed: np.ndarray | float = 0.0  # ... of which set-up and latency
 
 
 def footprint(buf: TileBuffer, box: TileBox, stream_slots: int, align: int):
@@ -152,6 +155,7 @@ def tile_copies(
         box.copies * directions * t.calls,
         np.where(box.copies > 1, t.calls, 0) * directions,
         t.alone,
+        t.fixed,
     )
 
 
@@ -192,14 +196,13 @@ class Traffic:
     last_out: np.ndarray  # bytes stored after the last tile
     last_time: np.ndarray
     stored: list = field(default_factory=list)  # copies of each copied-out buffer
-    loads: list = field(default_factory=list)  # (copies, time alone) per loaded one
+    loads: list = field(default_factory=list)  # (copies, alone, fixed) per load
+    stores: list = field(default_factory=list)  # (copies, alone, fixed, bytes)
 
     @classmethod
     def zeros(cls, n: int) -> Traffic:
         z = np.zeros
-        return cls(
-            *(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(9))
-        )
+        return cls(*(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(9)))
 
     def add(self, buf: TileBuffer, box: TileBox, use: np.ndarray, moves) -> None:
         """Add buffer ``buf``'s copies ``moves`` (:class:`Copies`: its tile copies,
@@ -224,12 +227,13 @@ class Traffic:
             self.next_in += np.where(again, box.moved_bytes, 0)
             self.next_calls += np.where(again, calls, 0)
             self.in_serial += alone * calls
-            self.loads.append((np.where(use, 0, box.copies), alone))
+            self.loads.append((np.where(use, 0, box.copies), alone, moves[0].fixed))
         if buf.copy_out:
             self.last_out += box.moved_bytes
             self.last_time = np.maximum(self.last_time, alone)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
             self.out_serial += alone * calls
+            self.stores.append((box.copies, alone, moves[0].fixed, box.moved_bytes))
 
 
 @dataclass(frozen=True)
@@ -285,7 +289,13 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     it). Reads and writes also fill their own caps (``read_bytes_per_cycle``,
     ``write_bytes_per_cycle``). The first tile's loads share DRAM with the loads
     of the ``ahead`` tiles after it (their slots are free, so they are issued at
-    once) on the channels they leave free, so the fill moves those bytes too."""
+    once) on the channels they leave free, so the fill moves those bytes too, and
+    the DRAM time between fill and drain moves only the other bytes.
+
+    What DRAM sharing does not remove, and the model charges: on one channel a
+    store waiting for its tile's compute holds up the loads queued behind it (each
+    boundary between stored tiles exposes both); a load (store) slower than the
+    compute it overlaps paces the tiles through the slots of its buffer."""
     dma = spec.dma
     dram = spec.dram
     bw = dram.bytes_per_cycle
@@ -300,17 +310,20 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     for copies in traffic.stored:
         waiting |= (copies >= traffic.most) & (traffic.most > 1)
     in_flight = np.clip(traffic.streams, 1, np.maximum(dma.channels - waiting, 1))
-    reads = traffic.dram_bytes - traffic.dram_writes
-    dram_time = np.maximum(
-        np.maximum(traffic.dram_bytes / bw, reads / read_bw),
-        traffic.dram_writes / write_bw,
-    )
-    dma_time = np.maximum(dram_time, traffic.channel_cycles / in_flight)
+    # the fill and the drain move their own bytes; the rest moves between them
     free = np.maximum(dma.channels - traffic.first_calls, 0)
     beside = traffic.next_in * np.minimum(
         free / np.maximum(traffic.next_calls, 1), ahead
     )
-    fill = np.maximum(traffic.first_time, (traffic.first_in + beside) / read_bw)
+    fill_bytes = np.minimum(traffic.first_in + beside, traffic.dram_bytes)
+    fill = np.maximum(traffic.first_time, fill_bytes / read_bw)
+    drain = np.maximum(traffic.last_time, traffic.last_out / write_bw)
+    writes = np.maximum(traffic.dram_writes - traffic.last_out, 0)
+    reads = np.maximum(traffic.dram_bytes - traffic.dram_writes - fill_bytes, 0)
+    dram_time = np.maximum(
+        np.maximum((reads + writes) / bw, reads / read_bw), writes / write_bw
+    )
+    dma_time = np.maximum(dram_time, traffic.channel_cycles / in_flight)
     # one channel: a store waiting for its tile's compute holds up the next
     # tile's loads queued behind it, so each boundary between stored tiles
     # exposes the store and those loads
@@ -321,16 +334,25 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
         np.maximum(stored - 1, 0) * (traffic.out_serial + traffic.in_serial),
         0,
     )
-    drain = np.maximum(traffic.last_time, traffic.last_out / write_bw)
     # a tile's load starts when the compute of the tile `ahead + 1` before it has
     # freed its slot: with loads longer than the compute, a tile takes
-    # (compute + load) / (ahead + 1)
+    # (compute + load) / (ahead + 1); the load shares DRAM with the tile's other
+    # transfers, so it takes at least its fixed part and the tile's DRAM bytes
     tile = work.mac / np.maximum(traffic.most, 1)
+    per_tile = traffic.dram_bytes / np.maximum(traffic.most, 1) / bw
     load = np.zeros(len(issues))
-    for copies, alone in traffic.loads:  # the longest load of every tile
-        load = np.maximum(load, np.where(copies >= traffic.most, alone, 0))
+    for copies, alone, fixed in traffic.loads:  # the longest load of every tile
+        t = np.maximum(alone, fixed + per_tile)
+        load = np.maximum(load, np.where(copies >= traffic.most, t, 0))
     period = np.maximum(tile, (tile + load) / (ahead + 1))
     paced = np.maximum(traffic.most - 1, 0) * (period - tile)
+    # likewise a stored buffer's two slots: the compute of its tile after next
+    # waits for its store (at no more than the write bandwidth)
+    for copies, alone, fixed, nbytes in traffic.stores:
+        store = np.maximum(alone, fixed + nbytes / write_bw)
+        out_tile = work.mac / np.maximum(copies, 1)
+        wait = np.maximum((store - out_tile) / 2, 0)
+        paced = np.maximum(paced, np.maximum(copies - 1, 0) * wait)
     busiest = np.maximum(
         np.maximum(work.mac + stalls + paced, work.vector),
         np.maximum(dma_time, scalar),
