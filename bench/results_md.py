@@ -83,6 +83,41 @@ SECTIONS: tuple[Section, ...] = (
     Section("study", "study.json", "bench.study", "table"),
     Section("host_c", "host_c.json", "bench.host_c", "table", key="rows"),
     Section("sched", "schedules.json", "bench.sched", "render", doc="schedules.md"),
+    Section(
+        "fidelity-table",
+        "fidelity.json",
+        "bench.peers.report",
+        "render_table",
+        doc="fidelity.md",
+    ),
+    Section(
+        "fidelity-breakdown",
+        "fidelity.json",
+        "bench.peers.report",
+        "render_breakdown",
+        doc="fidelity.md",
+    ),
+    Section(
+        "fidelity-runtime",
+        "fidelity.json",
+        "bench.peers.report",
+        "render_runtime",
+        doc="fidelity.md",
+    ),
+    Section(
+        "fidelity-compute",
+        "fidelity.json",
+        "bench.peers.report",
+        "render_compute",
+        doc="fidelity.md",
+    ),
+    Section(
+        "fidelity-errors",
+        "fidelity.json",
+        "bench.peers.report",
+        "render_errors",
+        doc="fidelity.md",
+    ),
 )
 
 

@@ -40,6 +40,9 @@ def main() -> None:
                 "incl_prefetch": int(incl_prefetch),
                 "overall_util_pct": round(float(util), 3),
                 "mapping_eff_pct": round(float(mapping_eff), 3),
+                # words (bytes: SCALE-Sim's word is 1 byte) moved to and from DRAM
+                "dram_reads": int(layer.ifmap_dram_reads + layer.filter_dram_reads),
+                "dram_writes": int(layer.ofmap_dram_writes),
                 "wall_s": round(wall, 2),
             }
         )
