@@ -135,10 +135,11 @@ def _tile_name(var) -> str:
     return f"band{getattr(var, 'position', '?')}"
 
 
-def compute_only_polyc(m: int, n: int, k: int, dataflow: str) -> dict:
+def compute_only_polyc(m: int, n: int, k: int, dataflow: str, overlap: bool) -> dict:
     """MAC-array cycles of one ``m x n x k`` int8 MAC call whose operands are
-    already on chip, on HW-A with ``dataflow``: the simulator's busy cycles
-    (SRAMs enlarged to hold the operands: capacity does not enter the MAC timing)."""
+    already on chip, on HW-A with ``dataflow``, the stationary register double
+    buffered (``overlap``, as HW-A ships) or not: the simulator's busy cycles (SRAMs
+    enlarged to hold the operands: capacity does not enter the MAC timing)."""
     import tomllib
 
     from accelerator.hardware.config import from_dict
@@ -148,9 +149,11 @@ def compute_only_polyc(m: int, n: int, k: int, dataflow: str) -> dict:
 
     with open(CONFIG_PATH, "rb") as f:
         data = tomllib.load(f)
-    has_dataflow = "dataflow" in MacArray.__dataclass_fields__
-    if has_dataflow:
+    fields = MacArray.__dataclass_fields__
+    if "dataflow" in fields:
         data["mac_array"]["dataflow"] = DATAFLOWS[dataflow]
+    if "double_buffered" in fields:
+        data["mac_array"]["double_buffered"] = overlap
     for mem in data["memory"][1:]:
         mem["capacity_bytes"] = 1 << 26
     spec = from_dict(data)
@@ -163,7 +166,8 @@ def compute_only_polyc(m: int, n: int, k: int, dataflow: str) -> dict:
     report = sim.finish()
     return {
         "cycles": report.engine("mac_array").busy,
-        "dataflow_modelled": has_dataflow,
+        "total": report.cycles,
+        "dataflow_modelled": "dataflow" in fields,
     }
 
 
@@ -220,7 +224,8 @@ def compute_only(peers_dir: Path | None, timeout) -> list[dict]:
         for df in DATAFLOWS:
             formula = scalesim.compute_cycles(df, m, n, k, HWA.rows, HWA.cols)
             entry = {
-                "polyc": compute_only_polyc(m, n, k, df),
+                "polyc": compute_only_polyc(m, n, k, df, overlap=True),
+                "polyc_no_overlap": compute_only_polyc(m, n, k, df, overlap=False),
                 "scalesim_formula": formula,
             }
             if peers_dir is not None and formula <= 40_000:

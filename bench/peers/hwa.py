@@ -34,6 +34,10 @@ class Hardware:
     latency_cycles: int = 1  # SRAM and DRAM
     in_sram_bytes_per_cycle: int = 32  # input and weight SRAM ports
     out_sram_psums_per_cycle: int = 32  # output SRAM port, int32 partial sums
+    # the PEs hold two weights, so the next fold's weights shift in while the
+    # current fold streams (TPU v1's double-buffered weight tiles); polyc:
+    # [mac_array] double_buffered = true, ZigZag and Stream: a 2-weight register
+    weight_reg_words: int = 2
     # placeholder energies in pJ (ZigZag and Stream need them; they do not change
     # latency): per access of one port word
     mac_pj: float = 0.04

@@ -44,8 +44,10 @@ def _memory(bits, r_cost, w_cost, operands, ports, served) -> dict:
 
 
 def memories(hw: Hardware = HWA) -> dict:
-    """The on-chip levels: a stationary int8 weight register and an int32 partial
-    sum register per PE, then one SRAM per operand serving the whole array."""
+    """The on-chip levels: a stationary int8 weight register (two weights deep, so
+    ZigZag lets the next one load while the current one is used: otherwise every
+    weight tile stalls on the weight SRAM's port) and an int32 partial sum register
+    per PE, then one SRAM per operand serving the whole array."""
     word = 8 * hw.operand_bytes
     psum = 8 * hw.psum_bytes
     in_port = 8 * hw.in_sram_bytes_per_cycle
@@ -54,7 +56,7 @@ def memories(hw: Hardware = HWA) -> dict:
     both = ["D1", "D2"]
     return {
         "reg_W": _memory(
-            word,
+            word * hw.weight_reg_words,
             hw.reg_pj,
             hw.reg_pj,
             ["I2"],
