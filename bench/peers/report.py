@@ -75,7 +75,7 @@ def render_table(data: dict) -> str:
             mark = ""
             if cycles:
                 d = est / cycles - 1
-                mark = f" ({d:+.0%}){' †' if abs(d) > EXPLAIN else ''}"
+                mark = f" ({d:+.1%}){' †' if abs(d) > EXPLAIN else ''}"
             cells.append(_n(est) + mark)
         ss = _record(data, "scalesim", name)
         compute = ss.get("compute_cycles")

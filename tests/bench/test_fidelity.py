@@ -23,6 +23,9 @@ def test_hw_a_config_says_what_the_description_says():
     assert (a.rows, a.cols) == (HWA.rows, HWA.cols)
     assert a.peak_macs_per_cycle("int8") == HWA.macs_per_cycle == 1024
     assert spec.clock_ghz == HWA.clock_ghz
+    # one SRAM per operand role: A (input), B (weight), C (partial sums)
+    levels = (a.input_levels, a.weight_levels, a.accumulator_levels)
+    assert levels == (("sram_in",), ("sram_w",), ("sram_out",))
     dram, *srams = spec.memory
     assert dram.bytes_per_cycle == HWA.dram_bytes_per_cycle
     assert dram.latency_cycles == HWA.latency_cycles
@@ -142,9 +145,9 @@ def _data(polyc: int, zz: int) -> dict:
 
 def test_table_marks_differences_above_ten_percent():
     close = report.render_table(_data(20_000, 21_000))
-    assert "21,000 (+5%) |" in close and "†" not in close
+    assert "21,000 (+5.0%) |" in close and "†" not in close
     far = report.render_table(_data(20_000, 23_000))
-    assert "23,000 (+15%) †" in far
+    assert "23,000 (+15.0%) †" in far
     assert "22,399 (formula)" in far  # SCALE-Sim compute only, not an estimate
     ((name, peer, d),) = report.differences(_data(20_000, 23_000))
     assert (name, peer, d) == ("gemm_256", "zigzag", pytest.approx(0.15))
