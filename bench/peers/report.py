@@ -109,8 +109,9 @@ def render_breakdown(data: dict) -> str:
     """Where each tool's cycles go, per layer (the terms each model adds up)."""
     lines = [
         "| layer | polyc: MAC busy / DMA busy / DRAM bytes | ZigZag: temporal + stall "
-        "+ onload + offload + drain (spatial util.) | Stream: per tile, overlap, fill "
-        "| SCALE-Sim: compute + stall (incl. prefetch) |",
+        "+ onload + offload + drain (spatial util.) | Stream: tiles x per tile - "
+        "overlaps + fill | SCALE-Sim: compute + stall (incl. prefetch); DRAM bytes "
+        "written |",
         "|---|---|---|---|---|",
     ]
     for lay in data.get("layers", []):
@@ -132,20 +133,28 @@ def render_breakdown(data: dict) -> str:
             if z
             else "-"
         )
-        cells.append(
-            f"{_n(s.get('per_iteration'))}, {_n(s.get('overlap_between_iterations'))}, "
-            f"{_n(s.get('fill'))}"
-            if s
-            else "-"
-        )
+        cells.append(_stream(s) if s else "-")
         cells.append(
             f"{_n(c['compute_cycles'])} + {_n(c['stall_cycles'])} "
-            f"({_n(c['incl_prefetch'])})"
+            f"({_n(c['incl_prefetch'])}); {_n(c.get('dram_writes'))}"
             if c.get("source") == "run"
             else "-"
         )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _stream(s: dict) -> str:
+    """Stream's decomposition ``n x P - (n - 1) x O + F``, with the tile count
+    ``n`` solved from its total."""
+    total, p, o, f = (
+        s.get(k)
+        for k in ("total", "per_iteration", "overlap_between_iterations", "fill")
+    )
+    if not all(isinstance(v, int) for v in (total, p, o, f)) or p == o:
+        return "-"
+    n = (total - f - o) // (p - o)
+    return f"{n} x {p:,} - {n - 1} x {o:,} + {f:,}"
 
 
 def render_compute(data: dict) -> str:
