@@ -75,7 +75,8 @@ def render_table(data: dict) -> str:
             mark = ""
             if cycles:
                 d = est / cycles - 1
-                mark = f" ({d:+.1%}){' †' if abs(d) > EXPLAIN else ''}"
+                pct = f"{d:+.1%}" if round(d, 3) else "0.0%"
+                mark = f" ({pct}){' †' if abs(d) > EXPLAIN else ''}"
             cells.append(_n(est) + mark)
         ss = _record(data, "scalesim", name)
         compute = ss.get("compute_cycles")

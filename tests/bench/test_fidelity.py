@@ -26,6 +26,7 @@ def test_hw_a_config_says_what_the_description_says():
     # one SRAM per operand role: A (input), B (weight), C (partial sums)
     levels = (a.input_levels, a.weight_levels, a.accumulator_levels)
     assert levels == (("sram_in",), ("sram_w",), ("sram_out",))
+    assert a.requantize  # int8 outputs, requantized in the array's output path
     dram, *srams = spec.memory
     assert dram.bytes_per_cycle == HWA.dram_bytes_per_cycle
     assert dram.latency_cycles == HWA.latency_cycles
