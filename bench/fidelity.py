@@ -102,7 +102,7 @@ def run_polyc(name: str, config: str = str(CONFIG_PATH)) -> dict:
         return {"layer": name, "error": f"{type(err).__name__}: {err}"}
     run_s = time.perf_counter() - start - compiled_s
     engines = {e.name: e.busy for e in report.engines}
-    calls = {e.name: e.ops for e in report.engines}
+    ops = {e.name: e.ops for e in report.engines}
     tiles = [
         {_tile_name(v): size for v, size in lc.candidate.sizes}
         for lc in compiled.choice.layers
@@ -114,7 +114,8 @@ def run_polyc(name: str, config: str = str(CONFIG_PATH)) -> dict:
         "cycles": report.cycles,
         "predicted_cycles": round(compiled.choice.predicted_cycles),
         "mac_busy": engines.get("mac_array", 0),
-        "mac_calls": calls.get("mac_array", 0),
+        # MAC calls and output-path (requantization) operations
+        "mac_ops": ops.get("mac_array", 0),
         "dma_busy": max(
             (b for e, b in engines.items() if e.startswith("dma")), default=0
         ),
