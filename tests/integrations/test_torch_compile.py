@@ -204,7 +204,7 @@ def test_unknown_config_raises_at_the_first_call():
         torch.randn(2, 64),
         error=ConfigError,
         match=r"load_config: no hardware description 'nosuch' because it is neither "
-        r"a shipped config \(datacenter, edge-npu, tiny\)",
+        r"a shipped config \(datacenter, edge-npu, hw-a, tiny\)",
     )
 
 
