@@ -18,6 +18,7 @@ from pathlib import Path
 import tomllib
 
 from accelerator.hardware.spec import (
+    DATAFLOWS,
     DMA,
     MAC_DTYPES,
     MEMORY_KINDS,
@@ -147,21 +148,41 @@ TOP_KEYS = (
 
 
 def _mac_array(r: _Reader, t: dict | None, levels: list[str] | None) -> MacArray | None:
+    if isinstance(t, Mapping) and "fill_drain_cycles" in t:
+        # the old fixed cost per call: say why it went rather than "unknown key"
+        t = {k: v for k, v in t.items() if k != "fill_drain_cycles"}
+        r.fail(
+            "mac_array.fill_drain_cycles",
+            "is no longer read",
+            "the array's fill, skew and drain follow from rows, cols and "
+            "mac_array.dataflow, so the key must go",
+        )
     t = r.table(
         t,
         "mac_array",
         required=(
             "rows",
             "cols",
-            "fill_drain_cycles",
             "accumulator_levels",
             "dtypes",
         ),
-        allowed=(*OPERAND_KEYS, "requantize"),
+        allowed=(*OPERAND_KEYS, "requantize", "dataflow", "double_buffered"),
     )
     if t is None:
         return None
     input_levels, weight_levels = _operand_levels(r, t, levels)
+    dataflow = t.get("dataflow", DATAFLOWS[0])
+    if dataflow not in DATAFLOWS:
+        dataflow = r.fail(
+            "mac_array.dataflow",
+            f"is {dataflow!r}",
+            "it must be one of " + ", ".join(repr(d) for d in DATAFLOWS),
+        )
+    double = t.get("double_buffered", True)
+    if not isinstance(double, bool):
+        double = r.fail(
+            "mac_array.double_buffered", f"is {double!r}", "it must be true or false"
+        )
     dts = r.table(
         r.sub(t, "dtypes", "mac_array"), "mac_array.dtypes", allowed=tuple(MAC_DTYPES)
     )
@@ -184,12 +205,13 @@ def _mac_array(r: _Reader, t: dict | None, levels: list[str] | None) -> MacArray
     return MacArray(
         rows=r.integer(t, "rows", "mac_array"),
         cols=r.integer(t, "cols", "mac_array"),
-        fill_drain_cycles=r.integer(t, "fill_drain_cycles", "mac_array", zero_ok=True),
         input_levels=input_levels,
         weight_levels=weight_levels,
         accumulator_levels=r.levels(t, "accumulator_levels", "mac_array", levels),
         dtypes=FrozenMap(dtypes),
         requantize=r.boolean(t, "requantize", "mac_array"),
+        dataflow=dataflow,
+        double_buffered=double,
     )
 
 

@@ -18,6 +18,9 @@ VECTOR_CLASSES = (*OP_CLASSES, "reduce")
 #: element types the MAC array may support, and what each accumulates in
 MAC_DTYPES = {"int8": "int32", "float16": "float16", "float32": "float32"}
 MEMORY_KINDS = ("dram", "sram")
+#: what the MAC array holds in its PEs while the other operands stream through
+#: (see :mod:`accelerator.hardware.dataflow`); a config that omits it gets the first
+DATAFLOWS = ("weight_stationary", "output_stationary", "input_stationary")
 
 
 class FrozenMap(Mapping):
@@ -64,20 +67,27 @@ class MacDType:
 
 @dataclass(frozen=True)
 class MacArray:
-    """The MAC array. One call computes ``C[m, n] (+)= A[m, k] @ B[k, n]``: it reads
-    A (the *input* operand) from one of ``input_levels``, B (the *weight*
-    operand) from one of ``weight_levels``, and reads and writes C (the
-    accumulator) in one of ``accumulator_levels``."""
+    """The MAC array, a systolic array of ``rows x cols`` PEs. One call computes
+    ``C[m, n] (+)= A[m, k] @ B[k, n]``: it reads A (the *input* operand) from one
+    of ``input_levels``, B (the *weight* operand) from one of ``weight_levels``,
+    and reads and writes C (the accumulator) in one of ``accumulator_levels``.
+
+    ``dataflow`` names the operand the PEs hold (one of :data:`DATAFLOWS`);
+    ``double_buffered`` says the PEs have a second register for it, so the next
+    fold's stationary operand loads (or the last fold's outputs drain) while the
+    current fold streams. The timing follows from these alone
+    (:func:`accelerator.hardware.dataflow.mac_timing`)."""
 
     rows: int
     cols: int
-    fill_drain_cycles: int
     input_levels: tuple[str, ...]
     weight_levels: tuple[str, ...]
     accumulator_levels: tuple[str, ...]
     dtypes: Mapping[str, MacDType]
     #: the output path requantizes int32 accumulators to int8 (polyc.ir.requant)
     requantize: bool = False
+    dataflow: str = DATAFLOWS[0]
+    double_buffered: bool = True
 
     @property
     def operand_levels(self) -> tuple[str, ...]:

@@ -113,6 +113,8 @@ NAME_BYTES = defines()["PC_NAME"]
 MAC_MODES = _mac_modes()
 #: element types of the MAC array (``PC_MAC_*``: the index into ``pc_spec.mac_rate``)
 MAC_TYPES = {name.lower(): v for name, v in _group("PC_MAC_").items()}
+#: MAC array dataflows (``PC_DF_*``: ``pc_spec.dataflow``), by config name
+DATAFLOWS = {name.lower(): v for name, v in _group("PC_DF_").items()}
 #: vector primitive dtypes (``PC_F32`` ..)
 VEC_DTYPES = {_DTYPES[n]: v for n, v in _group("PC_").items() if n in _DTYPES}
 #: vector primitive ops (``PC_OP_*``)

@@ -21,6 +21,7 @@ import numpy as np
 from accelerator.hardware.spec import MAC_DTYPES, Spec
 from accelerator.sim.abi import (
     CLASS_INDEX,
+    DATAFLOWS,
     MAC_MODES,
     MAC_TYPES,
     NAME_BYTES,
@@ -38,7 +39,9 @@ def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
     s = ffi.new("pc_spec *")
     s.clock_ghz = spec.clock_ghz
     a = spec.mac_array
-    s.rows, s.cols, s.fill_drain = a.rows, a.cols, a.fill_drain_cycles
+    s.rows, s.cols = a.rows, a.cols
+    s.dataflow = DATAFLOWS[a.dataflow]
+    s.double_buffered = a.double_buffered
     for name in MAC_DTYPES:
         i = MAC_TYPES[name]
         d = a.dtypes.get(name)

@@ -9,8 +9,11 @@ simulator's rules (``docs/accelerator.md``):
 - a copy of ``b`` bytes keeps a DMA channel busy ``setup x descriptors +
   latency + b / min(channel, SRAM) `` cycles and takes ``b`` of the DRAM
   bandwidth; copies run on all channels at once;
-- a MAC call ``m x n x k`` costs ``fill_drain + ceil(m/rows) ceil(n/cols)
-  ceil(k/rate)``;
+- a MAC call ``m x n x k`` costs what its dataflow says
+  (:func:`accelerator.hardware.dataflow.mac_timing`: folds of the array, each
+  loading, streaming and draining; with double buffering calls pipeline, so each
+  costs its steady time and the statement pays the first load and the last tail
+  once);
 - a vector operation over ``e`` elements costs ``ceil(e/lanes) x`` its ops'
   cycles, plus one reduction step per output of a reduction;
 - the scalar core issues every call (``issue_cycles``) and runs unmapped
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
+from accelerator.hardware.dataflow import mac_timing
 from accelerator.hardware.spec import OP_CLASSES, Spec
 from polyc.errors import PlacementError
 from polyc.ir import macmap
@@ -332,15 +336,30 @@ class LayerModel:
 
     # engines ---------------------------------------------------------------------------
     def mac_cycles(self, stmt: Statement):
-        """``(cycles per tile, calls per tile)`` of a tensorized statement."""
-        a = self.spec.mac_array
+        """``(cycles per tile, calls per tile)`` of a tensorized statement: its
+        calls back to back, each at its steady time (see :meth:`mac_once`)."""
         m_g, n_g, k_g = self.st.groups_of(stmt.name)
+        calls = sp.Integer(1)
+        used = set(m_g + n_g + k_g)
+        for it in stmt.iterators:
+            if it not in used:
+                calls *= self.size(stmt, it)
+        return calls * self._mac_timing(stmt).steady, calls
+
+    def mac_once(self, stmt: Statement):
+        """What a tensorized statement's MAC calls pay once, not per call: the
+        first call's load on an idle array and the last one's tail (calls back to
+        back pipeline, :func:`accelerator.hardware.dataflow.mac_timing`)."""
+        t = self._mac_timing(stmt)
+        return sp.sympify(t.first + t.tail)  # 0 without double buffering
+
+    def _mac_timing(self, stmt: Statement):
+        """The dataflow's timing of one MAC call of ``stmt``, over tile symbols."""
         from schedules.accel.tensorize import contraction
 
-        con = contraction(stmt)
-        dt = a.dtypes[con.operand]
+        a = self.spec.mac_array
         ext = {}
-        for role, g in zip("mnk", (m_g, n_g, k_g)):
+        for role, g in zip("mnk", self.st.groups_of(stmt.name)):
             if not g:
                 ext[role] = sp.Integer(1)
             elif len(g) == 1:
@@ -350,18 +369,9 @@ class LayerModel:
             else:
                 pitch = self.pitch(stmt)
                 ext[role] = (self.size(stmt, g[0]) - 1) * pitch + self.size(stmt, g[1])
-        calls = sp.Integer(1)
-        used = set(m_g + n_g + k_g)
-        for it in stmt.iterators:
-            if it not in used:
-                calls *= self.size(stmt, it)
-        rate = dt.macs_per_cycle
-        passes = (
-            sp.ceiling(ext["m"] / a.rows)
-            * sp.ceiling(ext["n"] / a.cols)
-            * sp.ceiling(ext["k"] / sp.Rational(rate).limit_denominator(64))
-        )
-        return calls * (a.fill_drain_cycles + passes), calls
+        rate = a.dtypes[contraction(stmt).operand].macs_per_cycle
+        rate = sp.Rational(rate).limit_denominator(64)
+        return mac_timing(a, ext["m"], ext["n"], ext["k"], rate, sp.ceiling, sp.Max)
 
     def pitch(self, stmt: Statement):
         """Row pitch of the A operand's buffer along the inner fused M iterator."""
@@ -574,6 +584,7 @@ class LayerModel:
             eng = self.st.engine_of(s.name)
             if eng == "mac":
                 out.extend(self.mac_cycles(s))
+                out.append(self.mac_once(s))
             elif eng == "vector":
                 out.append(self.vector_cycles(s))
         for s in self.st.pitched:

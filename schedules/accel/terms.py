@@ -9,7 +9,8 @@ time and then for the whole layer:
   :meth:`Route.copy`, the one rule by which a copy is cut into calls;
 - :func:`staging_copy`: a re-read operand copied whole from DRAM to the level
   above the engines' once, before the tiles;
-- :func:`engines`: the MAC array's, the vector unit's and the scalar core's work;
+- :func:`engines`: the MAC array's (calls back to back, plus the first load and
+  the last tail once), the vector unit's and the scalar core's work;
 - :func:`overlap`: double buffering: the busiest engine's total plus the first
   tile's loads and the last tile's stores.
 
@@ -245,19 +246,30 @@ class Work:
     vector: np.ndarray
     scalar: np.ndarray  # statements the scalar core runs itself
     calls: np.ndarray
+    lead: np.ndarray | float = np.inf  # MAC time the next tiles' loads can run under
 
 
 def engines(model: LayerModel, ev, n: int) -> Work:
     """Each statement's tiles on its engine: MAC calls (and their issue), vector
     operations (one issue, two for a reduction), or scalar instances."""
     mac, vec, scalar, calls = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    lead = np.zeros(n)
+    depth = model.spec.scalar.queue_depth
     for s in model.layer.stmts:
         eng = model.st.engine_of(s.name)
         tiles = ev(model.tiles(s))
         if eng == "mac":
             cyc, per_tile = model.mac_cycles(s)
-            mac += tiles * ev(cyc)
-            calls += tiles * ev(per_tile)
+            cyc, per_tile = ev(cyc), ev(per_tile)
+            mac += tiles * cyc + ev(model.mac_once(s))
+            calls += tiles * per_tile
+            # the scalar core issues the next tile's loads after this tile's
+            # calls, at most queue_depth calls ahead of the array: with more
+            # calls per tile, the loads overlap only the last queue_depth ones
+            short = per_tile > depth
+            lead += np.where(
+                short, tiles * depth * cyc / np.maximum(per_tile, 1), np.inf
+            )
         elif eng == "vector":
             vec += tiles * ev(model.vector_cycles(s))
             calls += tiles * (2 if s.reduction else 1)
@@ -265,7 +277,8 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             calls += tiles
         elif eng == "scalar":
             scalar += model.scalar_cycles(s)
-    return Work(mac, vec, scalar, calls)
+    has_mac = any(model.st.engine_of(s.name) == "mac" for s in model.layer.stmts)
+    return Work(mac, vec, scalar, calls, lead if has_mac else np.inf)
 
 
 @dataclass(frozen=True)
@@ -357,6 +370,8 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
         np.maximum(work.mac + stalls + paced, work.vector),
         np.maximum(dma_time, scalar),
     )
+    # loads that do not fit under the MAC time they may overlap wait for it
+    busiest = np.maximum(busiest, work.mac + np.maximum(dma_time - work.lead, 0))
     return Busy(
         busiest + fill + drain,
         {"mac": work.mac, "vector": work.vector, "dma": dma_time, "scalar": scalar},

@@ -16,10 +16,11 @@ import pytest
 import tomllib
 
 from accelerator.hardware.config import from_dict, load_config
+from accelerator.hardware.dataflow import mac_timing
 from accelerator.sim.simulator import Simulator
 from codegen.accel.direct import build_runtime
 from polyc.errors import ConfigError
-from tests.accelerator.test_timing import DRAM_BW, FILL, ISSUE, LAT, SETUP, tiny_with
+from tests.accelerator.test_timing import DRAM_BW, ISSUE, LAT, SETUP, tiny_with
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +150,8 @@ def test_a_hazard_on_an_unfinished_transfer_follows_its_re_rating(rt):
     a_end = ISSUE + SETUP + 2 + 240 // 4 + LAT
     report = sim.finish()
     mac = next(e for e in report.events if e.kind == "mac")
-    assert (mac.start, mac.end) == (a_end, a_end + FILL + 4)
+    t = mac_timing(load_config("tiny").mac_array, 4, 4, 4, 1.0)
+    assert (mac.start, mac.end) == (a_end, a_end + t.steady + t.first)
 
 
 def test_a_forecast_leaves_the_timeline_alone(rt):
@@ -171,21 +173,26 @@ def test_a_forecast_leaves_the_timeline_alone(rt):
 
 
 def _array_32x32():
-    """edge-npu with a 32x32 int8 array, DRAM and DMA channels of 32 B/cycle."""
+    """edge-npu with a 32x32 weight-stationary int8 array (the issue's), DRAM and DMA
+    channels of 32 B/cycle."""
     with open(load_config("edge-npu").source, "rb") as f:
         data = tomllib.load(f)
-    data["mac_array"].update(rows=32, cols=32, fill_drain_cycles=64)
+    data["mac_array"].update(rows=32, cols=32, dataflow="weight_stationary")
     data["memory"][0]["bytes_per_cycle"] = 32.0
     data["dma"]["bytes_per_cycle"] = 32.0
     return from_dict(data)
 
 
-def test_gemm_256_on_a_32x32_array_keeps_its_mac_array_busy():
+def test_gemm_256_on_a_32x32_array_stalls_only_where_dram_is_full():
     """The issue's case: each output tile's store was issued before the next
     tile's loads and, first come first served, held all of DRAM, so the MAC array
-    waited at output-tile boundaries (388 and 336 cycles here) and the model,
-    which does not see that, predicted 0.96 of the cycles. Shared fairly, the loads
-    run beside the store: after the first tile the MAC calls run back to back."""
+    waited 3 x 1,856 cycles at output-tile boundaries. Shared fairly, the loads run
+    beside the store. The schedule (128x128 output tiles, K steps of 32: 512-cycle
+    calls) needs exactly DRAM's 32 B/cycle in steady state (a 64 KiB int32 store and
+    64 KiB of loads per 8 calls), so what is left at each of the 3 boundaries is
+    the set-up and latency the saturated DRAM cannot hide: under a third of the old
+    stall. The cost model does not see it (0.91 of the simulation: see the closing
+    note of issue 13)."""
     import polyc
     from polyc import ops
 
@@ -200,7 +207,12 @@ def test_gemm_256_on_a_32x32_array_keeps_its_mac_array_busy():
     a, b = (inputs[x.name] for x in kernel.free_inputs)
     assert np.array_equal(next(iter(out.values())), a.astype(np.int32) @ b)
     macs = [e for e in report.events if e.kind == "mac"]
+    # 16 folds of 32 rows back to back; a call after a wait also loads its weights
+    assert len(macs) == 32 and {e.end - e.start for e in macs} == {512, 512 + 32}
     gaps = [n.start - p.end for p, n in itertools.pairwise(macs)]
-    assert gaps == [0] * (len(macs) - 1)
+    stalled = [i for i, g in enumerate(gaps) if g]
+    # only the three calls after each output-tile boundary wait
+    assert {i // 8 for i in stalled} == {1, 2, 3} and len(stalled) <= 9
+    assert sum(gaps) < 1856 * 3 / 3
     ratio = compiled.choice.predicted_cycles / report.cycles
-    assert ratio == pytest.approx(1, abs=0.05)
+    assert 0.85 < ratio <= 1.0

@@ -7,6 +7,7 @@ int32) outputs in DRAM.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -121,7 +122,9 @@ def test_fused_requantize_after_the_last_k_step_of_a_tiled_reduction():
     }
     compiled = polyc.compile(k, config=_fused("tiny"))
     text = str(compiled)
-    assert "rc(S1)=16" in text or "rc(S1)=32" in text  # K split into steps
+    # K split into steps (4 on tiny's weight-stationary 4x4 array: a fold of rows)
+    rc = re.search(r"rc\(S1\)=(\d+)", text)
+    assert rc and int(rc.group(1)) < 64 and 64 % int(rc.group(1)) == 0, text
     assert "MAC array output path" in text
     out, _ = compiled.run(**data)
     np.testing.assert_array_equal(out["y"], polyc.interpret(k, data)["y"])

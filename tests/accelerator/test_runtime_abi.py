@@ -18,7 +18,12 @@ from pathlib import Path
 import pytest
 
 from accelerator.hardware import config
-from accelerator.hardware.spec import MAC_DTYPES, OP_CLASSES, VECTOR_CLASSES
+from accelerator.hardware.spec import (
+    DATAFLOWS,
+    MAC_DTYPES,
+    OP_CLASSES,
+    VECTOR_CLASSES,
+)
 from accelerator.sim import abi
 from accelerator.sim.attribution import COMPUTE
 from accelerator.sim.simulator import Simulator
@@ -131,6 +136,7 @@ def test_the_tables_cover_the_hardware_words():
     assert sorted(abi.CLASS_INDEX.values()) == list(range(len(VECTOR_CLASSES)))
     assert abi.CLASS_INDEX["reduce"] == len(OP_CLASSES)  # after the scalar classes
     assert set(abi.MAC_TYPES) == set(MAC_DTYPES)
+    assert set(abi.DATAFLOWS) == set(DATAFLOWS)
     for dtype, acc in MAC_DTYPES.items():
         assert (dtype, acc) in abi.MAC_MODES
     assert set(abi.VEC_DTYPES) == {"float32", "float16", "int32", "int8"}

@@ -3,8 +3,10 @@
 Every expected cycle count is written out from the config's numbers, so a change in
 the model shows up as arithmetic that no longer holds. The tiny config: the scalar
 core spends ISSUE = 1 cycle to issue a command; DMA: SETUP = 4 cycles, 8 B/cycle per
-channel, DRAM 8 B/cycle with LAT = 20 cycles (L1: 16 B/cycle, 2 cycles); a 4x4 MAC
-array with FILL = 8 cycles; a 4-lane vector unit.
+channel, DRAM 8 B/cycle with LAT = 20 cycles (L1: 16 B/cycle, 2 cycles); a 4x4
+weight-stationary MAC array with double-buffered weights (its calls are timed by
+``mac_timing``, whose closed forms tests/accelerator/test_dataflow.py checks); a
+4-lane vector unit.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import pytest
 import tomllib
 
 from accelerator.hardware.config import CONFIG_DIR, from_dict, load_config
+from accelerator.hardware.dataflow import mac_timing
 from accelerator.sim.simulator import Simulator
 from codegen.accel.direct import build_runtime
 
-ISSUE, SETUP, DRAM_BW, LAT, FILL = 1, 4, 8, 20, 8
+ISSUE, SETUP, DRAM_BW, LAT = 1, 4, 8, 20
 
 
 @pytest.fixture(scope="module")
@@ -114,12 +117,13 @@ def test_mac_tile(rt, dtype, rate, m, n, k):
     b = sim.alloc("l1", 1024, 1024, "b")
     c = sim.alloc("l1", 2048, 1024, "c")
     sim.mac(m, n, k, (a, 0, k, 1), (b, 0, n, 1), (c, 0, n, 1), dtype=dtype)
-    rows = cols = 4
-    passes = math.ceil(m / rows) * math.ceil(n / cols)
-    expected = ISSUE + FILL + passes * math.ceil(k / rate)
+    t = mac_timing(spec.mac_array, m, n, k, rate)
+    # weight stationary: ceil(k/4) ceil(n/4) folds, each streaming ceil(m/rate) rows
+    assert t.folds == math.ceil(k / 4) * math.ceil(n / 4)
+    assert t.stream == math.ceil(m / rate)
     report = sim.finish()
-    assert report.cycles == expected
-    assert report.engine("mac_array").busy == expected - ISSUE
+    assert report.cycles == ISSUE + t.alone
+    assert report.engine("mac_array").busy == t.steady + t.first
     assert report.mac_array_macs == m * n * k
     acc = 4 if dtype == "int8" else es
     assert report.level("l1").bytes_read == (m * k + k * n) * es
@@ -217,53 +221,63 @@ DMA_TILE = SETUP + 256 // DRAM_BW + LAT  # 56 cycles per 256-byte tile
 
 
 def test_compute_bound_loop_hides_its_loads(rt):
-    """MAC 4x16x16 = FILL + 4 passes x 16 = 72 cycles > 56 per load: after the
-    first load, every load runs under the previous tile's compute."""
+    """MAC 4x16x16 = 16 folds of 4 cycles back to back = 64 cycles > 56 per load:
+    after the first load, every load runs under the previous tile's compute, and
+    the calls pipeline (only the first load of weights and the last drain show)."""
     T, n = 6, 16
-    mac = FILL + (n // 4) * 16
+    t = mac_timing(load_config("tiny").mac_array, 4, n, 16, 1.0)
+    mac = t.steady
+    assert (mac, t.first, t.tail) == (16 * 4, 4, 4 + 4 - 2)
     assert mac > DMA_TILE
     report = _tiled_loop(rt, T, n)
     store = SETUP + 4 * n * 4 // DRAM_BW + LAT
-    assert report.cycles == (ISSUE + DMA_TILE) + T * mac + store
-    assert report.engine("mac_array").busy == T * mac
+    assert report.cycles == (ISSUE + DMA_TILE) + t.first + T * mac + t.tail + store
+    assert report.engine("mac_array").busy == t.first + T * mac
     assert report.engine("dma0").busy == T * DMA_TILE
-    # the MAC array waits only for the first load and the final store
-    assert report.engine("mac_array").idle == ISSUE + DMA_TILE + store
+    # the MAC array waits only for the first load, its last drain and the store
+    assert report.engine("mac_array").idle == ISSUE + DMA_TILE + t.tail + store
     # the timeline shows it: loads of tiles 1.. run while the MAC array computes
     macs = [e for e in report.events if e.kind == "mac"]
     loads = [e for e in report.events if e.kind == "dma" and e.engine == "dma0"]
     for load in loads[1:]:
         assert any(m.start <= load.start and load.end <= m.end for m in macs)
     # one buffer instead of two: each load waits for the previous tile's compute
+    # (loads 0 and 1 both precede the first call, so the last call finds its tile
+    # loaded and follows the one before back to back, without a load of weights)
     single = _tiled_loop(rt, T, n, double_buffer=False)
-    assert single.cycles == ISSUE + T * (DMA_TILE + mac) + store
+    per_tile = DMA_TILE + t.first + mac
+    assert single.cycles == ISSUE + T * per_tile - t.first + t.tail + store
 
 
 def test_bandwidth_bound_loop_hides_its_compute(rt):
-    """MAC 4x4x16 = FILL + 16 = 24 cycles < 56 per load: the loads run back to back
-    and only the last tile's compute shows."""
+    """MAC 4x4x16 = a 4-cycle load + 4 folds of 4 + a 6-cycle drain = 26 cycles
+    < 56 per load: the loads run back to back and only the last tile's compute
+    shows (each call starts on an idle array, so each pays its load)."""
     T, n = 6, 4
-    mac = FILL + 16
-    assert mac < DMA_TILE
+    t = mac_timing(load_config("tiny").mac_array, 4, n, 16, 1.0)
+    mac = t.first + t.steady
+    assert (mac, t.alone) == (20, 26)
     report = _tiled_loop(rt, T, n, store=False)
-    assert report.cycles == ISSUE + T * DMA_TILE + mac
-    assert report.engine("dma0").idle == ISSUE + mac
+    assert report.cycles == ISSUE + T * DMA_TILE + t.alone
+    assert report.engine("dma0").idle == ISSUE + t.alone
     assert report.engine("mac_array").busy == T * mac
 
 
 def test_full_command_queue_stalls_the_scalar_core(rt):
     """tiny's engines queue 4 commands: issuing a 6th MAC waits until the 2nd starts
-    (a command leaves the queue when its engine starts it)."""
+    (a command leaves the queue when its engine starts it: the 2nd call's weights
+    begin to load when the 1st call's last fold begins to stream)."""
     sim = Simulator(rt, load_config("tiny"))
     buf = sim.alloc("l1", 0, 4096, "x")
     k = 42
-    mac = FILL + k  # a 4x4 tile is one pass
+    t = mac_timing(load_config("tiny").mac_array, 4, 4, k, 1.0)
+    assert (t.steady, t.first, t.tail) == (11 * 4, 4, 6)  # 11 folds of 4 rows
     for _ in range(6):
         sim.mac(4, 4, k, (buf, 0, k, 1), (buf, 0, 4, 1), (buf, 512, 4, 1))
-    second_start = ISSUE + mac
+    second_start = ISSUE + t.first + t.steady - t.stream
     assert sim.now == second_start + ISSUE
     report = sim.finish()
-    assert report.cycles == ISSUE + 6 * mac
+    assert report.cycles == ISSUE + t.first + 6 * t.steady + t.tail
     stalls = [e for e in report.events if e.kind == "wait"]
     assert [(e.label, e.end) for e in stalls] == [("queue full", second_start)]
 

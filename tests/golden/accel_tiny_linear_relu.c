@@ -78,27 +78,27 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   uint64_t pc_vmask = 0;
   (void)pc_vmask;
   /* @scope b_l1_0, lin_l1_0, out_l1_0, x_l1_0, w_l1_0 */
-  pc_b_b_l1_0 = pc_alloc(_pc_ctx, 1, 2880, 96, "b_l1_0");
+  pc_b_b_l1_0 = pc_alloc(_pc_ctx, 1, 2176, 48, "b_l1_0");
   pc_p_b_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_b_l1_0);
   pc_slot_b_l1_0 = -1;
-  pc_b_lin_l1_0 = pc_alloc(_pc_ctx, 1, 0, 768, "lin_l1_0");
+  pc_b_lin_l1_0 = pc_alloc(_pc_ctx, 1, 768, 512, "lin_l1_0");
   pc_p_lin_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_lin_l1_0);
   pc_slot_lin_l1_0 = -1;
-  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 768, 768, "out_l1_0");
+  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 1280, 512, "out_l1_0");
   pc_p_out_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_out_l1_0);
   pc_slot_out_l1_0 = -1;
-  pc_b_x_l1_0 = pc_alloc(_pc_ctx, 1, 1536, 768, "x_l1_0");
+  pc_b_x_l1_0 = pc_alloc(_pc_ctx, 1, 0, 768, "x_l1_0");
   pc_p_x_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_x_l1_0);
   pc_slot_x_l1_0 = -1;
-  pc_b_w_l1_0 = pc_alloc(_pc_ctx, 1, 2304, 576, "w_l1_0");
+  pc_b_w_l1_0 = pc_alloc(_pc_ctx, 1, 1792, 384, "w_l1_0");
   pc_p_w_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_w_l1_0);
   pc_slot_w_l1_0 = -1;
   /* band L0 */
-  for (long j_t = 0; j_t <= 1; j_t += 1)
+  for (long j_t = 0; j_t <= 2; j_t += 1)
   {
-    /* @buffer b_l1_0: b[12] in l1, 3 slots, copy in */
-    /* @buffer lin_l1_0: lin[16x12] in l1, 2 slots, copy none */
-    /* @buffer out_l1_0: out[16x12] in l1, 2 slots, copy out */
+    /* @buffer b_l1_0: b[8] in l1, 3 slots, copy in */
+    /* @buffer lin_l1_0: lin[16x8] in l1, 2 slots, copy none */
+    /* @buffer out_l1_0: out[16x8] in l1, 2 slots, copy out */
     /* pc_in_b_l1_0 */
     {
       const long pc_a0 = 0;
@@ -106,9 +106,9 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
       (void)pc_a0;
       (void)pc_a1;
       pc_slot_b_l1_0 = (pc_slot_b_l1_0 + 1) % 3;
-      pc_o_b_l1_0_0 = 12 * pc_a1;
-      const long pc_l0 = pc_o_b_l1_0_0, pc_h0 = 12 * pc_a1 + 11;
-      pc_dma(_pc_ctx, -1, 2, 1, ((const int64_t[]){pc_h0 - pc_l0 + 1}), pc_b_b_l1_0, pc_slot_b_l1_0 * 16 + 1 * ((pc_l0) - pc_o_b_l1_0_0), ((const int64_t[]){1}), pc_b_b, 1 * pc_l0, ((const int64_t[]){1}), "b in");
+      pc_o_b_l1_0_0 = 8 * pc_a1;
+      const long pc_l0 = pc_o_b_l1_0_0, pc_h0 = 8 * pc_a1 + 7;
+      pc_dma(_pc_ctx, -1, 2, 1, ((const int64_t[]){pc_h0 - pc_l0 + 1}), pc_b_b_l1_0, pc_slot_b_l1_0 * 8 + 1 * ((pc_l0) - pc_o_b_l1_0_0), ((const int64_t[]){1}), pc_b_b, 1 * pc_l0, ((const int64_t[]){1}), "b in");
     }
     /* pc_in_lin_l1_0 */
     {
@@ -118,7 +118,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
       (void)pc_a1;
       pc_slot_lin_l1_0 = (pc_slot_lin_l1_0 + 1) % 2;
       pc_o_lin_l1_0_0 = 0;
-      pc_o_lin_l1_0_1 = 12 * pc_a1;
+      pc_o_lin_l1_0_1 = 8 * pc_a1;
     }
     /* pc_in_out_l1_0 */
     {
@@ -128,22 +128,22 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
       (void)pc_a1;
       pc_slot_out_l1_0 = (pc_slot_out_l1_0 + 1) % 2;
       pc_o_out_l1_0_0 = 0;
-      pc_o_out_l1_0_1 = 12 * pc_a1;
+      pc_o_out_l1_0_1 = 8 * pc_a1;
     }
     /* @vector S0 */
     /* band S0 */
     for (long b0 = 0; b0 <= 15; b0 += 1)
     {
-      for (long j = 12 * j_t; j <= 12 * j_t + 11; j += 1)
+      for (long j = 8 * j_t; j <= 8 * j_t + 7; j += 1)
       {
-        PC_CHECK(_pc_ctx, pc_vmask, pc_b_lin_l1_0, pc_s_S0, 2, ((const int64_t[]){(b0) - pc_o_lin_l1_0_0, (j) - pc_o_lin_l1_0_1}), ((const int64_t[]){16, 12}), 2, ((const int64_t[]){b0, j}));
-        PC_CHECK(_pc_ctx, pc_vmask, pc_b_b_l1_0, pc_s_S0, 1, ((const int64_t[]){(j) - pc_o_b_l1_0_0}), ((const int64_t[]){12}), 2, ((const int64_t[]){b0, j}));
-        pc_p_lin_l1_0[pc_slot_lin_l1_0 * 192 + 12 * ((b0) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)] = pc_p_b_l1_0[pc_slot_b_l1_0 * 16 + 1 * ((j) - pc_o_b_l1_0_0)];
+        PC_CHECK(_pc_ctx, pc_vmask, pc_b_lin_l1_0, pc_s_S0, 2, ((const int64_t[]){(b0) - pc_o_lin_l1_0_0, (j) - pc_o_lin_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){b0, j}));
+        PC_CHECK(_pc_ctx, pc_vmask, pc_b_b_l1_0, pc_s_S0, 1, ((const int64_t[]){(j) - pc_o_b_l1_0_0}), ((const int64_t[]){8}), 2, ((const int64_t[]){b0, j}));
+        pc_p_lin_l1_0[pc_slot_lin_l1_0 * 128 + 8 * ((b0) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)] = pc_p_b_l1_0[pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0)];
         pc_v_S0++;
       }
     }
     {
-      pc_vop pc_op = {"S0", pc_v_S0, {0, 0, 0, 0, 0, 0}, 2, {{pc_b_lin_l1_0, 1, pc_slot_lin_l1_0 * 384, pc_slot_lin_l1_0 * 384 + 384}, {pc_b_b_l1_0, 0, pc_slot_b_l1_0 * 32, pc_slot_b_l1_0 * 32 + 32}}};
+      pc_vop pc_op = {"S0", pc_v_S0, {0, 0, 0, 0, 0, 0}, 2, {{pc_b_lin_l1_0, 1, pc_slot_lin_l1_0 * 256, pc_slot_lin_l1_0 * 256 + 256}, {pc_b_b_l1_0, 0, pc_slot_b_l1_0 * 16, pc_slot_b_l1_0 * 16 + 16}}};
       if (pc_v_S0 > 0) pc_vector(_pc_ctx, &pc_op);
     }
     pc_v_S0 = 0, pc_vr_S0 = 0, pc_vp_S0 = -1;
@@ -151,7 +151,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
     for (long k_t = 0; k_t <= 3; k_t += 1)
     {
       /* @buffer x_l1_0: x[16x8] in l1, 3 slots, copy in */
-      /* @buffer w_l1_0: w[12x8] in l1, 3 slots, copy in */
+      /* @buffer w_l1_0: w[8x8] in l1, 3 slots, copy in */
       /* pc_in_x_l1_0 */
       {
         const long pc_a0 = 0;
@@ -176,11 +176,11 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
         (void)pc_a1;
         (void)pc_a2;
         pc_slot_w_l1_0 = (pc_slot_w_l1_0 + 1) % 3;
-        pc_o_w_l1_0_0 = 12 * pc_a1;
+        pc_o_w_l1_0_0 = 8 * pc_a1;
         pc_o_w_l1_0_1 = 8 * pc_a2;
-        const long pc_l0 = pc_o_w_l1_0_0, pc_h0 = 12 * pc_a1 + 11;
+        const long pc_l0 = pc_o_w_l1_0_0, pc_h0 = 8 * pc_a1 + 7;
         const long pc_l1 = pc_o_w_l1_0_1, pc_h1 = 8 * pc_a2 + 7;
-        pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_w_l1_0, pc_slot_w_l1_0 * 96 + 8 * ((pc_l0) - pc_o_w_l1_0_0) + 1 * ((pc_l1) - pc_o_w_l1_0_1), ((const int64_t[]){8, 1}), pc_b_w, 32 * pc_l0 + 1 * pc_l1, ((const int64_t[]){32, 1}), "w in");
+        pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_w_l1_0, pc_slot_w_l1_0 * 64 + 8 * ((pc_l0) - pc_o_w_l1_0_0) + 1 * ((pc_l1) - pc_o_w_l1_0_1), ((const int64_t[]){8, 1}), pc_b_w, 32 * pc_l0 + 1 * pc_l1, ((const int64_t[]){32, 1}), "w in");
       }
       /* @tensorize(matmul) S1: m=b0 n=j k=k */
       /* pc_mac_S1 */
@@ -192,25 +192,25 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
         (void)pc_a1;
         (void)pc_a2;
         const long pc_lo_b0 = 0, pc_hi_b0 = 15;
-        const long pc_lo_j = 12 * pc_a1, pc_hi_j = 12 * pc_a1 + 11;
+        const long pc_lo_j = 8 * pc_a1, pc_hi_j = 8 * pc_a1 + 7;
         const long pc_lo_k = 8 * pc_a2, pc_hi_k = 8 * pc_a2 + 7;
-        pc_mac(_pc_ctx, 1, ((pc_hi_b0 - pc_lo_b0) * 1 + 1), ((pc_hi_j - pc_lo_j) * 1 + 1), ((pc_hi_k - pc_lo_k) * 1 + 1), 1, ((pc_view){pc_b_x_l1_0, pc_slot_x_l1_0 * 128 + 8 * ((pc_lo_b0) - pc_o_x_l1_0_0) + 1 * ((pc_lo_k) - pc_o_x_l1_0_1), 8, 1}), ((pc_view){pc_b_w_l1_0, pc_slot_w_l1_0 * 96 + 8 * ((pc_lo_j) - pc_o_w_l1_0_0) + 1 * ((pc_lo_k) - pc_o_w_l1_0_1), 1, 8}), ((pc_view){pc_b_lin_l1_0, pc_slot_lin_l1_0 * 192 + 12 * ((pc_lo_b0) - pc_o_lin_l1_0_0) + 1 * ((pc_lo_j) - pc_o_lin_l1_0_1), 12, 1}), "S1");
+        pc_mac(_pc_ctx, 1, ((pc_hi_b0 - pc_lo_b0) * 1 + 1), ((pc_hi_j - pc_lo_j) * 1 + 1), ((pc_hi_k - pc_lo_k) * 1 + 1), 1, ((pc_view){pc_b_x_l1_0, pc_slot_x_l1_0 * 128 + 8 * ((pc_lo_b0) - pc_o_x_l1_0_0) + 1 * ((pc_lo_k) - pc_o_x_l1_0_1), 8, 1}), ((pc_view){pc_b_w_l1_0, pc_slot_w_l1_0 * 64 + 8 * ((pc_lo_j) - pc_o_w_l1_0_0) + 1 * ((pc_lo_k) - pc_o_w_l1_0_1), 1, 8}), ((pc_view){pc_b_lin_l1_0, pc_slot_lin_l1_0 * 128 + 8 * ((pc_lo_b0) - pc_o_lin_l1_0_0) + 1 * ((pc_lo_j) - pc_o_lin_l1_0_1), 8, 1}), "S1");
       }
     }
     /* @vector S2 */
     /* band S2 */
     for (long i = 0; i <= 15; i += 1)
     {
-      for (long j = 12 * j_t; j <= 12 * j_t + 11; j += 1)
+      for (long j = 8 * j_t; j <= 8 * j_t + 7; j += 1)
       {
-        PC_CHECK(_pc_ctx, pc_vmask, pc_b_out_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_out_l1_0_0, (j) - pc_o_out_l1_0_1}), ((const int64_t[]){16, 12}), 2, ((const int64_t[]){i, j}));
-        PC_CHECK(_pc_ctx, pc_vmask, pc_b_lin_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_lin_l1_0_0, (j) - pc_o_lin_l1_0_1}), ((const int64_t[]){16, 12}), 2, ((const int64_t[]){i, j}));
-        pc_p_out_l1_0[pc_slot_out_l1_0 * 192 + 12 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)] = pc_max_f16(pc_p_lin_l1_0[pc_slot_lin_l1_0 * 192 + 12 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)], ((_Float16)0.0f));
+        PC_CHECK(_pc_ctx, pc_vmask, pc_b_out_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_out_l1_0_0, (j) - pc_o_out_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){i, j}));
+        PC_CHECK(_pc_ctx, pc_vmask, pc_b_lin_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_lin_l1_0_0, (j) - pc_o_lin_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){i, j}));
+        pc_p_out_l1_0[pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)] = pc_max_f16(pc_p_lin_l1_0[pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)], ((_Float16)0.0f));
         pc_v_S2++;
       }
     }
     {
-      pc_vop pc_op = {"S2", pc_v_S2, {0, 0, 1, 0, 0, 0}, 2, {{pc_b_out_l1_0, 1, pc_slot_out_l1_0 * 384, pc_slot_out_l1_0 * 384 + 384}, {pc_b_lin_l1_0, 0, pc_slot_lin_l1_0 * 384, pc_slot_lin_l1_0 * 384 + 384}}};
+      pc_vop pc_op = {"S2", pc_v_S2, {0, 0, 1, 0, 0, 0}, 2, {{pc_b_out_l1_0, 1, pc_slot_out_l1_0 * 256, pc_slot_out_l1_0 * 256 + 256}, {pc_b_lin_l1_0, 0, pc_slot_lin_l1_0 * 256, pc_slot_lin_l1_0 * 256 + 256}}};
       if (pc_v_S2 > 0) pc_vector(_pc_ctx, &pc_op);
     }
     pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1;
@@ -221,8 +221,8 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
       (void)pc_a0;
       (void)pc_a1;
       const long pc_l0 = 0, pc_h0 = 15;
-      const long pc_l1 = 12 * pc_a1, pc_h1 = 12 * pc_a1 + 11;
-      pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_out, 24 * pc_l0 + 1 * pc_l1, ((const int64_t[]){24, 1}), pc_b_out_l1_0, pc_slot_out_l1_0 * 192 + 12 * ((pc_l0) - pc_o_out_l1_0_0) + 1 * ((pc_l1) - pc_o_out_l1_0_1), ((const int64_t[]){12, 1}), "out out");
+      const long pc_l1 = 8 * pc_a1, pc_h1 = 8 * pc_a1 + 7;
+      pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_out, 24 * pc_l0 + 1 * pc_l1, ((const int64_t[]){24, 1}), pc_b_out_l1_0, pc_slot_out_l1_0 * 128 + 8 * ((pc_l0) - pc_o_out_l1_0_0) + 1 * ((pc_l1) - pc_o_out_l1_0_1), ((const int64_t[]){8, 1}), "out out");
     }
   }
   pc_free(_pc_ctx, pc_b_b_l1_0);

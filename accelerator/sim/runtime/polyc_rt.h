@@ -53,6 +53,11 @@
 #define PC_MAC_FLOAT16 1
 #define PC_MAC_FLOAT32 2
 
+/* MAC array dataflows: the operand its PEs hold (pc_spec.dataflow) */
+#define PC_DF_WEIGHT_STATIONARY 0
+#define PC_DF_OUTPUT_STATIONARY 1
+#define PC_DF_INPUT_STATIONARY 2
+
 /* MAC array modes: operand type -> accumulator type */
 #define PC_I8_I32 0
 #define PC_F16_F16 1
@@ -119,7 +124,8 @@ typedef struct {
   double clock_ghz;
   /* MAC array */
   int rows, cols;
-  int64_t fill_drain;
+  int dataflow;        /* PC_DF_*: the operand the PEs hold */
+  int double_buffered; /* the PEs hold a second copy of it: folds overlap */
   double mac_rate[PC_NMAC]; /* MACs per PE per cycle; 0 = unsupported */
   double mac_pj[PC_NMAC];
   unsigned input_levels;  /* bit i: the array may read A (input) from level i */
@@ -328,12 +334,21 @@ typedef struct {
   int ndeps;                      /* unfinished operations it waits for */
   int64_t issue, start, free_at, ready, fin;
   int64_t busy, tail;             /* fixed duration, then results after tail */
+  int64_t head;    /* MAC: the first fold's load, which may overlap the op before */
+  int64_t spacing; /* MAC: its first fold starts >= this after the last one before */
+  int64_t last;    /* MAC: cycles of its last fold's stream (ends at free_at) */
+  int64_t body;    /* when it began to occupy its engine: its start, or the end
+                      of the op before when its head was hidden under that op */
   int64_t setup, latency, t_rate; /* DMA phases; when `left` was last updated */
   double left, cap, rate;         /* DMA data still to move, its own cap, its rate */
   int64_t amount;
   int64_t est_start, est_ready; /* as if it ran alone (for the channel choice) */
   int64_t event; /* its trace event (written at issue, timed when it ends), or -1 */
   int64_t deps[PC_MAX_ENGINES];
+  int64_t read_dep;   /* a MAC call that reads what it overwrites: it may start
+                         once the array is past that call (its inputs are in),
+                         before that call's results are out; -1: none */
+  int64_t not_before; /* ... the cycle that call frees the array */
 } pc_op;
 
 /* the deferred timeline: operations issued but not yet finished, and each
@@ -349,6 +364,8 @@ typedef struct {
   int rerate; /* a DRAM transfer started or ended: share the bandwidth anew */
   int64_t free_at[PC_MAX_ENGINES]; /* the engine's next start; INT64_MAX: unknown */
   int64_t ready[PC_MAX_ENGINES];   /* the latest result of its started ops */
+  int64_t fold_at[PC_MAX_ENGINES]; /* MAC: its latest fold's start (the stationary
+                                      register is free to load from then) */
   int64_t est_free[PC_MAX_ENGINES]; /* when it would be free if each op ran alone */
   int64_t queued[PC_MAX_ENGINES];  /* commands issued so far */
   int64_t started[PC_MAX_ENGINES]; /* ... of which started */

@@ -1,7 +1,7 @@
 /* rt_compute.c: the MAC array and the vector unit.
  *
- * MAC tile m x n x k on an r x c array: fill_drain + ceil(m/r) * ceil(n/c) *
- * ceil(k / rate) cycles, where rate is the dtype's MACs per PE per cycle. Numerics
+ * MAC tile m x n x k on an r x c array: timed by its dataflow (pc_mac_time, the
+ * formula of accelerator/hardware/dataflow.py). Numerics
  * follow the interpreter: every C element accumulates in k order, fp16 rounds after
  * each multiply and each add, int8 accumulates in int32 (wrapping).
  *
@@ -96,6 +96,48 @@ static void pc_mac_compute(int mode, int64_t m, int64_t n, int64_t k,
   }
 }
 
+static int64_t pc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* A MAC call m x n x k on the array, timed by the dataflow (the formula of
+ * accelerator/hardware/dataflow.py, docs/accelerator.md): folds of the array over
+ * the call, each loading the stationary operand (R cycles; none for
+ * output-stationary), streaming the other (ceil(T / rate)) and draining through
+ * the skew (R + C - 2). Without double buffering folds and calls run one after
+ * another (SCALE-Sim's model). With it a fold's stationary operand loads while
+ * the fold before streams, so folds start every max(stream, R) cycles; the first
+ * fold's load (the head) may overlap the previous call's last fold, and the
+ * results are ready `skew` cycles after the array frees (the tail). */
+static void pc_mac_submit(pc_ctx *ctx, int64_t m, int64_t n, int64_t k, double rate,
+                          const pc_range *acc, int nacc, int64_t macs,
+                          const char *label) {
+  const pc_spec *sp = &ctx->spec;
+  int64_t R = sp->rows, C = sp->cols, folds, streamed, load = R;
+  switch (sp->dataflow) {
+    case PC_DF_OUTPUT_STATIONARY:
+      folds = pc_cdiv(m, R) * pc_cdiv(n, C), streamed = k, load = 0;
+      break;
+    case PC_DF_INPUT_STATIONARY:
+      folds = pc_cdiv(k, R) * pc_cdiv(m, C), streamed = n;
+      break;
+    default: /* weight stationary */
+      folds = pc_cdiv(k, R) * pc_cdiv(n, C), streamed = m;
+      break;
+  }
+  int64_t stream = (int64_t)ceil((double)streamed / rate - 1e-9);
+  int64_t skew = R + C - 2;
+  pc_mac_timing t = {0, 0, 0, 0, 0, 2}; /* C (acc[2..]) is pipelined */
+  if (!sp->double_buffered) {
+    t.busy = folds * (load + stream + skew);
+  } else {
+    t.head = load;
+    t.busy = load + (folds - 1) * PC_MAX(stream, R) + stream;
+    t.tail = skew;
+    t.spacing = R;
+    t.last = stream;
+  }
+  pc__submit_mac(ctx, acc, nacc, &t, macs, label);
+}
+
 void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
             int accumulate, pc_view a, pc_view b, pc_view c, const char *label) {
   if (ctx->failed) return;
@@ -135,11 +177,8 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
                  ctx->bufs[b.buf].base, b, ctx->bufs[c.buf].base, c, row);
   free(row);
 
-  int64_t passes = ((m + sp->rows - 1) / sp->rows) * ((n + sp->cols - 1) / sp->cols);
-  int64_t per_pass = (int64_t)ceil((double)k / rate - 1e-9);
   int64_t macs = m * n * k;
-  pc__submit(ctx, PC_ENG_MAC, acc, nacc, sp->fill_drain + passes * per_pass, 0,
-             PC_EV_MAC, macs, label);
+  pc_mac_submit(ctx, m, n, k, rate, acc, nacc, macs, label);
 
   pc_stats *st = &ctx->stats;
   st->macs += macs;
@@ -155,7 +194,7 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
  * requantization of a tile's accumulators as they leave the array after the last
  * K step, computed by the caller's code like a pc_vector body. One requantizer
  * per column takes one accumulator per cycle, the rate at which the array emits
- * them, so it adds no cycles beyond the drain already in fill_drain: the
+ * them, so it adds no cycles beyond the drain already in the call's tail: the
  * operation takes 0 cycles on the MAC array's timeline (it only orders the int8
  * writes after the accumulation, and the reads of the accumulators before the
  * next tile's MAC calls overwrite them). Bytes: only the int8 writes (the
@@ -180,7 +219,9 @@ void pc_mac_output(pc_ctx *ctx, const pc_vop *op) {
                      op->name)))
       return;
   }
-  pc__submit(ctx, PC_ENG_MAC, op->access, op->naccess, 0, 0, PC_EV_MAC, 0, op->name);
+  /* in the array's pipeline, behind the calls whose accumulators it reads */
+  pc_mac_timing t = {0, 0, 0, 0, 0, 0};
+  pc__submit_mac(ctx, op->access, op->naccess, &t, 0, op->name);
   double total = 0;
   for (int c = 0; c < PC_NCLASS; c++) total += (double)(op->ops[c] * op->elements);
   ctx->stats.energy_mac += total * ctx->spec.vec_pj;

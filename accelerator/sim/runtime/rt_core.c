@@ -309,6 +309,11 @@ void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int all,
   if (all) pc_span_users(b->r, b->nr, lo, hi, ids);
 }
 
+void pc__readers(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int64_t *ids) {
+  for (int e = 0; e < ctx->stats.nengines; e++) ids[e] = PC_MAX(ids[e], b->floor_r[e]);
+  pc_span_users(b->r, b->nr, lo, hi, ids);
+}
+
 /* Drop the ranges whose operations finished (no later operation can start before
  * their end) and those `nw` covers and outlasts: any when `any` (a write waits for
  * every earlier user of its bytes), else those of its own engine (results are

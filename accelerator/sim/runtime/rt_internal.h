@@ -34,6 +34,23 @@ PC_INTERNAL int64_t pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start,
                            int64_t end, int64_t amount, int src, int dst,
                            const char *label);
 
+/* The timing of a MAC-array operation (rt_compute.c): `busy` cycles on the array
+ * from its start on an idle array, of which the first `head` (the first fold's
+ * load) may overlap the op before once that op's last fold began streaming; its
+ * first fold starts >= `spacing` after that last fold; its own last fold streams
+ * `last` cycles; its results are ready `tail` after it frees the array. The
+ * ranges from index `pipelined` on (the accumulators) need no wait for earlier
+ * operations of the array itself: its pipeline keeps them in order. */
+typedef struct {
+  int64_t busy, head, tail, spacing, last;
+  int pipelined;
+} pc_mac_timing;
+
+/* Issue a MAC-array operation timed by `t` (see pc_mac_timing). */
+PC_INTERNAL void pc__submit_mac(pc_ctx *ctx, const pc_range *acc, int nacc,
+                                const pc_mac_timing *t, int64_t amount,
+                                const char *label);
+
 /* Issue an operation of fixed duration on `engine` touching `acc`: the engine is
  * busy `busy` cycles from its start, its results are ready `tail` cycles after
  * that (and never before those of the engine's earlier operations). Its timing is
@@ -83,10 +100,25 @@ PC_INTERNAL void pc__timeline_free(pc_ctx *ctx);
 PC_INTERNAL void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi,
                            int all, int64_t *ids);
 
+/* The operations (per engine, the latest; -1: none) that still read bytes
+ * [lo, hi) of buffer `b`. */
+PC_INTERNAL void pc__readers(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi,
+                             int64_t *ids);
+
 /* Remember that operation `id` on `engine` touches the ranges `acc` (for the
  * hazards of later operations). */
 PC_INTERNAL void pc__record(pc_ctx *ctx, const pc_range *acc, int nacc, int64_t id,
                             int engine);
+
+/* pc__complete for an engine that frees `tail` cycles before its results are
+ * ready: the first `nfront` ranges of `acc` (the operands it has read) retire at
+ * `end`, the others (what it writes) at `end + tail`, and so does the run. */
+PC_INTERNAL void pc__complete_tail(pc_ctx *ctx, int engine, int64_t start,
+                                   int64_t end, int64_t tail, const pc_range *acc,
+                                   int nacc, int nfront);
+
+/* When the ranges `acc` may be used (their hazards alone: no engine, no issue). */
+PC_INTERNAL int64_t pc__ready(pc_ctx *ctx, const pc_range *acc, int nacc);
 
 /* A range inside its (live) buffer, else an error naming the buffer, range and op;
  * returns 0 or -1. */

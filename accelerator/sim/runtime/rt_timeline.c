@@ -66,6 +66,7 @@ int pc__timeline_init(pc_ctx *ctx) {
     return pc__fail(ctx, "pc_create: out of host memory for the timeline.");
   }
   for (int64_t i = 0; i < tl->cap; i++) tl->ops[i].id = -1;
+  for (int e = 0; e < PC_MAX_ENGINES; e++) tl->fold_at[e] = -(INT64_MAX / 4);
   return 0;
 }
 
@@ -136,7 +137,16 @@ static int64_t pc_can_start(pc_ctx *ctx, int e) {
     if (!pc__done(ctx, h->deps[i])) h->deps[k++] = h->deps[i];
   h->ndeps = k;
   if (k) return PC_NEVER;
-  return PC_MAX(PC_MAX(h->issue, tl->free_at[e]), tl->now);
+  if (h->read_dep >= 0) { /* the MAC array must be past the call that reads */
+    pc_op *r = pc_find(tl, h->read_dep);
+    if (r && r->state == PC_WAITING) return PC_NEVER;
+    if (r) h->not_before = PC_MAX(h->not_before, r->free_at);
+    h->read_dep = -1;
+  }
+  /* a MAC call's first load may begin under the call before's last fold */
+  int64_t engine_free = h->head > 0 ? PC_MIN(tl->free_at[e], tl->fold_at[e])
+                                    : tl->free_at[e];
+  return PC_MAX(PC_MAX(h->issue, engine_free), PC_MAX(tl->now, h->not_before));
 }
 
 static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
@@ -150,7 +160,17 @@ static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
     tl->free_at[e] = PC_NEVER; /* until its data has moved */
   } else {
     o->state = PC_RUNNING;
-    o->free_at = t + o->busy;
+    int64_t before = tl->free_at[e];
+    o->body = PC_MAX(t, before);
+    if (o->head > 0 || o->spacing > 0) { /* a MAC call: its first fold streams once
+                                          * loaded, the array is free and the
+                                          * stationary register has swapped */
+      int64_t s0 = PC_MAX(PC_MAX(t + o->head, before), tl->fold_at[e] + o->spacing);
+      o->free_at = s0 + (o->busy - o->head);
+      tl->fold_at[e] = o->free_at - o->last;
+    } else {
+      o->free_at = o->body + o->busy;
+    }
     o->ready = PC_MAX(o->free_at + o->tail, tl->ready[e]);
     tl->free_at[e] = o->free_at;
     tl->ready[e] = o->ready;
@@ -162,6 +182,7 @@ static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
 static void pc_data_done(pc_timeline *tl, pc_op *o, int64_t t) {
   int e = o->engine;
   o->state = PC_RUNNING;
+  o->body = o->start;
   o->free_at = t + o->latency;
   o->ready = PC_MAX(o->free_at, tl->ready[e]);
   tl->free_at[e] = o->free_at;
@@ -186,10 +207,10 @@ static void pc_retire(pc_ctx *ctx, pc_op *o) {
   o->state = PC_DONE;
   tl->last = PC_MAX(tl->last, o->ready);
   if (ctx->quiet) return;
-  ctx->stats.busy[o->engine] += o->free_at - o->start;
+  ctx->stats.busy[o->engine] += o->free_at - o->body;
   ctx->stats.ops[o->engine]++;
   if (o->event >= 0) {
-    ctx->events[o->event].start = o->start;
+    ctx->events[o->event].start = o->body;
     ctx->events[o->event].end = o->free_at;
   }
 }
@@ -393,7 +414,8 @@ static void pc_estimate(pc_ctx *ctx, pc_op *o, int64_t busy, int64_t tail) {
 /* When the engine's command queue is full the scalar core waits until the oldest
  * queued command starts; it spends issue_cycles, then the operation waits for its
  * engine and for the unfinished operations whose bytes it touches. */
-static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
+static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
+                       int pipelined) {
   pc_timeline *tl = &ctx->tl;
   int64_t q = ctx->spec.queue_depth, k = tl->queued[engine];
   if (k >= q) {
@@ -421,10 +443,36 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
   o->state = PC_WAITING;
   int64_t ids[PC_MAX_ENGINES];
   for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
-  for (int i = 0; i < nacc; i++)
-    pc__users(ctx, &ctx->bufs[acc[i].buf], acc[i].lo, acc[i].hi, acc[i].is_write,
-              ids);
-  o->est_start = o->issue;
+  /* a write waits for earlier writes' results, but for the MAC array's reads only
+   * until the array is past them: it reads its operands as they stream in, before
+   * its results leave (the other engines' reads end with their results) */
+  int64_t mac_reads = -1;
+  for (int i = 0; i < PC_MIN(nacc, pipelined); i++) {
+    const pc_buf *b = &ctx->bufs[acc[i].buf];
+    pc__users(ctx, b, acc[i].lo, acc[i].hi, 0, ids);
+    if (!acc[i].is_write) continue;
+    int64_t r[PC_MAX_ENGINES];
+    for (int e = 0; e < PC_MAX_ENGINES; e++) r[e] = -1;
+    pc__readers(ctx, b, acc[i].lo, acc[i].hi, r);
+    mac_reads = PC_MAX(mac_reads, r[PC_ENG_MAC]);
+    r[PC_ENG_MAC] = -1;
+    for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = PC_MAX(ids[e], r[e]);
+  }
+  if (pipelined < nacc) { /* the engine's own earlier ops are ahead in its pipe */
+    int64_t own[PC_MAX_ENGINES];
+    for (int e = 0; e < PC_MAX_ENGINES; e++) own[e] = -1;
+    for (int i = pipelined; i < nacc; i++)
+      pc__users(ctx, &ctx->bufs[acc[i].buf], acc[i].lo, acc[i].hi, acc[i].is_write,
+                own);
+    for (int e = 0; e < PC_MAX_ENGINES; e++)
+      if (e != engine) ids[e] = PC_MAX(ids[e], own[e]);
+  }
+  o->read_dep = -1;
+  if (mac_reads > ids[PC_ENG_MAC] && !pc__done(ctx, mac_reads)) {
+    o->read_dep = mac_reads; /* else the MAC's results are awaited anyway */
+    o->est_start = PC_MAX(o->issue, pc_find(tl, mac_reads)->est_ready);
+  }
+  if (o->read_dep < 0) o->est_start = o->issue;
   for (int e = 0; e < ctx->stats.nengines; e++)
     if (!pc__done(ctx, ids[e])) {
       o->deps[o->ndeps++] = ids[e];
@@ -439,7 +487,7 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc) {
 void pc__submit(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
                 int64_t busy, int64_t tail, int kind, int64_t amount,
                 const char *label) {
-  pc_op *o = pc_begin(ctx, engine, acc, nacc);
+  pc_op *o = pc_begin(ctx, engine, acc, nacc, nacc);
   if (!o) return;
   o->busy = busy;
   o->tail = tail;
@@ -449,10 +497,25 @@ void pc__submit(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   o->event = pc__trace(ctx, engine, kind, 0, 0, amount, -1, -1, label);
 }
 
+void pc__submit_mac(pc_ctx *ctx, const pc_range *acc, int nacc,
+                    const pc_mac_timing *t, int64_t amount, const char *label) {
+  pc_op *o = pc_begin(ctx, PC_ENG_MAC, acc, nacc, t->pipelined);
+  if (!o) return;
+  o->busy = t->busy;
+  o->head = t->head;
+  o->tail = t->tail;
+  o->spacing = t->spacing;
+  o->last = t->last;
+  pc_estimate(ctx, o, t->busy, t->tail);
+  o->kind = PC_EV_MAC;
+  o->amount = amount;
+  o->event = pc__trace(ctx, PC_ENG_MAC, PC_EV_MAC, 0, 0, amount, -1, -1, label);
+}
+
 void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
                     int64_t setup, double bytes, double cap, int dirs,
                     int64_t latency, int src, int dst, const char *label) {
-  pc_op *o = pc_begin(ctx, engine, acc, nacc);
+  pc_op *o = pc_begin(ctx, engine, acc, nacc, nacc);
   if (!o) return;
   o->kind = PC_EV_DMA;
   o->setup = setup;

@@ -14,10 +14,16 @@ from __future__ import annotations
 import random
 
 from accelerator.hardware.config import from_dict
-from accelerator.hardware.spec import Spec
+from accelerator.hardware.spec import DATAFLOWS, Spec
 
 ARRAY_SIDES = (2, 3, 4, 4, 8, 8, 16, 16, 32, 64)
 KIB = 1024
+
+
+#: every dataflow, with and without a double-buffered stationary register
+_DATAFLOWS = [
+    {"dataflow": d, "double_buffered": b} for d in DATAFLOWS for b in (True, False)
+]
 
 
 def random_config(rng: random.Random, name: str = "fuzz") -> dict:
@@ -44,7 +50,7 @@ def random_config(rng: random.Random, name: str = "fuzz") -> dict:
         "mac_array": {
             "rows": rows,
             "cols": cols,
-            "fill_drain_cycles": rng.choice((0, rows + cols, 2 * (rows + cols), 7)),
+            **rng.choice(_DATAFLOWS),
             "operand_levels": engines,
             "accumulator_levels": engines,
             "dtypes": dtypes,

@@ -159,8 +159,9 @@ def _simpler_configs(hw: dict) -> Iterator[dict]:
     if a["rows"] != a["cols"]:
         side = min(a["rows"], a["cols"])
         yield _with(hw, mac_array=dict(a, rows=side, cols=side))
-    if a["fill_drain_cycles"]:
-        yield _with(hw, mac_array=dict(a, fill_drain_cycles=0))
+    if a.get("dataflow") or "double_buffered" in a:  # the default array
+        plain = {k: v for k, v in a.items() if k not in ("dataflow", "double_buffered")}
+        yield _with(hw, mac_array=plain)
     if hw["scalar"]["queue_depth"] < 16:
         yield _with(hw, scalar=dict(hw["scalar"], queue_depth=16))
 

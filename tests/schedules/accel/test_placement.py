@@ -504,7 +504,7 @@ FUZZ_4_5 = {
     "mac_array": {
         "rows": 16,
         "cols": 16,
-        "fill_drain_cycles": 64,
+        "dataflow": "weight_stationary",
         "operand_levels": ["local"],
         "accumulator_levels": ["local"],
         "dtypes": {"int8": {"macs_per_cycle": 0.5, "pj_per_mac": 1.0}},
