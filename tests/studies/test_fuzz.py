@@ -92,16 +92,21 @@ def test_a_layer_that_does_not_fit_is_refused():
 
 def test_random_hardware_is_valid_and_varied():
     rng = random.Random(3)
-    sides, levels, channels = set(), set(), set()
+    sides, levels, channels, split, requantize = set(), set(), set(), set(), set()
     for i in range(2000):  # 200 once missed a level larger than DRAM
         hw = random_config(rng, f"r{i}")
         spec = spec_of(hw)  # raises ConfigError if the generator drew nonsense
-        sides.add(spec.mac_array.rows)
+        a = spec.mac_array
+        sides.add(a.rows)
         levels.add(len(spec.sram_levels))
         channels.add(spec.dma.channels)
+        split.add(a.input_levels != a.weight_levels)
+        requantize.add(a.requantize)
     assert min(sides) == 2 and max(sides) == 64
-    assert levels == {1, 2, 3}
+    assert {1, 2, 3} <= levels
     assert min(channels) == 1 and max(channels) == 8
+    assert split == {True, False}  # one SRAM per operand role, or shared ones
+    assert requantize == {True, False}
 
 
 def test_mismatch_names_the_element_and_both_values():

@@ -21,7 +21,7 @@ import numpy as np
 from polyc.ir.expr import cast
 from polyc.ir.kernel import Kernel
 from polyc.lang import compute as pc
-from polyc.ops import nn
+from polyc.ops import nn, quant
 from polyc.ops._common import reset_names
 from polyc.studies.fuzz.grammar import Program, family_at, shapes
 
@@ -78,11 +78,33 @@ def _acc(dtype: str) -> str:
     return "int32" if dtype == "int8" else dtype
 
 
-def _requant(y: pc.Tensor, dtype: str) -> pc.Tensor:
-    """int8 programs: an int32 contraction back to int8 (clamp, then cast)."""
+#: requantization multipliers: halves and quarters make exact ties (x.5) common,
+#: the others round; all keep the fuzzer's small accumulators inside int8 mostly
+_MULTIPLIERS = (0.5, 0.25, 0.125, 0.1, 0.03)
+
+
+def _requant(y: pc.Tensor, dtype: str, ins=None, i: int = 0, axis: int = 1):
+    """int8 programs: an int32 contraction back to int8.
+
+    Even layers clamp and cast; odd layers use the requantization epilogue
+    (:func:`polyc.ops.quant.requantize`): per channel along ``axis`` (a float32
+    input drawn from the case's seed) on every other one, else per tensor, with a
+    zero point and a fused ReLU that follow from the layer index.
+    """
     if dtype != "int8":
         return y
-    return nn.cast(nn.clamp(y, -128, 127), "int8")
+    if ins is None or i % 2 == 0:
+        return nn.cast(nn.clamp(y, -128, 127), "int8")
+    zero_point = (i * 37) % 11 - 5
+    relu = i % 4 == 3
+    if (i // 2) % 2 == 0:
+        m = _MULTIPLIERS[(i // 4) % len(_MULTIPLIERS)]
+        return quant.requantize(y, m, zero_point, relu=relu)
+    axis = axis % len(y.shape)
+    n = y.shape[axis].const
+    ins.values[f"m{i}"] = ins.rng.choice(_MULTIPLIERS, size=n).astype(np.float32)
+    m = pc.placeholder(f"m{i}", (n,), "float32")
+    return quant.requantize(y, m, zero_point, axis=axis, relu=relu)
 
 
 def _conv(ins, hist, layer, i, dtype, fam):
@@ -100,8 +122,8 @@ def _conv(ins, hist, layer, i, dtype, fam):
         y = nn.conv2d(
             x, w, b, layer["s"], (pads[0], pads[2]), layer["d"], g, name=f"conv{i}"
         )
-        return _requant(y, dtype)
-    return _requant(_conv_general(x, w, b, layer, nd, acc, f"conv{i}"), dtype)
+        return _requant(y, dtype, ins, i)
+    return _requant(_conv_general(x, w, b, layer, nd, acc, f"conv{i}"), dtype, ins, i)
 
 
 def _conv_general(x, w, b, layer, nd, acc, name):
@@ -194,14 +216,14 @@ def _head(ins, hist, layer, i, dtype, fam):
     feats = x.shape[1].const
     w = ins.new(f"w{i}", (layer["out"], feats), dtype)
     b = ins.new(f"b{i}", (layer["out"],), _acc(dtype)) if layer["bias"] else None
-    return _requant(nn.linear(x, w, b), dtype)
+    return _requant(nn.linear(x, w, b), dtype, ins, i, -1)
 
 
 def _linear(ins, hist, layer, i, dtype, fam):
     x = hist[-1]
     w = ins.new(f"w{i}", (layer["out"], x.shape[-1].const), dtype)
     b = ins.new(f"b{i}", (layer["out"],), _acc(dtype)) if layer["bias"] else None
-    return _requant(nn.linear(x, w, b), dtype)
+    return _requant(nn.linear(x, w, b), dtype, ins, i, -1)
 
 
 def _matmul(ins, hist, layer, i, dtype, fam):
@@ -211,7 +233,7 @@ def _matmul(ins, hist, layer, i, dtype, fam):
         w = nn.transpose(ins.new(f"w{i}", (f, d), dtype), 0, 1)
     else:
         w = ins.new(f"w{i}", (d, f), dtype)
-    return _requant(nn.matmul(x, w), dtype)
+    return _requant(nn.matmul(x, w), dtype, ins, i, -1)
 
 
 def _attn(ins, hist, layer, i, dtype, fam):
@@ -246,7 +268,7 @@ def _reshape(ins, hist, layer, i, dtype, fam):
 
 def _bmm(ins, hist, layer, i, dtype, fam):
     x = hist[-1]
-    return _requant(nn.bmm(x, nn.transpose(x, 1, 2)), dtype)
+    return _requant(nn.bmm(x, nn.transpose(x, 1, 2)), dtype, ins, i, -1)
 
 
 _COMPUTE = {

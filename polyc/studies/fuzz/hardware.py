@@ -1,11 +1,14 @@
 """Random valid hardware descriptions, in the shape of the shipped TOML files.
 
 :func:`random_config` draws a description that :func:`accelerator.hardware.config.from_dict`
-accepts: MAC arrays from 2x2 to 64x64 (square or not) taking a random subset of
-int8/float16/float32 at full or fractional rates; a vector unit of 1 to 64 lanes;
+accepts: MAC arrays from 2x2 to 64x64 (square or not) of a random dataflow,
+double-buffered or not, taking a random subset of int8/float16/float32 at full or
+fractional rates; a vector unit of 1 to 64 lanes;
 one to three SRAM levels from a few KiB to MiBs, each no larger than the one above
-it, with random banks, alignment, bandwidth and latency; one to eight DMA channels
-with one to four dimensions per descriptor. Small levels and odd shapes are drawn
+it, with random banks, alignment, bandwidth and latency, the innermost sometimes
+split into one SRAM per operand role; DRAM's bandwidth sometimes split between
+reads and writes; the requantizer in the array's output path or not; one to eight
+DMA channels with one to four dimensions per descriptor. Small levels and odd shapes are drawn
 on purpose: they make the scheduler tile, spill, split and fall back.
 """
 
@@ -42,6 +45,10 @@ def random_config(rng: random.Random, name: str = "fuzz") -> dict:
     engines = [inner]
     if len(levels) > 2 and rng.random() < 0.2:
         engines = [levels[-2]["name"], inner]  # the engines may also reach the next
+    roles = {"operand_levels": engines, "accumulator_levels": engines}
+    vector_levels = engines
+    if rng.random() < 0.25:  # one SRAM per operand role, as HW-A and the peers have
+        roles, vector_levels = _split_roles(rng, levels)
     lanes = rng.choice((1, 2, 4, 8, 16, 64))
     return {
         "name": name,
@@ -51,13 +58,13 @@ def random_config(rng: random.Random, name: str = "fuzz") -> dict:
             "rows": rows,
             "cols": cols,
             **rng.choice(_DATAFLOWS),
-            "operand_levels": engines,
-            "accumulator_levels": engines,
+            **roles,
+            "requantize": rng.random() < 0.3,
             "dtypes": dtypes,
         },
         "vector": {
             "lanes": lanes,
-            "levels": engines,
+            "levels": vector_levels,
             "pj_per_op": 0.5,
             "cycles": {
                 "add": rng.choice((1, 1, 2)),
@@ -103,6 +110,10 @@ def _levels(rng: random.Random) -> list[dict]:
         "read_pj_per_byte": 100.0,
         "write_pj_per_byte": 100.0,
     }
+    if rng.random() < 0.25:  # a read/write split of the DRAM's bandwidth
+        bw = dram["bytes_per_cycle"]
+        dram["read_bytes_per_cycle"] = bw * rng.choice((0.25, 0.5, 0.75, 1.0))
+        dram["write_bytes_per_cycle"] = bw * rng.choice((0.25, 0.5, 0.75, 1.0))
     n = rng.choices((1, 2, 3), weights=(6, 3, 1))[0]
     # innermost first: a few KiB to a few MiB, each outer level 2-64x larger
     sizes = [rng.choice((2, 3, 4, 6, 8, 16, 48, 64, 256, 1024, 4096)) * KIB]
@@ -126,6 +137,26 @@ def _levels(rng: random.Random) -> list[dict]:
             }
         )
     return out
+
+
+def _split_roles(rng: random.Random, levels: list[dict]) -> tuple[dict, list[str]]:
+    """Replace the innermost SRAM by one per operand role (inputs, weights,
+    accumulators), each a random share of its size; the vector unit reaches the
+    accumulators' SRAM and, sometimes, the inputs' (else its results that feed the
+    array go through DRAM)."""
+    local = levels.pop()
+    names = ("inbuf", "wbuf", "outbuf")
+    for name in names:
+        size = max(local["capacity_bytes"] // rng.choice((1, 2, 4)), 2 * KIB)
+        banks = rng.choice([b for b in (1, 2, 4) if size % b == 0])
+        levels.append({**local, "name": name, "capacity_bytes": size, "banks": banks})
+    roles = {
+        "input_levels": ["inbuf"],
+        "weight_levels": ["wbuf"],
+        "accumulator_levels": ["outbuf"],
+    }
+    vector = ["outbuf", "inbuf"] if rng.random() < 0.6 else ["outbuf"]
+    return roles, vector
 
 
 def spec_of(hardware: str | dict) -> Spec:
