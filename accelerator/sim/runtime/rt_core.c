@@ -329,9 +329,25 @@ static void pc_prune(pc_ctx *ctx, pc_span *s, int *n, pc_span nw, int any) {
   *n = k;
 }
 
+/* Remember `nw`. Ranges of one engine that overlap it merge into it (exact: the
+ * same bytes wait for the engine's latest op, as its results are ready in issue
+ * order), so many MAC calls reading parts of one slot of a multi-slot buffer keep
+ * one range for the slot. When the table is full the oldest range goes into the
+ * whole-buffer floor. */
 static void pc_remember(pc_ctx *ctx, pc_span *s, int *n, int64_t *floor, pc_span nw,
                         int any) {
   pc_prune(ctx, s, n, nw, any);
+  for (int i = 0; i < *n;) {
+    if (s[i].engine == nw.engine && s[i].lo < nw.hi && nw.lo < s[i].hi) {
+      nw.lo = PC_MIN(nw.lo, s[i].lo);
+      nw.hi = PC_MAX(nw.hi, s[i].hi);
+      nw.op = PC_MAX(nw.op, s[i].op);
+      s[i] = s[--*n];
+      i = 0;
+      continue;
+    }
+    i++;
+  }
   if (*n == PC_HAZ) { /* forget the oldest into the whole-buffer floor */
     int old = 0;
     for (int i = 1; i < *n; i++)
