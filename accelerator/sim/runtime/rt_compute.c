@@ -125,7 +125,7 @@ static void pc_mac_submit(pc_ctx *ctx, int64_t m, int64_t n, int64_t k, double r
   }
   int64_t stream = (int64_t)ceil((double)streamed / rate - 1e-9);
   int64_t skew = R + C - 2;
-  pc_mac_timing t = {0, 0, 0, 0, 0, 2}; /* C (acc[2..]) is pipelined */
+  pc_mac_timing t = {.pipelined = 2}; /* C (acc[2..]) is pipelined */
   if (!sp->double_buffered) {
     t.busy = folds * (load + stream + skew);
   } else {
@@ -220,7 +220,7 @@ void pc_mac_output(pc_ctx *ctx, const pc_vop *op) {
       return;
   }
   /* in the array's pipeline, behind the calls whose accumulators it reads */
-  pc_mac_timing t = {0, 0, 0, 0, 0, 0};
+  pc_mac_timing t = {.pipelined = 0};
   pc__submit_mac(ctx, op->access, op->naccess, &t, 0, op->name);
   double total = 0;
   for (int c = 0; c < PC_NCLASS; c++) total += (double)(op->ops[c] * op->elements);

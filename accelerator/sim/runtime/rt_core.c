@@ -253,7 +253,7 @@ void pc_free(pc_ctx *ctx, int buf) {
   }
   int l = b->level;
   int64_t ids[PC_MAX_ENGINES];
-  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  pc__no_ops(ids);
   pc__users(ctx, b, 0, b->bytes, 1, ids);
   for (int e = 0; e < ctx->stats.nengines; e++) {
     if (pc__done(ctx, ids[e])) continue;
@@ -286,7 +286,7 @@ void *pc_ptr(pc_ctx *ctx, int buf) {
 int64_t pc_ready(pc_ctx *ctx, int buf) {
   if (pc_valid_buf(ctx, buf, "pc_ready")) return 0;
   int64_t ids[PC_MAX_ENGINES];
-  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  pc__no_ops(ids);
   pc__users(ctx, &ctx->bufs[buf], 0, ctx->bufs[buf].bytes, 1, ids);
   return pc__forecast(ctx, ids);
 }
@@ -299,19 +299,16 @@ static void pc_span_users(const pc_span *s, int n, int64_t lo, int64_t hi,
     if (s[i].lo < hi && lo < s[i].hi) ids[s[i].engine] = PC_MAX(ids[s[i].engine], s[i].op);
 }
 
-void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int all,
-               int64_t *ids) {
-  for (int e = 0; e < ctx->stats.nengines; e++) {
-    ids[e] = PC_MAX(ids[e], b->floor_w[e]);
-    if (all) ids[e] = PC_MAX(ids[e], b->floor_r[e]);
-  }
-  pc_span_users(b->w, b->nw, lo, hi, ids);
-  if (all) pc_span_users(b->r, b->nr, lo, hi, ids);
-}
-
 void pc__readers(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int64_t *ids) {
   for (int e = 0; e < ctx->stats.nengines; e++) ids[e] = PC_MAX(ids[e], b->floor_r[e]);
   pc_span_users(b->r, b->nr, lo, hi, ids);
+}
+
+void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int all,
+               int64_t *ids) {
+  for (int e = 0; e < ctx->stats.nengines; e++) ids[e] = PC_MAX(ids[e], b->floor_w[e]);
+  pc_span_users(b->w, b->nw, lo, hi, ids);
+  if (all) pc__readers(ctx, b, lo, hi, ids);
 }
 
 /* Drop the ranges whose operations finished (no later operation can start before
@@ -450,7 +447,7 @@ static int pc_check_touched(pc_ctx *ctx, pc_stmt_info *s, uint64_t reads,
     uint64_t bit = pc_bit(b);
     if (!B->live || !((reads | writes) & bit)) continue;
     int64_t ids[PC_MAX_ENGINES], busy = 0;
-    for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+    pc__no_ops(ids);
     pc__users(ctx, B, 0, B->bytes, (writes & bit) != 0, ids);
     for (int e = 0; e < ctx->stats.nengines; e++) busy |= !pc__done(ctx, ids[e]);
     if (!busy) continue;
@@ -500,7 +497,7 @@ void pc_scalar(pc_ctx *ctx, int stmt, int64_t n, uint64_t reads, uint64_t writes
 void pc_wait(pc_ctx *ctx, int buf) {
   if (ctx->failed || pc_valid_buf(ctx, buf, "pc_wait")) return;
   int64_t ids[PC_MAX_ENGINES];
-  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  pc__no_ops(ids);
   pc__users(ctx, &ctx->bufs[buf], 0, ctx->bufs[buf].bytes, 1, ids);
   int64_t t = pc__wait_ops(ctx, ids);
   if (t > ctx->scalar_time) {

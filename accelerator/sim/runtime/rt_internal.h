@@ -22,6 +22,11 @@
 _Static_assert(PC_MAX_ENGINES == PC_ENG_DMA + PC_MAX_CHANNELS,
                "PC_MAX_ENGINES must cover every DMA channel");
 
+/* Per-engine operation ids (hazards, waits) start as "none". */
+static inline void pc__no_ops(int64_t *ids) {
+  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+}
+
 /* rt_core.c ------------------------------------------------------------------- */
 
 /* Record the first error; leave the running kernel when armed. Returns -1. */

@@ -441,38 +441,37 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   o->engine = engine;
   o->issue = ctx->scalar_time;
   o->state = PC_WAITING;
-  int64_t ids[PC_MAX_ENGINES];
-  for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = -1;
+  /* per engine, the latest unfinished op it waits for; `own`: those of the
+   * pipelined ranges, where the engine's own earlier ops are ahead in its pipe */
+  int64_t ids[PC_MAX_ENGINES], own[PC_MAX_ENGINES], reads[PC_MAX_ENGINES];
+  pc__no_ops(ids);
+  pc__no_ops(own);
   /* a write waits for earlier writes' results, but for the MAC array's reads only
    * until the array is past them: it reads its operands as they stream in, before
    * its results leave (the other engines' reads end with their results) */
   int64_t mac_reads = -1;
-  for (int i = 0; i < PC_MIN(nacc, pipelined); i++) {
+  for (int i = 0; i < nacc; i++) {
     const pc_buf *b = &ctx->bufs[acc[i].buf];
+    if (i >= pipelined) {
+      pc__users(ctx, b, acc[i].lo, acc[i].hi, acc[i].is_write, own);
+      continue;
+    }
     pc__users(ctx, b, acc[i].lo, acc[i].hi, 0, ids);
     if (!acc[i].is_write) continue;
-    int64_t r[PC_MAX_ENGINES];
-    for (int e = 0; e < PC_MAX_ENGINES; e++) r[e] = -1;
-    pc__readers(ctx, b, acc[i].lo, acc[i].hi, r);
-    mac_reads = PC_MAX(mac_reads, r[PC_ENG_MAC]);
-    r[PC_ENG_MAC] = -1;
-    for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = PC_MAX(ids[e], r[e]);
+    pc__no_ops(reads);
+    pc__readers(ctx, b, acc[i].lo, acc[i].hi, reads);
+    mac_reads = PC_MAX(mac_reads, reads[PC_ENG_MAC]);
+    reads[PC_ENG_MAC] = -1;
+    for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = PC_MAX(ids[e], reads[e]);
   }
-  if (pipelined < nacc) { /* the engine's own earlier ops are ahead in its pipe */
-    int64_t own[PC_MAX_ENGINES];
-    for (int e = 0; e < PC_MAX_ENGINES; e++) own[e] = -1;
-    for (int i = pipelined; i < nacc; i++)
-      pc__users(ctx, &ctx->bufs[acc[i].buf], acc[i].lo, acc[i].hi, acc[i].is_write,
-                own);
-    for (int e = 0; e < PC_MAX_ENGINES; e++)
-      if (e != engine) ids[e] = PC_MAX(ids[e], own[e]);
-  }
+  for (int e = 0; e < PC_MAX_ENGINES; e++)
+    if (e != engine) ids[e] = PC_MAX(ids[e], own[e]);
+  o->est_start = o->issue;
   o->read_dep = -1;
   if (mac_reads > ids[PC_ENG_MAC] && !pc__done(ctx, mac_reads)) {
     o->read_dep = mac_reads; /* else the MAC's results are awaited anyway */
-    o->est_start = PC_MAX(o->issue, pc_find(tl, mac_reads)->est_ready);
+    o->est_start = PC_MAX(o->est_start, pc_find(tl, mac_reads)->est_ready);
   }
-  if (o->read_dep < 0) o->est_start = o->issue;
   for (int e = 0; e < ctx->stats.nengines; e++)
     if (!pc__done(ctx, ids[e])) {
       o->deps[o->ndeps++] = ids[e];
