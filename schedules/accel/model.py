@@ -182,6 +182,13 @@ class TileBox:
     phases: int  # copies per tile: one per phase of a polyphase operand
 
 
+def _max(a, b):
+    """``sympy.Max`` left as written: its simplification (a search for the
+    arguments' order) costs more than the whole grid's evaluation, and
+    :func:`numeric` takes the maximum at every candidate anyway."""
+    return sp.Max(a, b, evaluate=False)
+
+
 class LayerModel:
     """Expressions of one layer and structure (see the module docstring)."""
 
@@ -354,7 +361,14 @@ class LayerModel:
         return sp.sympify(t.first + t.tail)  # 0 without double buffering
 
     def _mac_timing(self, stmt: Statement):
-        """The dataflow's timing of one MAC call of ``stmt``, over tile symbols."""
+        """The dataflow's timing of one MAC call of ``stmt``, over tile symbols
+        (built once per statement: every :meth:`evaluate` asks for it)."""
+        memo = self.__dict__.setdefault("_timings", {})
+        if stmt.name not in memo:
+            memo[stmt.name] = self._timing_of(stmt)
+        return memo[stmt.name]
+
+    def _timing_of(self, stmt: Statement):
         from schedules.accel.tensorize import contraction
 
         a = self.spec.mac_array
@@ -371,7 +385,7 @@ class LayerModel:
                 ext[role] = (self.size(stmt, g[0]) - 1) * pitch + self.size(stmt, g[1])
         rate = a.dtypes[contraction(stmt).operand].macs_per_cycle
         rate = sp.Rational(rate).limit_denominator(64)
-        return mac_timing(a, ext["m"], ext["n"], ext["k"], rate, sp.ceiling, sp.Max)
+        return mac_timing(a, ext["m"], ext["n"], ext["k"], rate, sp.ceiling, _max)
 
     def pitch(self, stmt: Statement):
         """Row pitch of the A operand's buffer along the inner fused M iterator."""
