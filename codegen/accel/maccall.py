@@ -3,7 +3,8 @@
 In one tile every access of the contraction is an affine function of the
 iterators, so its element offset in its buffer is ``base + sum(coef[i] * x_i)``
 with constant ``coef`` (array strides of the buffer times the index
-coefficients). Whether the MAC dimensions of the ``@tensorize`` mark can run as
+coefficients). A K fused over a convolution's filter rows reads A with two
+strides (``pc_view`` ``span`` and ``ps``, an im2col window of the input buffer). Whether the MAC dimensions of the ``@tensorize`` mark can run as
 such views over the placed buffers is :func:`polyc.ir.macmap.check`, the predicate
 the scheduler's search applies too, so what the scheduler proposes is what this
 module emits; a refusal here comes from a hand schedule. The remaining iterators
@@ -56,7 +57,9 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
     def view(key: str, rows: dict, cols: dict) -> str:
         b, off = views[key]
         row, col = rows.get(key, 0), cols.get(key, 0)
-        return f"((pc_view){{{names.buffer(b.name)}, {off}, {row}, {col}}})"
+        split = dims["k"].split_of(key) if key == "a" else None
+        tail = f", {split[0]}, {split[1]}" if split else ""
+        return f"((pc_view){{{names.buffer(b.name)}, {off}, {row}, {col}{tail}}})"
 
     acc = "1"
     if tm.init:

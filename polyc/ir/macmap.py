@@ -22,6 +22,14 @@ realisable when, in the two operands that use it:
   dimension of the output box has more than one element, else the rows of the
   gap are other outputs, which the call would overwrite.
 
+K has one exception, the im2col read of a convolution's input: the outermost
+iterator of a fused K (a filter row ``rh`` over ``(rw, rc)``) may step A by its
+own pitch (the input row's) while it steps B by exactly the span of the
+iterators inside it. A's view then splits its column index ``k`` into
+``k // span`` steps of that pitch and ``k % span`` steps of the inner stride
+(``pc_view`` ``span`` / ``ps``): each call reads a ``rh x rw x rc`` window of the
+input, the elements the loops over the taps would read, in the same order.
+
 Both sides call :func:`check` with the numbers they know: the search with the
 buffers its cost model predicts for a candidate's tile sizes
 (:meth:`schedules.accel.model.LayerModel.mac_mapping`), the scheduler's build and
@@ -71,9 +79,16 @@ class Dimension:
     group: tuple[str, ...]
     ratios: tuple[int, ...]
     unit: tuple[tuple[str, int], ...]
+    # K only: per operand read with two strides, (span, pitch): the fused index
+    # k is at (k // span) * pitch + (k % span) * unit (see the module docstring)
+    split: tuple[tuple[str, int, int], ...] = ()
 
     def stride(self, key: str) -> int:
         return dict(self.unit).get(key, 0)
+
+    def split_of(self, key: str) -> tuple[int, int] | None:
+        """``(span, pitch)`` of the operand ``key`` read with two strides."""
+        return next(((sp, p) for k, sp, p in self.split if k == key), None)
 
 
 @dataclass(frozen=True)
@@ -153,6 +168,10 @@ def _dimension(stmt, role, group, operands, extents, exact):
             "its buffer stride is 0",
             "Pick an iterator of that role.",
         )
+    if role == "k" and len(group) > 1:
+        split = _k_split(stmt, group, operands, extents, exact, coef)
+        if split is not None:
+            return split
     ratios = []
     for it in group:
         per = {k: divmod(coef[k, it], coef[k, inner]) for k in users}
@@ -175,6 +194,30 @@ def _dimension(stmt, role, group, operands, extents, exact):
             return gap
     unit = tuple((k, coef[k, inner]) for k in users)
     return Dimension(group, tuple(ratios), unit)
+
+
+def _k_split(stmt, group, operands, extents, exact, coef):
+    """K read by A with two strides (see the module docstring): the iterators
+    inside the outer one fuse as a K of their own, whole in every tile, the outer
+    one steps B by exactly their span and A by another pitch. None when that is
+    not the case (the group then fuses by one ratio or not at all), the
+    :class:`Refusal` of the inner iterators when they do not fuse."""
+    outer, below, inner = group[0], group[1], group[-1]
+    rest = _dimension(stmt, "k", group[1:], operands, extents, exact)
+    if isinstance(rest, Refusal) and len(group) > 2:
+        # what fails inside fails the whole group too: say which iterator
+        what = f"iterators {', '.join(group)} of {stmt} cannot fuse into MAC "
+        return Refusal(what + "dimension k", rest.because, rest.fix)
+    if isinstance(rest, Refusal) or rest.split or not exact[below]:
+        return None  # one split only: A's view has one pitch
+    span = 1 + sum((extents[it] - 1) * q for it, q in zip(rest.group, rest.ratios))
+    if coef["b", outer] != span * coef["b", inner]:
+        return None
+    if coef["a", outer] == span * coef["a", inner]:
+        return None  # one pitch in both: the plain fusion
+    unit = tuple((k, coef[k, inner]) for k in USERS["k"])
+    split = (("a", span, coef["a", outer]),)
+    return Dimension(group, (span, *rest.ratios), unit, split)
 
 
 def _gap_refusal(stmt, role, group, c: Operand, ratios, extents) -> Refusal | None:

@@ -379,7 +379,9 @@ class LayerModel:
             elif len(g) == 1:
                 ext[role] = self.size(stmt, g[0])
             elif role == "k":
-                ext[role] = self.size(stmt, g[0]) * self.size(stmt, g[1])
+                # a fused K is whole in every tile (its pitches are exact spans,
+                # also when A reads its outer iterator by another pitch)
+                ext[role] = sp.Mul(*(self.size(stmt, it) for it in g))
             else:
                 pitch = self.pitch(stmt)
                 ext[role] = (self.size(stmt, g[0]) - 1) * pitch + self.size(stmt, g[1])

@@ -140,14 +140,17 @@ def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
     return kernel.analysis(("accel.self_dependent", stmt.name), compute)
 
 
-def mac_groups(layer: Layer, stmt: Statement):
+def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
     """MAC mappings to try: ``((m, n, k), pitched, layouts, phased)``.
 
     Each dimension is the longest iterator of its role (a convolution's channels,
     not its filter taps). M may also fuse its two innermost iterators over a padded
     output pitch (several output rows per call). K may fuse the filter-row tap with
     the channels when the operands sit channels-last in their buffers (``layouts``
-    moves the channel dimension innermost), so that one call covers a row of taps.
+    moves the channel dimension innermost), so that one call covers a row of taps,
+    and the filter row with both (:func:`_filter_rows`), one call per window,
+    when a row of taps covers fewer than ``rows`` (the array's K dimension; any
+    when None): only then does the whole window fill more of the array.
     A pitched M over a strided input may store that input in phases (``phased``,
     see :func:`schedules.accel.model.polyphase`). Whether a mapping is realisable
     depends on the buffers, so it is decided per tile size by the search
@@ -169,6 +172,11 @@ def mac_groups(layer: Layer, stmt: Statement):
     fused = _channels_last(layer, stmt, con)
     if fused is not None:
         k_options.append(fused)
+        window = _filter_rows(stmt, con, fused)
+        tap, kc = fused[0]
+        short = rows is None or layer.extent(stmt, tap) * layer.extent(stmt, kc) < rows
+        if window is not None and short:
+            k_options.append(window)
     out = []
     for mm, pitched in ms_options:
         for kk, layouts in k_options:
@@ -206,6 +214,32 @@ def _channels_last(layer: Layer, stmt: Statement, con):
     return best
 
 
+def _filter_rows(stmt: Statement, con, fused):
+    """``((row, tap, channel), layouts)``: the channels-last K group ``fused`` with
+    the filter row fused outside it, when one K iterator indexes the dimension
+    before the tap's in both operands (the input's rows, the weight's filter
+    rows). One call then covers the whole filter window: A reads it from the
+    input buffer with two strides, the row pitch and the tap's
+    (:func:`polyc.ir.macmap.check`), so a layer with few input channels fills
+    the array's rows (K = rh x rw x rc, not rw x rc)."""
+    (tap, kc), layouts = fused
+    order = dict(layouts)
+    found = []
+    for ld in (stmt.reads[con.a], stmt.reads[con.b]):
+        if len(ld.index) < 3:
+            return None
+        before = ld.index[order[ld.array][-3]]
+        rows = [
+            it
+            for it in stmt.iterators
+            if it not in (tap, kc) and con.roles[it] == "k" and before.coefficient(it)
+        ]
+        found.append(tuple(rows))
+    if len(found[0]) != 1 or found[0] != found[1]:
+        return None
+    return (found[0][0], tap, kc), layouts
+
+
 def structures(
     kernel: Kernel, layer: Layer, spec: Spec, private: bool, all_orders: bool = True
 ):
@@ -224,13 +258,18 @@ def structures(
             continue
         for eng in engines(kernel, s, spec):
             if eng == "mac":
-                for groups, pitched, layouts, phased in mac_groups(layer, s):
+                rows = spec.mac_array.rows
+                for groups, pitched, layouts, phased in mac_groups(layer, s, rows):
                     opts.append((eng, groups, pitched, layouts, phased))
             else:
                 opts.append((eng, None, False, (), False))
         per_stmt.append(opts)
     if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
-        first = next((i for i, o in enumerate(per_stmt) if len(o) > 1), 0)
+        # the first contraction keeps its mappings (not an init before it that
+        # folds into it or runs on the vector unit)
+        varies = [i for i, o in enumerate(per_stmt) if len(o) > 1]
+        macs = [i for i in varies if any(c[0] == "mac" for c in per_stmt[i])]
+        first = (macs or varies or [0])[0]
         per_stmt = [o if i == first else o[:1] for i, o in enumerate(per_stmt)]
     free = _free(layer, private)
     shared_free = [v.position for v in free if isinstance(v, SharedTile)]
@@ -427,8 +466,8 @@ def _best(
     model = layer_model(kernel, layer, spec, st, level)
     values = []
     exact = {
-        (name, g[2][-1]) for name, g in st.groups if len(g[2]) > 1
-    }  # a fused K's inner iterator is tiled only by divisors (no partial tiles)
+        (name, it) for name, g in st.groups for it in g[2][1:]
+    }  # a fused K's inner iterators are tiled only by divisors (no partial tiles)
     folded = {
         folds_into(layer, kernel.statement(name)).name
         for name, eng in st.engine

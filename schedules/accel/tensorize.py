@@ -7,9 +7,12 @@ array's: int8 operands into an int32 accumulator, float16 into float32) is a
 **N** (in C and B), **K** (in A and B), batch (in all three) and the rest. One MAC
 call ``C[m, n] += A[m, k] @ B[k, n]`` covers one group of iterators per MAC
 dimension over strided 2-D views of the buffers; the other iterators (batch, the
-second spatial dimension and the filter taps of a convolution) run as C loops
+second spatial dimension and the filter taps K does not fuse) run as C loops
 around the call, so the implicit GEMM of conv2d (strided, dilated, grouped) needs no
-im2col. :func:`tensorize` marks a point band for this::
+im2col copy. K may fuse a convolution's whole filter window, ``k=("rh", "rw",
+"rc")`` over channels-last buffers: A then reads the window from the input buffer
+with two strides, the input row's pitch for ``rh`` (an im2col read in place,
+:func:`polyc.ir.macmap.check`). :func:`tensorize` marks a point band for this::
 
     @tensorize(matmul) S1: m=i n=j k=k
     extension { [i_t, j_t, k_t] -> pc_mac_S1[i_t, j_t, k_t] }

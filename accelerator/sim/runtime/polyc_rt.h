@@ -155,12 +155,17 @@ typedef struct {
   int64_t trace_limit;
 } pc_spec;
 
-/* a 2-D window of a buffer, in elements: element (r, c) is at off + r*rs + c*cs */
+/* a 2-D window of a buffer, in elements: element (r, c) is at off + r*rs + c*cs.
+ * With span > 0 (pc_mac's A operand only: an im2col read of a convolution's
+ * input) the column splits in two strides: (r, c) is at
+ * off + r*rs + (c / span)*ps + (c % span)*cs. */
 typedef struct {
   int buf;
   int64_t off;
   int64_t rs;
   int64_t cs;
+  int64_t span;
+  int64_t ps;
 } pc_view;
 
 /* a byte range [lo, hi) of a buffer that an operation reads or writes */

@@ -6,7 +6,9 @@ k``: the search fused the filter taps with the channels into K (channels-last),
 which is a pitch only when a tap moves one channel row in both operands. Now
 :func:`polyc.ir.macmap.check` decides for the search (on the buffers its model
 predicts), the build (on the placed marks) and codegen alike, and these
-convolutions run on the MAC array with the taps looping around the call.
+convolutions run on the MAC array with the taps looping around the call, or
+fused with the channels where A may read them by a second stride (a dilated tap:
+``tests/schedules/accel/test_filter_window.py``).
 
 Floats are compared with the interpreter on the untransformed kernel at rtol 1e-5
 (atol 1e-5 of the output's largest magnitude: the MAC array sums in its own
@@ -159,16 +161,20 @@ def _tile():
     return extents, dict.fromkeys(extents, True)
 
 
-def test_predicate_refuses_dilated_taps_fused_with_channels_with_the_reason():
+def test_predicate_refuses_taps_fused_with_channels_with_the_reason():
     extents, exact = _tile()
     fused = {"m": ("w",), "n": ("o",), "k": ("rw", "rc")}
-    got = macmap.check("S1", fused, _conv_operands(2), extents, exact)
+    # a weight buffer whose taps are 8 elements apart, not the 4 channels: the
+    # fused index would skip weights (only A may take a second stride)
+    ops_ = _conv_operands(2)
+    ops_["b"] = replace(ops_["b"], strides=(72, 1, 24, 8))
+    got = macmap.check("S1", fused, ops_, extents, exact)
     assert isinstance(got, macmap.Refusal)
     assert got.message("codegen") == (
         "codegen: iterators rw, rc of S1 cannot fuse into MAC dimension k because "
         "the buffer strides of rw are not one pitch times the inner iterator's in "
         "every access (or would overlap): rw moves 8 in input_l1_0 (where rc moves "
-        "1) and 4 in weight_l1_0 (where rc moves 1), and the pitch must be one "
+        "1) and 8 in weight_l1_0 (where rc moves 1), and the pitch must be one "
         "integer equal to the span of the iterators inside it. Tensorize with "
         "k=('rc',) and loop over the others, or place the buffers with matching "
         "row pitches."
@@ -176,7 +182,12 @@ def test_predicate_refuses_dilated_taps_fused_with_channels_with_the_reason():
     # undilated, a tap moves one channel row in both: (rw, rc) is one K of 12
     dims = macmap.check("S1", fused, _conv_operands(1), extents, exact)
     assert dims["k"].ratios == (4, 1) and dims["k"].unit == (("a", 1), ("b", 1))
-    # dilated, K over the channels alone with the taps around the call
+    assert dims["k"].split == ()
+    # dilated, a tap moves two channel rows of A and one of B: A reads K by two
+    # strides (spans of 4 channels, 8 elements apart)
+    dims = macmap.check("S1", fused, _conv_operands(2), extents, exact)
+    assert dims["k"].split_of("a") == (4, 8) and dims["k"].split_of("b") is None
+    # K over the channels alone with the taps around the call
     alone = macmap.check("S1", {**fused, "k": ("rc",)}, _conv_operands(2), *_tile())
     assert not isinstance(alone, macmap.Refusal)
 
@@ -216,24 +227,31 @@ def test_search_proposes_only_mappings_the_placement_realises():
     macs = [c for c in cands if c.structure.engine_of("S1") == "mac"]
     assert macs
     for cand in macs:
-        assert cand.structure.groups_of("S1")[2] == ("rc",)  # taps stay outside
+        # no filter window: a dilated row of taps takes A's second stride
+        assert cand.structure.groups_of("S1")[2] in (("rc",), ("rw", "rc"))
         placed = accel.build(kernel, layers, [cand], spec)
         assert macmap.refusals(placed) == []
 
 
 def test_build_refuses_a_candidate_codegen_could_not_emit():
-    # the safety net behind the search: a candidate with the taps fused into K
-    # (what the search proposed before) fails its layer, so the next is taken
+    # the safety net behind the search: a candidate with the dilated filter
+    # window fused into K (its rows would need a third stride of A) fails its
+    # layer, so the next is taken
     kernel = dilated_conv2d()
     spec = load_config("edge-npu")
     layers, layer = _conv_layer(kernel)
     cand = search.search(kernel, layer, spec)[0]
     st = cand.structure
-    con = search.contraction(kernel.statement("S1"))
-    fused, layouts = search._channels_last(layer, kernel.statement("S1"), con)
+    s1 = kernel.statement("S1")
+    con = search.contraction(s1)
+    window, layouts = search._filter_rows(
+        s1, con, search._channels_last(layer, s1, con)
+    )
     m, n, _ = st.groups_of("S1")
     bad = replace(
-        cand, structure=replace(st, groups=(("S1", (m, n, fused)),), layouts=layouts)
+        cand, structure=replace(st, groups=(("S1", (m, n, window)),), layouts=layouts)
     )
-    with pytest.raises(accel._LayerFailed, match=r"tensorize: iterators rw, rc of S1"):
+    with pytest.raises(
+        accel._LayerFailed, match=r"tensorize: iterators rh, rw, rc of S1"
+    ):
         accel.build(kernel, layers, [bad], spec)
