@@ -355,10 +355,16 @@ class LayerModel:
 
     def mac_once(self, stmt: Statement):
         """What a tensorized statement's MAC calls pay once, not per call: the
-        first call's load on an idle array and the last one's tail (calls back to
+        first call's load on an idle array (once per output tile when the array's
+        output path requantizes each) and the last one's tail (calls back to
         back pipeline, :func:`accelerator.hardware.dataflow.mac_timing`)."""
         t = self._mac_timing(stmt)
-        return sp.sympify(t.first + t.tail)  # 0 without double buffering
+        # the output path's op after each output tile (pc_mac_output) ends the
+        # chain of calls back to back: the simulator overlaps a call's load only
+        # with a MAC call before it, so each output tile's first call pays it
+        outs = [o for o in self.layer.stmts if self.st.engine_of(o.name) == "mac_out"]
+        chains = self.tiles(outs[0]) if outs else sp.Integer(1)
+        return sp.sympify(t.first * chains + t.tail)  # 0 without double buffering
 
     def _mac_timing(self, stmt: Statement):
         """The dataflow's timing of one MAC call of ``stmt``, over tile symbols

@@ -284,6 +284,9 @@ def test_first_layer_conv_on_hwa_fills_the_array_rows():
     _, report = compiled.run(_data(kernel))
     busy = {e.name: e.busy for e in report.engines}["mac_array"]
     assert busy == tiles * (32 + calls * max(rows, 32))
+    # the cost model's MAC term is the same sum and the last call's drain (R + C
+    # - 2); it used to charge the load once per layer, not once per output tile
+    assert dict(lc.candidate.engines)["mac"] == busy + 62
     assert report.mac_array_macs == tiles * calls * rows * 32 * 27
     # K = rw x rc = 9 per call (the filter rows around the calls) took 39,424
     assert busy < 39_424 / 2
