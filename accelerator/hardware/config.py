@@ -37,6 +37,8 @@ from polyc.errors import ConfigError
 CONFIG_DIR = Path(__file__).parent / "configs"
 #: the runtime keeps at most this many queued commands per engine (PC_MAX_QUEUE)
 MAX_QUEUE = 64
+#: the runtime models at most this many banks per SRAM level (PC_MAX_BANKS)
+MAX_BANKS = 32
 #: the runtime's limits on levels (PC_MAX_LEVELS), DMA channels (PC_MAX_CHANNELS)
 #: and the dimensions of one DMA descriptor (PC_MAX_DIMS); this room may not import
 #: the simulator, so tests/accelerator/test_runtime_abi.py checks they agree
@@ -313,7 +315,7 @@ def _memory(r: _Reader, t: object, where: str) -> MemoryLevel | None:
         capacity_bytes=r.integer(t, "capacity_bytes", where),
         bytes_per_cycle=r.number(t, "bytes_per_cycle", where),
         latency_cycles=r.integer(t, "latency_cycles", where, zero_ok=True),
-        banks=r.integer(t, "banks", where),
+        banks=r.integer(t, "banks", where, most=MAX_BANKS),
         alignment_bytes=r.integer(t, "alignment_bytes", where),
         read_pj_per_byte=r.number(t, "read_pj_per_byte", where, zero_ok=True),
         write_pj_per_byte=r.number(t, "write_pj_per_byte", where, zero_ok=True),

@@ -75,6 +75,7 @@ def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
         L.write_pj = m.write_pj_per_byte
         L.read_bytes_per_cycle = m.read_bytes_per_cycle or 0.0
         L.write_bytes_per_cycle = m.write_bytes_per_cycle or 0.0
+        L.banks = m.banks if m.kind == "sram" else 1
     s.channels = spec.dma.channels
     s.dma_setup = spec.dma.setup_cycles
     s.dma_bytes_per_cycle = spec.dma.bytes_per_cycle

@@ -125,6 +125,11 @@ CASES = [
     (lambda d: d["memory"].pop(), "memory", "at least one SRAM level"),
     (lambda d: d["memory"][1].update(banks=3), "memory[1].banks", "equal banks"),
     (
+        lambda d: d["memory"][1].update(banks=64),
+        "memory[1].banks",
+        "it must be a positive integer of at most 32",
+    ),
+    (
         lambda d: d["mac_array"].update(operand_levels=["l2"]),
         "mac_array.operand_levels",
         "the memory levels are dram, l1",

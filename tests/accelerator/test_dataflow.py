@@ -44,6 +44,7 @@ def array_spec(rows, cols, dataflow, double, rate=1.0, dtype="float32"):
         mac_array__dataflow=dataflow,
         mac_array__double_buffered=double,
         memory__1__capacity_bytes=1 << 20,
+        memory__1__bytes_per_cycle=1 << 16,  # no bank limits the array here
         **{f"mac_array__dtypes__{dtype}__macs_per_cycle": rate},
     )
 

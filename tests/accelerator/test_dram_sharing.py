@@ -180,6 +180,8 @@ def _array_32x32():
     data["mac_array"].update(rows=32, cols=32, dataflow="weight_stationary")
     data["memory"][0]["bytes_per_cycle"] = 32.0
     data["dma"]["bytes_per_cycle"] = 32.0
+    # banks that feed the 32x32 array's int32 accumulators (this test is about DRAM)
+    data["memory"][1]["bytes_per_cycle"] = 4096.0
     return from_dict(data)
 
 

@@ -159,6 +159,7 @@ def test_the_copies_of_other_rooms_agree_with_the_header():
     # the IR and the config loader may not import the simulator (tests/test_layout)
     assert IR_MAC_MODES == abi.MAC_MODES
     assert config.MAX_QUEUE == abi.MAX_QUEUE
+    assert abi.defines()["PC_MAX_BANKS"] == config.MAX_BANKS
     assert config.MAX_LEVELS == abi.MAX_LEVELS
     assert config.MAX_CHANNELS == abi.MAX_CHANNELS
     assert abi.defines()["PC_MAX_DIMS"] == config.MAX_DIMS

@@ -3,7 +3,8 @@
 Every expected cycle count is written out from the config's numbers, so a change in
 the model shows up as arithmetic that no longer holds. The tiny config: the scalar
 core spends ISSUE = 1 cycle to issue a command; DMA: SETUP = 4 cycles, 8 B/cycle per
-channel, DRAM 8 B/cycle with LAT = 20 cycles (L1: 16 B/cycle, 2 cycles); a 4x4
+channel, DRAM 8 B/cycle with LAT = 20 cycles (L1: four banks of 128 B/cycle, wide
+enough that no test here meets a bank conflict, 2 cycles); a 4x4
 weight-stationary MAC array with double-buffered weights (its calls are timed by
 ``mac_timing``, whose closed forms tests/accelerator/test_dataflow.py checks); a
 4-lane vector unit.

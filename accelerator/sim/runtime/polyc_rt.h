@@ -39,6 +39,8 @@
 #define PC_NMAC 3
 #define PC_NAME 32
 #define PC_MAX_QUEUE 64
+#define PC_MAX_BANKS 32 /* banks of one SRAM level (block-partitioned) */
+#define PC_MAX_USE 64   /* banks one operation's bytes may touch */
 
 /* op classes (polyc.expr.ops_count), plus the vector unit's reduction step */
 #define PC_ADD 0
@@ -118,6 +120,10 @@ typedef struct {
    * together; 0 = only bytes_per_cycle caps them */
   double read_bytes_per_cycle;
   double write_bytes_per_cycle;
+  /* SRAM: equal banks of capacity / banks bytes, bank i holding bytes
+   * [i * capacity / banks, (i + 1) * capacity / banks), each serving
+   * bytes_per_cycle / banks (rt_timeline.c); DRAM: not modelled */
+  int banks;
 } pc_level;
 
 typedef struct {
@@ -354,6 +360,13 @@ typedef struct {
                          once the array is past that call (its inputs are in),
                          before that call's results are out; -1: none */
   int64_t not_before; /* ... the cycle that call frees the array */
+  /* the SRAM banks it touches (level * PC_MAX_BANKS + bank) and, per bank, its
+   * bytes per cycle there: for a DMA per byte per cycle of its rate; for an
+   * engine operation at its full speed, then (held) what it holds once started */
+  int nuse;
+  int holds; /* an engine operation holding its banks' bandwidth until free_at */
+  short use_res[PC_MAX_USE];
+  double use_a[PC_MAX_USE];
 } pc_op;
 
 /* the deferred timeline: operations issued but not yet finished, and each
@@ -376,6 +389,9 @@ typedef struct {
   int64_t started[PC_MAX_ENGINES]; /* ... of which started */
   int64_t qid[PC_MAX_ENGINES][PC_MAX_QUEUE];    /* their ids (ring) */
   int64_t qstart[PC_MAX_ENGINES][PC_MAX_QUEUE]; /* their start times (ring) */
+  /* bytes per cycle of each bank held by the running MAC (0) and vector (1)
+   * operations */
+  double held[2][PC_MAX_LEVELS * PC_MAX_BANKS];
 } pc_timeline;
 
 #define PC_FREED 16

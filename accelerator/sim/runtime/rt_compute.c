@@ -121,9 +121,38 @@ static int64_t pc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * the fold before streams, so folds start every max(stream, R) cycles; the first
  * fold's load (the head) may overlap the previous call's last fold, and the
  * results are ready `skew` cycles after the array frees (the tail). */
+/* The bytes the array moves at each operand of a call (A, B, C written, C read
+ * before the call's first fold), from its dataflow: the stationary operand is read
+ * once; the streamed and the third operand once per fold of the dimension they do
+ * not span; partial sums that leave the array between K folds (weight and input
+ * stationary) are written once per K fold and read back before every K fold but
+ * the first. Output-stationary keeps them in the PEs: C is written once. */
+static void pc_mac_bytes(const pc_spec *sp, int64_t m, int64_t n, int64_t k, int esz,
+                         int asz, double *bytes) {
+  int64_t R = sp->rows, C = sp->cols, mn = m * n * asz;
+  switch (sp->dataflow) {
+    case PC_DF_OUTPUT_STATIONARY:
+      bytes[0] = (double)(pc_cdiv(n, C) * m * k * esz);
+      bytes[1] = (double)(pc_cdiv(m, R) * k * n * esz);
+      bytes[2] = (double)mn;
+      break;
+    case PC_DF_INPUT_STATIONARY:
+      bytes[0] = (double)(m * k * esz);
+      bytes[1] = (double)(pc_cdiv(m, C) * k * n * esz);
+      bytes[2] = (double)((2 * pc_cdiv(k, R) - 1) * mn);
+      break;
+    default: /* weight stationary */
+      bytes[0] = (double)(pc_cdiv(n, C) * m * k * esz);
+      bytes[1] = (double)(k * n * esz);
+      bytes[2] = (double)((2 * pc_cdiv(k, R) - 1) * mn);
+      break;
+  }
+  bytes[3] = (double)mn; /* the accumulators read in, when the call accumulates */
+}
+
 static void pc_mac_submit(pc_ctx *ctx, int64_t m, int64_t n, int64_t k, double rate,
-                          const pc_range *acc, int nacc, int64_t macs,
-                          const char *label) {
+                          const pc_range *acc, int nacc, int64_t macs, int esz,
+                          int asz, const char *label) {
   const pc_spec *sp = &ctx->spec;
   int64_t R = sp->rows, C = sp->cols, folds, streamed, load = R;
   switch (sp->dataflow) {
@@ -137,9 +166,11 @@ static void pc_mac_submit(pc_ctx *ctx, int64_t m, int64_t n, int64_t k, double r
       folds = pc_cdiv(k, R) * pc_cdiv(n, C), streamed = m;
       break;
   }
+  double bytes[4];
+  pc_mac_bytes(sp, m, n, k, esz, asz, bytes);
   int64_t stream = (int64_t)ceil((double)streamed / rate - 1e-9);
   int64_t skew = R + C - 2;
-  pc_mac_timing t = {.pipelined = 2}; /* C (acc[2..]) is pipelined */
+  pc_mac_timing t = {.pipelined = 2, .bytes = bytes}; /* C (acc[2..]) pipelined */
   if (!sp->double_buffered) {
     t.busy = folds * (load + stream + skew);
   } else {
@@ -196,7 +227,8 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   free(row);
 
   int64_t macs = m * n * k;
-  pc_mac_submit(ctx, m, n, k, rate, acc, nacc, macs, label);
+  pc_mac_submit(ctx, m, n, k, rate, acc, nacc, macs, in_size[mode], acc_size[mode],
+                label);
 
   pc_stats *st = &ctx->stats;
   st->macs += macs;
@@ -270,8 +302,10 @@ static void pc_vector_time(pc_ctx *ctx, const char *label, int64_t groups,
                            const int64_t *ops, const pc_range *acc, int nacc,
                            const int64_t *bytes) {
   const pc_spec *sp = &ctx->spec;
+  double moved[PC_MAX_ACCESS];
+  for (int i = 0; i < nacc && i < PC_MAX_ACCESS; i++) moved[i] = (double)bytes[i];
   pc__submit(ctx, PC_ENG_VECTOR, acc, nacc, groups * cycles_per_group, 0,
-             PC_EV_VECTOR, elements, label);
+             PC_EV_VECTOR, elements, moved, label);
   double total = 0;
   for (int c = 0; c < PC_NCLASS; c++) {
     ctx->stats.vector_ops[c] += ops[c];

@@ -49,6 +49,9 @@ PC_INTERNAL int64_t pc__trace(pc_ctx *ctx, int engine, int kind, int64_t start,
 typedef struct {
   int64_t busy, head, tail, spacing, last;
   int pipelined;
+  /* bytes the array moves at each range of the call (its banks' demand over
+   * `busy`, rt_timeline.c); NULL: none */
+  const double *bytes;
 } pc_mac_timing;
 
 /* Issue a MAC-array operation timed by `t` (see pc_mac_timing). */
@@ -60,10 +63,11 @@ PC_INTERNAL void pc__submit_mac(pc_ctx *ctx, const pc_range *acc, int nacc,
  * busy `busy` cycles from its start, its results are ready `tail` cycles after
  * that (and never before those of the engine's earlier operations). Its timing is
  * resolved later; the trace event (`kind`, `amount`, `label`) and the engine's
- * busy time are written then. */
+ * busy time are written then. `bytes[i]` (or NULL) are the bytes it moves at range
+ * i: its SRAM banks' demand, which may stretch it (rt_timeline.c). */
 PC_INTERNAL void pc__submit(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
                             int64_t busy, int64_t tail, int kind, int64_t amount,
-                            const char *label);
+                            const double *bytes, const char *label);
 
 /* Issue a DMA transfer on channel engine `engine`: `setup` cycles, then `bytes`
  * at no more than `cap` bytes per cycle (sharing DRAM's bandwidth with the other

@@ -30,6 +30,25 @@
  * first whole cycle by which its bytes have moved. Everything at one cycle is
  * processed before the rates are set again, so the order of processing does not
  * matter: the timeline is deterministic, in whole cycles.
+ *
+ * SRAM banks: a level of B banks is block-partitioned (bank i holds bytes
+ * [i * capacity / B, (i + 1) * capacity / B)), each bank serving
+ * bytes_per_cycle / B. An operation touches the banks its byte ranges cover
+ * (placement is known at issue), its bytes spread over them in proportion to the
+ * range's bytes in each (at most PC_MAX_USE banks an operation: both ends of a
+ * transfer over every bank of two levels; a vector operation over more is charged
+ * for its first ones). The engines come first: a MAC or vector operation, when it
+ * starts, takes at each bank the bytes per cycle it needs at full speed (its bytes
+ * there / its busy cycles), or what the other engine leaves there but at least
+ * half the bank; where a bank cannot feed it the operation stretches by its
+ * tightest bank's ratio (busy, first load and last fold alike), and it holds that
+ * bandwidth until it frees its engine. DMA transfers share what the engines leave:
+ * each bank is one more resource of the water filling above (a transfer uses a
+ * bank with the share of its bytes there, per byte it moves), so a transfer's rate
+ * is limited by its tightest resource; the rates are set again when an engine
+ * operation starts holding banks or lets them go. One bank per level (the usual
+ * config) makes the level one resource: two transfers into it share its bytes per
+ * cycle, and an engine streaming it at its full width leaves a transfer nothing.
  */
 #include <math.h>
 #include <stdint.h>
@@ -47,6 +66,78 @@ static pc_op *pc_find(pc_timeline *tl, int64_t id) {
   if (id < 0 || !tl->cap) return NULL;
   pc_op *o = &tl->ops[id & (tl->cap - 1)];
   return o->id == id ? o : NULL;
+}
+
+/* bytes per cycle of bank `res` (level * PC_MAX_BANKS + bank) */
+static double pc_bank_rate(const pc_ctx *ctx, int res) {
+  const pc_level *L = &ctx->spec.level[res / PC_MAX_BANKS];
+  return L->bytes_per_cycle / (L->banks > 0 ? L->banks : 1);
+}
+
+/* Add to o's bank uses the banks bytes [r->lo, r->hi) of r's buffer cover, each
+ * with weight w times its share of the range's bytes. DRAM has no banks. */
+static void pc_add_uses(pc_ctx *ctx, pc_op *o, const pc_range *r, double w) {
+  const pc_buf *b = &ctx->bufs[r->buf];
+  const pc_level *L = &ctx->spec.level[b->level];
+  if (L->is_dram || r->hi <= r->lo || w <= 0) return;
+  int banks = L->banks > 0 ? L->banks : 1;
+  int64_t size = L->capacity / banks, lo = b->offset + r->lo, hi = b->offset + r->hi;
+  if (size <= 0) return;
+  for (int64_t i = lo / size; i <= (hi - 1) / size && i < banks; i++) {
+    int64_t a = PC_MAX(lo, i * size), z = PC_MIN(hi, (i + 1) * size);
+    double part = w * (double)(z - a) / (double)(hi - lo);
+    int res = b->level * PC_MAX_BANKS + (int)i, k = 0;
+    while (k < o->nuse && o->use_res[k] != res) k++;
+    if (k == PC_MAX_USE) return; /* beyond the table: not charged (the header) */
+    if (k == o->nuse) {
+      o->use_res[o->nuse++] = (short)res;
+      o->use_a[k] = 0;
+    }
+    o->use_a[k] += part;
+  }
+}
+
+static void pc_release_banks(pc_timeline *tl, pc_op *o) {
+  int side = o->engine == PC_ENG_MAC ? 0 : 1;
+  for (int k = 0; k < o->nuse; k++) {
+    double *h = &tl->held[side][o->use_res[k]];
+    *h -= o->use_a[k];
+    if (*h < 1e-6) *h = 0; /* float sums: a bank nobody holds is exactly free */
+  }
+  o->holds = 0;
+  tl->rerate = 1;
+}
+
+/* An engine operation starting: take its banks' bandwidth (see the header) and
+ * return the factor by which its tightest bank stretches it (1: none). The
+ * engine's operation before it, still in its last fold (under which this one's
+ * first load runs), lets its banks go now: the array streams one fold at a time. */
+static double pc_take_banks(pc_ctx *ctx, pc_op *o) {
+  pc_timeline *tl = &ctx->tl;
+  int side = o->engine == PC_ENG_MAC ? 0 : 1;
+  for (int i = 0; i < tl->nrun; i++) {
+    pc_op *p = pc_find(tl, tl->run[i]);
+    if (p != o && p->holds && p->engine == o->engine) pc_release_banks(tl, p);
+  }
+  double s = 1;
+  for (int k = 0; k < o->nuse; k++) {
+    double cap = pc_bank_rate(ctx, o->use_res[k]);
+    double other = tl->held[1 - side][o->use_res[k]];
+    double avail = other > 0 ? PC_MAX(cap - other, cap / 2) : cap;
+    s = PC_MAX(s, o->use_a[k] / avail);
+  }
+  for (int k = 0; k < o->nuse; k++) {
+    o->use_a[k] /= s;
+    tl->held[side][o->use_res[k]] += o->use_a[k];
+  }
+  o->holds = o->nuse > 0;
+  tl->rerate |= o->holds;
+  return s;
+}
+
+/* cycles x s in whole cycles (a ratio of bytes that is an integer stays one) */
+static int64_t pc_stretch(int64_t cycles, double s) {
+  return s > 1 ? (int64_t)ceil((double)cycles * s - 1e-6) : cycles;
 }
 
 /* an operation no longer in its slot finished before the slot was reused */
@@ -160,6 +251,12 @@ static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
     tl->free_at[e] = PC_NEVER; /* until its data has moved */
   } else {
     o->state = PC_RUNNING;
+    if (o->nuse && o->busy > 0) {
+      double st = pc_take_banks(ctx, o);
+      o->busy = pc_stretch(o->busy, st);
+      o->head = PC_MIN(pc_stretch(o->head, st), o->busy);
+      o->last = PC_MIN(pc_stretch(o->last, st), o->busy);
+    }
     int64_t before = tl->free_at[e];
     o->body = PC_MAX(t, before);
     if (o->head > 0 || o->spacing > 0) { /* a MAC call: its first fold streams once
@@ -190,7 +287,7 @@ static void pc_data_done(pc_timeline *tl, pc_op *o, int64_t t) {
 }
 
 static void pc_end_setup(pc_timeline *tl, pc_op *o, int64_t t) {
-  if (o->dirs) { /* through DRAM: it shares the bandwidth from now on */
+  if (o->dirs || o->nuse) { /* it shares DRAM and banks from now on */
     o->state = PC_FLOW;
     o->t_rate = t;
     o->rate = 0;
@@ -215,9 +312,12 @@ static void pc_retire(pc_ctx *ctx, pc_op *o) {
   }
 }
 
-/* Max-min fair rates of the transfers in their data phase at t: raise all rates
- * together; a transfer stops at its own cap, a group (all, reads, writes) stops
- * when it fills its bandwidth; repeat with the others. */
+/* Max-min fair rates of the transfers in their data phase at t (progressive
+ * filling): raise all rates together; a transfer stops at its own cap, and every
+ * transfer using a resource stops when that resource fills. The resources: DRAM's
+ * bytes per cycle (and its read and write caps), used by a transfer with
+ * coefficient 1; each SRAM bank, used with the transfer's share of bytes there,
+ * its bandwidth less what the engines hold. Repeat with the others. */
 static void pc_share(pc_ctx *ctx, int64_t t) {
   pc_timeline *tl = &ctx->tl;
   const pc_level *D = &ctx->spec.level[0];
@@ -227,38 +327,60 @@ static void pc_share(pc_ctx *ctx, int64_t t) {
     pc_op *o = pc_find(tl, tl->run[i]);
     if (o->state == PC_FLOW && n < PC_MAX_ENGINES) f[n++] = o;
   }
-  double cap[3] = {D->bytes_per_cycle,
-                   D->read_bytes_per_cycle > 0 ? D->read_bytes_per_cycle : INFINITY,
-                   D->write_bytes_per_cycle > 0 ? D->write_bytes_per_cycle : INFINITY};
-  double used[3] = {0, 0, 0};
+  enum { NRES = 3 + PC_MAX_LEVELS * PC_MAX_BANKS }; /* DRAM's three, the banks */
+  double cap[NRES], used[NRES], weight[NRES], share[NRES];
+  short map[PC_MAX_LEVELS * PC_MAX_BANKS], slot[PC_MAX_ENGINES][PC_MAX_USE];
+  memset(map, -1, sizeof map);
+  cap[0] = D->bytes_per_cycle;
+  cap[1] = D->read_bytes_per_cycle > 0 ? D->read_bytes_per_cycle : INFINITY;
+  cap[2] = D->write_bytes_per_cycle > 0 ? D->write_bytes_per_cycle : INFINITY;
+  int nres = 3;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < f[i]->nuse; k++) {
+      int r = f[i]->use_res[k];
+      if (map[r] < 0) {
+        map[r] = (short)nres;
+        cap[nres++] = PC_MAX(0.0, pc_bank_rate(ctx, r) - tl->held[0][r] -
+                                      tl->held[1][r]);
+      }
+      slot[i][k] = map[r];
+    }
+  for (int k = 0; k < nres; k++) used[k] = 0;
   int fixed[PC_MAX_ENGINES] = {0}, left = n;
   while (left > 0) {
-    int cnt[3] = {0, 0, 0};
-    for (int i = 0; i < n; i++)
-      if (!fixed[i]) {
-        cnt[0]++;
-        cnt[1] += f[i]->dirs & 1;
-        cnt[2] += (f[i]->dirs >> 1) & 1;
-      }
-    double level = INFINITY, share[3];
-    for (int k = 0; k < 3; k++) {
-      share[k] = cnt[k] ? PC_MAX(0.0, (cap[k] - used[k]) / cnt[k]) : INFINITY;
+    for (int k = 0; k < nres; k++) weight[k] = 0;
+    for (int i = 0; i < n; i++) {
+      if (fixed[i]) continue;
+      int d = f[i]->dirs;
+      weight[0] += d ? 1 : 0;
+      weight[1] += d & 1;
+      weight[2] += (d >> 1) & 1;
+      for (int k = 0; k < f[i]->nuse; k++) weight[slot[i][k]] += f[i]->use_a[k];
+    }
+    double level = INFINITY;
+    for (int k = 0; k < nres; k++) {
+      share[k] = weight[k] > 0 ? PC_MAX(0.0, (cap[k] - used[k]) / weight[k])
+                               : INFINITY;
       level = PC_MIN(level, share[k]);
     }
     for (int i = 0; i < n; i++)
       if (!fixed[i]) level = PC_MIN(level, f[i]->cap);
     for (int i = 0; i < n; i++) {
       if (fixed[i]) continue;
-      int d = f[i]->dirs, full = share[0] <= level + PC_EPS ||
+      int d = f[i]->dirs, full = (d && share[0] <= level + PC_EPS) ||
                                  ((d & 1) && share[1] <= level + PC_EPS) ||
                                  ((d & 2) && share[2] <= level + PC_EPS);
+      for (int k = 0; k < f[i]->nuse && !full; k++)
+        full = f[i]->use_a[k] > 0 && share[slot[i][k]] <= level + PC_EPS;
       if (!full && f[i]->cap > level + PC_EPS) continue;
-      f[i]->rate = PC_MIN(level, f[i]->cap);
+      double rate = PC_MIN(level, f[i]->cap);
+      f[i]->rate = rate;
       fixed[i] = 1;
       left--;
-      used[0] += f[i]->rate;
-      if (d & 1) used[1] += f[i]->rate;
-      if (d & 2) used[2] += f[i]->rate;
+      if (d) used[0] += rate;
+      if (d & 1) used[1] += rate;
+      if (d & 2) used[2] += rate;
+      for (int k = 0; k < f[i]->nuse; k++) used[slot[i][k]] += f[i]->use_a[k] * rate;
     }
   }
   for (int i = 0; i < n; i++) {
@@ -280,6 +402,7 @@ static int64_t pc_next(pc_ctx *ctx) {
     pc_op *o = pc_find(tl, tl->run[i]);
     int64_t at = o->state == PC_SETUP ? o->start + o->setup
                  : o->state == PC_FLOW ? o->fin
+                 : o->holds            ? o->free_at
                                        : o->ready;
     t = PC_MIN(t, at);
   }
@@ -310,6 +433,10 @@ static void pc_process(pc_ctx *ctx, int64_t t) {
         o->left = 0;
         pc_data_done(tl, o, t);
         tl->rerate = changed = 1;
+      }
+      if (o->state == PC_RUNNING && o->holds && o->free_at <= t) {
+        pc_release_banks(tl, o);
+        changed = 1;
       }
       if (o->state == PC_RUNNING && o->ready <= t) {
         pc_retire(ctx, o);
@@ -483,11 +610,21 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   return o;
 }
 
+/* an engine operation's full-speed bytes per cycle at its banks: `bytes[i]` of
+ * range i over its `busy` cycles */
+static void pc_engine_uses(pc_ctx *ctx, pc_op *o, const pc_range *acc, int nacc,
+                           const double *bytes, int64_t busy) {
+  if (!bytes || busy <= 0) return;
+  for (int i = 0; i < nacc; i++)
+    pc_add_uses(ctx, o, &acc[i], bytes[i] / (double)busy);
+}
+
 void pc__submit(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
                 int64_t busy, int64_t tail, int kind, int64_t amount,
-                const char *label) {
+                const double *bytes, const char *label) {
   pc_op *o = pc_begin(ctx, engine, acc, nacc, nacc);
   if (!o) return;
+  pc_engine_uses(ctx, o, acc, nacc, bytes, busy);
   o->busy = busy;
   o->tail = tail;
   pc_estimate(ctx, o, busy, tail);
@@ -500,6 +637,7 @@ void pc__submit_mac(pc_ctx *ctx, const pc_range *acc, int nacc,
                     const pc_mac_timing *t, int64_t amount, const char *label) {
   pc_op *o = pc_begin(ctx, PC_ENG_MAC, acc, nacc, t->pipelined);
   if (!o) return;
+  pc_engine_uses(ctx, o, acc, nacc, t->bytes, t->busy);
   o->busy = t->busy;
   o->head = t->head;
   o->tail = t->tail;
@@ -517,6 +655,7 @@ void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   pc_op *o = pc_begin(ctx, engine, acc, nacc, nacc);
   if (!o) return;
   o->kind = PC_EV_DMA;
+  for (int i = 0; i < nacc; i++) pc_add_uses(ctx, o, &acc[i], 1.0);
   o->setup = setup;
   o->left = bytes;
   o->cap = cap;

@@ -25,6 +25,8 @@ def array32(fast: bool, dataflow="weight_stationary"):
         d = tomllib.load(f)
     d["name"] = "edge-32x32"
     d["mac_array"].update(rows=32, cols=32, dataflow=dataflow)
+    # banks that feed the 32x32 array's int32 accumulators: this is about dataflow
+    d["memory"][1]["bytes_per_cycle"] = 4096.0
     if fast:
         d["memory"][0]["bytes_per_cycle"] = 64.0
         d["dma"]["bytes_per_cycle"] = 64.0
