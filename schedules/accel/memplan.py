@@ -2,12 +2,21 @@
 
 Each buffer asks for ``slots x slot_bytes`` in one level for a lifetime (an
 interval of layer positions: buffers of different layers never live at once).
-Offsets come from interval-graph first fit: buffers sorted by lifetime start and
-decreasing size take the lowest offset, aligned to the level's
-``alignment_bytes``, that no buffer with an overlapping lifetime uses; a buffer
-that fits in one bank never straddles a bank boundary (so that double-buffered
-operands sit in whole banks) unless that leaves no gap for some buffer: the plan
-is then packed again without the bank rule. A level that cannot hold what is live at once
+Offsets come from interval-graph fit: buffers sorted by lifetime start and
+decreasing size take an offset, aligned to the level's ``alignment_bytes``, that
+no buffer with an overlapping lifetime uses. On a level of several banks
+(block-partitioned: bank ``offset // (capacity / banks)``, as the simulator's banks,
+docs/accelerator.md) the offset is bank-aware: a slot that fits in one bank never
+straddles two, and of the offsets that fit the planner takes the one whose slots
+share the fewest banks with the slots of the other buffers live at the same time
+(the MAC array reads its inputs and weights at once, and writes its
+accumulators), then the one that takes no more free banks than leaves one for
+each buffer still to place, then the one whose own slots share the fewest banks
+(the DMA fills one slot of a double buffer while an engine reads another), the
+lowest such offset on a tie (:func:`_bank_fit`). A double buffer whose slots each
+fit in a bank may so sit across a bank boundary, one slot on either side. When
+the bank rule leaves no gap for some buffer, the plan is packed again by plain
+first fit (lowest offset). A level that cannot hold what is live at once
 raises :class:`~polyc.errors.PlacementError` with the level, its capacity and
 the buffers with their sizes.
 
@@ -26,7 +35,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from accelerator.hardware.spec import Spec
+from accelerator.hardware.spec import MemoryLevel, Spec
 from polyc.errors import PlacementError
 from polyc.ir import marks as pm
 from polyc.ir import tree
@@ -70,9 +79,13 @@ def zero_block(spec: Spec, level_index: int) -> Allocation:
 
 
 def plan(
-    spec: Spec, requests: Sequence[Request], zero_levels: Sequence[int] = ()
+    spec: Spec,
+    requests: Sequence[Request],
+    zero_levels: Sequence[int] = (),
+    bank_aware: bool = True,
 ) -> dict[str, Allocation]:
-    """Offsets for ``requests`` (see the module docstring).
+    """Offsets for ``requests`` (see the module docstring; ``bank_aware=False``:
+    plain first fit, the plan to compare the bank-aware one with).
 
     Raises:
         PlacementError: when the buffers live at once in a level do not fit.
@@ -90,15 +103,15 @@ def plan(
         align = spec.memory[req.level_index].alignment_bytes
         if sum(round_up(r.bytes, align) for r in [*live, req]) > capacity:
             _overflow(spec, req, live, capacity)
-    try:
-        return _pack(spec, requests, zero_levels, banked=True)
-    except _NoGap:
-        # the bank rule is a preference (fewer conflicts), not a requirement: when
-        # it leaves no gap for a buffer, pack without it
+    if bank_aware:
         try:
-            return _pack(spec, requests, zero_levels, banked=False)
-        except _NoGap as gap:
-            _overflow(spec, gap.req, gap.live, gap.capacity)
+            return _pack(spec, requests, zero_levels, banked=True)
+        except _NoGap:
+            pass  # the bank rule is a preference (fewer conflicts): pack without it
+    try:
+        return _pack(spec, requests, zero_levels, banked=False)
+    except _NoGap as gap:
+        _overflow(spec, gap.req, gap.live, gap.capacity)
     raise AssertionError  # pragma: no cover
 
 
@@ -108,8 +121,8 @@ class _NoGap(Exception):
 
 
 def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
-    """First fit by lifetime and decreasing size (``banked``: a buffer that fits in
-    one bank never straddles two).
+    """Place by lifetime and decreasing size (``banked``: bank-aware, see the
+    module docstring; else plain first fit).
 
     Raises:
         _NoGap: naming the first buffer that finds no gap.
@@ -117,7 +130,7 @@ def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
     out: dict[str, Allocation] = {}
     order = sorted(requests, key=lambda r: (r.level_index, r.start, -r.bytes, r.name))
     placed: list[tuple[Request, int]] = []
-    for req in order:
+    for i, req in enumerate(order):
         level = spec.memory[req.level_index]
         capacity = _capacity(spec, req.level_index, zero_levels)
         live = [
@@ -127,10 +140,18 @@ def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
             and r.start <= req.end
             and req.start <= r.end
         ]
-        bank = level.capacity_bytes // level.banks if banked else level.capacity_bytes
-        offset = _first_fit(req, live, level.alignment_bytes, bank)
         size = round_up(req.bytes, level.alignment_bytes)
-        if offset + size > capacity:
+        if banked and level.banks > 1:
+            later = sum(
+                r.level_index == req.level_index
+                and r.start <= req.end
+                and req.start <= r.end
+                for r in order[i + 1 :]
+            )
+            offset = _bank_fit(req, live, later, level, capacity)
+        else:
+            offset = _first_fit(req, live, level.alignment_bytes)
+        if offset is None or offset + size > capacity:
             raise _NoGap(req, [r for r, _ in live], capacity)
         placed.append((req, offset))
         out[req.name] = Allocation(req.name, req.level_index, offset, size)
@@ -143,25 +164,88 @@ def _capacity(spec: Spec, level_index: int, zero_levels) -> int:
     return spec.memory[level_index].capacity_bytes
 
 
-def _first_fit(
-    req: Request, live: list[tuple[Request, int]], align: int, bank: int
-) -> int:
+def _taken(live: list[tuple[Request, int]], align: int) -> list[tuple[int, int]]:
+    return sorted((off, off + round_up(r.bytes, align)) for r, off in live)
+
+
+def _free(offset: int, size: int, taken: list[tuple[int, int]]) -> bool:
+    return all(hi <= offset or offset + size <= lo for lo, hi in taken)
+
+
+def _first_fit(req: Request, live: list[tuple[Request, int]], align: int) -> int:
     size = round_up(req.bytes, align)
-    taken = sorted((off, off + round_up(r.bytes, align)) for r, off in live)
+    taken = _taken(live, align)
     offset = 0
     while True:
-        if size <= bank and offset // bank != (offset + size - 1) // bank:
-            # keep a one-bank buffer in one bank; a bank need not be a multiple of
-            # the alignment (3 KiB in 32 banks: 96 B, aligned to 64), so align again
-            # and look once more
-            offset = round_up(round_up(offset, bank), align)
-            continue
         clash = next(
             ((lo, hi) for lo, hi in taken if lo < offset + size and offset < hi), None
         )
         if clash is None:
             return offset
         offset = round_up(clash[1], align)
+
+
+def _slot_banks(req: Request, offset: int, bank: int, align: int) -> list[range]:
+    """The banks each slot of ``req`` at ``offset`` occupies. A slot after the
+    first starts less than one alignment unit early when its buffer was aligned
+    down to put it at a bank boundary; those few bytes do not count."""
+    out = []
+    for i in range(req.slots):
+        lo, hi = offset + i * req.slot_bytes, offset + (i + 1) * req.slot_bytes
+        early = -lo % bank  # bytes before the next bank boundary
+        if i and 0 < early < min(align, hi - lo):
+            lo += early
+        out.append(range(lo // bank, (hi - 1) // bank + 1))
+    return out
+
+
+def _bank_fit(
+    req: Request,
+    live: list[tuple[Request, int]],
+    later: int,
+    level: MemoryLevel,
+    capacity: int,
+) -> int | None:
+    """The bank-aware offset of ``req`` (see the module docstring), None if no
+    offset keeps each one-bank slot in one bank. ``later`` buffers live beside it
+    are still to be placed: it spreads its slots over free banks only while a free
+    bank is left for each of them.
+
+    The offsets are ranked by the banks its slots share with other buffers' (two
+    engines, or the array's two operands, at once), then by the free banks it
+    takes beyond its share, then by the banks its own slots share (the DMA filling
+    one slot beside the engine reading another, at the DMA's lower rate), then low
+    offset first."""
+    align, bank = level.alignment_bytes, level.capacity_bytes // level.banks
+    size = round_up(req.bytes, align)
+    taken = _taken(live, align)
+    others = [b for r, off in live for b in _slot_banks(r, off, bank, align)]
+    used = {i for b in others for i in b}
+    spare = max(1, level.banks - len(used) - later)
+    candidates = {0}
+    candidates.update(round_up(hi, align) for _, hi in taken)
+    for k in range(1, level.banks):
+        candidates.add(round_up(k * bank, align))
+        if req.slot_bytes <= bank:  # slot j first in bank k
+            for j in range(1, req.slots):
+                at = k * bank - j * req.slot_bytes
+                candidates.add(max(0, at // align * align))
+    best = None
+    for offset in sorted(candidates):
+        if offset + size > capacity or not _free(offset, size, taken):
+            continue
+        mine = _slot_banks(req, offset, bank, align)
+        if req.slot_bytes <= bank and any(len(b) > 1 for b in mine):
+            continue
+        own = sum(
+            len(set(a) & set(b)) for i, a in enumerate(mine) for b in mine[i + 1 :]
+        )
+        cross = sum(len(set(a) & set(b)) for a in mine for b in others)
+        new = len({i for b in mine for i in b} - used)
+        key = (cross, max(0, new - spare), own, offset)
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[-1]
 
 
 def _overflow(spec: Spec, req: Request, live: list[Request], capacity: int):
@@ -202,9 +286,9 @@ def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     return out
 
 
-def replan(spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
+def replan(spec: Spec, schedule: isl.Schedule, bank_aware: bool = True) -> isl.Schedule:
     """Plan every buffer (each lives for its layer) and write one ``@scope`` mark
-    per layer that has buffers.
+    per layer that has buffers (``bank_aware``: see :func:`plan`).
 
     Raises:
         PlacementError: when a layer's buffers do not fit.
@@ -225,7 +309,7 @@ def replan(spec: Spec, schedule: isl.Schedule) -> isl.Schedule:
         per_layer.setdefault(layer, []).append(b.name)
         if b.clamp:
             zero_levels.add(b.level_index)
-    allocs = plan(spec, requests, sorted(zero_levels))
+    allocs = plan(spec, requests, sorted(zero_levels), bank_aware)
     for layer in sorted(per_layer, reverse=True):
         scope = pm.ScopeMark(tuple(allocs[n] for n in per_layer[layer]))
         node = tree.at(schedule, layer_paths[layer])

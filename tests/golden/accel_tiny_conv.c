@@ -67,13 +67,13 @@ void polyc_conv2d(pc_ctx *_pc_ctx, void * _pc_input, void * _pc_weight, void * _
   pc_b_pc_zero_l1 = pc_alloc(_pc_ctx, 1, 16368, 16, "pc_zero_l1");
   pc_zero_fill(_pc_ctx, pc_b_pc_zero_l1);
   /* @scope weight_l1_0, input_l1_0, out_l1_0 */
-  pc_b_weight_l1_0 = pc_alloc(_pc_ctx, 1, 576, 576, "weight_l1_0");
+  pc_b_weight_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 576, "weight_l1_0");
   pc_p_weight_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_weight_l1_0);
   pc_slot_weight_l1_0 = -1;
-  pc_b_input_l1_0 = pc_alloc(_pc_ctx, 1, 0, 576, "input_l1_0");
+  pc_b_input_l1_0 = pc_alloc(_pc_ctx, 1, 3712, 576, "input_l1_0");
   pc_p_input_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_input_l1_0);
   pc_slot_input_l1_0 = -1;
-  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 1152, 192, "out_l1_0");
+  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 12288, 192, "out_l1_0");
   pc_p_out_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_out_l1_0);
   pc_slot_out_l1_0 = -1;
   /* @buffer weight_l1_0: weight[8x4x3x3] in l1, 1 slot, copy in */

@@ -57,13 +57,13 @@ void polyc_matmul(pc_ctx *_pc_ctx, void * _pc_A, void * _pc_B, void * _pc_out)
   long pc_o_B_l1_0_1 = 0;
   int pc_fresh_S1 = 0;
   /* @scope out_l1_0, A_l1_0, B_l1_0 */
-  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 768, 512, "out_l1_0");
+  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 512, "out_l1_0");
   pc_p_out_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_out_l1_0);
   pc_slot_out_l1_0 = -1;
-  pc_b_A_l1_0 = pc_alloc(_pc_ctx, 1, 1280, 384, "A_l1_0");
+  pc_b_A_l1_0 = pc_alloc(_pc_ctx, 1, 12288, 384, "A_l1_0");
   pc_p_A_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_A_l1_0);
   pc_slot_A_l1_0 = -1;
-  pc_b_B_l1_0 = pc_alloc(_pc_ctx, 1, 0, 768, "B_l1_0");
+  pc_b_B_l1_0 = pc_alloc(_pc_ctx, 1, 3584, 768, "B_l1_0");
   pc_p_B_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_B_l1_0);
   pc_slot_B_l1_0 = -1;
   /* band L0 */

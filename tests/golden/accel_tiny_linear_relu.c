@@ -78,19 +78,19 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   uint64_t pc_vmask = 0;
   (void)pc_vmask;
   /* @scope b_l1_0, lin_l1_0, out_l1_0, x_l1_0, w_l1_0 */
-  pc_b_b_l1_0 = pc_alloc(_pc_ctx, 1, 2176, 48, "b_l1_0");
+  pc_b_b_l1_0 = pc_alloc(_pc_ctx, 1, 4608, 48, "b_l1_0");
   pc_p_b_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_b_l1_0);
   pc_slot_b_l1_0 = -1;
-  pc_b_lin_l1_0 = pc_alloc(_pc_ctx, 1, 768, 512, "lin_l1_0");
+  pc_b_lin_l1_0 = pc_alloc(_pc_ctx, 1, 4096, 512, "lin_l1_0");
   pc_p_lin_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_lin_l1_0);
   pc_slot_lin_l1_0 = -1;
-  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 1280, 512, "out_l1_0");
+  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 512, "out_l1_0");
   pc_p_out_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_out_l1_0);
   pc_slot_out_l1_0 = -1;
   pc_b_x_l1_0 = pc_alloc(_pc_ctx, 1, 0, 768, "x_l1_0");
   pc_p_x_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_x_l1_0);
   pc_slot_x_l1_0 = -1;
-  pc_b_w_l1_0 = pc_alloc(_pc_ctx, 1, 1792, 384, "w_l1_0");
+  pc_b_w_l1_0 = pc_alloc(_pc_ctx, 1, 12288, 384, "w_l1_0");
   pc_p_w_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_w_l1_0);
   pc_slot_w_l1_0 = -1;
   /* band L0 */
