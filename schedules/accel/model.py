@@ -46,7 +46,7 @@ from polyc.errors import PlacementError
 from polyc.ir import macmap
 from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
-from schedules.accel import levels, terms
+from schedules.accel import banks, levels, terms
 from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
@@ -607,6 +607,7 @@ class LayerModel:
             if eng == "mac":
                 out.extend(self.mac_cycles(s))
                 out.append(self.mac_once(s))
+                out.extend(banks.expressions(self, s))
             elif eng == "vector":
                 out.append(self.vector_cycles(s))
         for s in self.st.pitched:

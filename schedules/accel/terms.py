@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from accelerator.hardware.spec import DMA, MemoryLevel, Spec
+from schedules.accel import banks
 from schedules.accel.evaluate import descriptors
 from schedules.accel.placement import CHUNK_BYTES
 
@@ -260,7 +261,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         tiles = ev(model.tiles(s))
         if eng == "mac":
             cyc, per_tile = model.mac_cycles(s)
-            cyc, per_tile = ev(cyc), ev(per_tile)
+            cyc, per_tile = ev(cyc) * banks.mac_stretch(model, s, ev), ev(per_tile)
             mac += tiles * cyc + ev(model.mac_once(s))
             calls += tiles * per_tile
             # the scalar core issues the next tile's loads after this tile's

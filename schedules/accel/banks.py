@@ -1,0 +1,134 @@
+"""The SRAM banks' bound on the MAC array, for the cost model.
+
+The simulator (``accelerator/sim/runtime/rt_timeline.c``, docs/accelerator.md)
+splits an SRAM level of ``B`` banks into equal blocks, each serving
+``bytes_per_cycle / B``; a MAC call needs, at each bank its operands sit in, its
+bytes there over its cycles, and stretches by its tightest bank's ratio. The
+bytes come from the dataflow (``pc_mac_bytes`` in ``rt_compute.c``): the
+stationary operand once, the streamed and the third once per fold of the
+dimension they do not span, partial sums written once per K fold and read back
+before every K fold but the first (output-stationary keeps them in the PEs), and
+the accumulators read in once more when a call adds to what earlier calls left.
+
+The plan is not known while the search runs, so the bound assumes what the
+memory planner (``schedules/accel/memplan.py``) aims for: each operand of a call
+in a bank of its own where its level has as many banks as the call puts operands
+there, else the operands sharing the level's banks evenly. What the model leaves
+out: DMA transfers take what the engines leave of a bank, so a transfer into a
+bank the array saturates waits (the planner keeps a double buffer's slots in
+different banks to avoid it), and the vector unit's banks.
+
+:func:`expressions` lists the symbolic terms (the model evaluates them with its
+others); :func:`mac_stretch` is the factor on a statement's MAC cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import sympy as sp
+
+if TYPE_CHECKING:
+    from polyc.ir.kernel import Statement
+    from schedules.accel.model import LayerModel
+
+
+def _terms(model: LayerModel, stmt: Statement) -> dict | None:
+    """Per operand role ("a", "b", "c"): its level and bytes per MAC call, with
+    the call's steady cycles; None when no SRAM bank can limit the call."""
+    memo = model.__dict__.setdefault("_bank_terms", {})
+    if stmt.name in memo:
+        return memo[stmt.name]
+    from schedules.accel.tensorize import contraction
+
+    spec, array = model.spec, model.spec.mac_array
+    con = contraction(stmt)
+    out = None
+    arrays = {}
+    if con is not None:
+        arrays = {"a": stmt.reads[con.a].array, "b": stmt.reads[con.b].array}
+        arrays["c"] = stmt.target.array
+        arrays = {r: a for r, a in arrays.items() if a in model.levels}
+    if arrays:
+        m, n, k = _extents(model, stmt)
+        esz = stmt.reads[con.a].dtype.itemsize
+        asz = stmt.target.dtype.itemsize
+        rows, cols = array.rows, array.cols
+        c = sp.ceiling
+        # reduction extent of one output element over the call's K: the calls
+        # after the first add to what is there (the accumulators are read in)
+        red = math.prod(
+            model.layer.extent(stmt, it)
+            for it in stmt.iterators
+            if not any(aff.coefficient(it) for aff in stmt.target.index)
+        )
+        add = 1 - k / red
+        mn = m * n * asz
+        if array.dataflow == "output_stationary":
+            a, b, cw = c(n / cols) * m * k * esz, c(m / rows) * k * n * esz, mn
+        elif array.dataflow == "input_stationary":
+            a, b = m * k * esz, c(m / cols) * k * n * esz
+            cw = (2 * c(k / rows) - 1) * mn
+        else:
+            a, b = c(n / cols) * m * k * esz, k * n * esz
+            cw = (2 * c(k / rows) - 1) * mn
+        moved = {"a": a, "b": b, "c": cw + add * mn}
+        moved = {r: moved[r] for r in arrays}
+        levels = {r: model.levels[arr] for r, arr in arrays.items()}
+        if any(spec.memory[i].kind == "sram" for i in levels.values()):
+            out = {
+                "levels": levels,
+                "bytes": moved,
+                "cycles": model._mac_timing(stmt).steady,
+            }
+    memo[stmt.name] = out
+    return out
+
+
+def _extents(model: LayerModel, stmt: Statement):
+    """The call's M, N, K extents over tile symbols (as the model's MAC timing
+    takes them, :meth:`LayerModel._timing_of`)."""
+    ext = []
+    for role, g in zip("mnk", model.st.groups_of(stmt.name)):
+        if not g:
+            ext.append(sp.Integer(1))
+        elif len(g) == 1:
+            ext.append(model.size(stmt, g[0]))
+        elif role == "k":
+            ext.append(model.size(stmt, g[0]) * model.size(stmt, g[1]))
+        else:
+            pitch = model.pitch(stmt)
+            ext.append((model.size(stmt, g[0]) - 1) * pitch + model.size(stmt, g[1]))
+    return ext
+
+
+def expressions(model: LayerModel, stmt: Statement) -> list:
+    """The symbolic terms :func:`mac_stretch` evaluates."""
+    t = _terms(model, stmt)
+    return [] if t is None else [*t["bytes"].values(), t["cycles"]]
+
+
+def mac_stretch(model: LayerModel, stmt: Statement, ev) -> np.ndarray | float:
+    """The factor (>= 1) by which the SRAM banks stretch ``stmt``'s MAC calls, at
+    every candidate (``ev`` evaluates the model's expressions)."""
+    t = _terms(model, stmt)
+    if t is None:
+        return 1.0
+    cycles = np.maximum(ev(t["cycles"]), 1.0)
+    stretch = np.ones_like(cycles)
+    by_level: dict[int, list[str]] = {}
+    for role, index in t["levels"].items():
+        by_level.setdefault(index, []).append(role)
+    for index, roles in by_level.items():
+        level = model.spec.memory[index]
+        if level.kind != "sram":
+            continue
+        width = level.bytes_per_cycle / level.banks
+        demand = [ev(t["bytes"][r]) / cycles for r in roles]
+        shared = sum(demand) / (width * min(level.banks, len(roles)))
+        stretch = np.maximum(stretch, shared)
+        for d in demand:
+            stretch = np.maximum(stretch, d / width)
+    return stretch
