@@ -296,16 +296,19 @@ static int pc_vector_levels(pc_ctx *ctx, const pc_range *acc, int n,
   return 0;
 }
 
-/* Time and account `elements` x ops of vector work touching `acc`. */
+/* Time and account `elements` x ops of vector work touching `acc`; `banked`: its
+ * `bytes` are what it moves (the typed primitives), so they load its SRAM banks.
+ * A pc_vector body's ranges are its hazards, not its traffic (a reduction step
+ * names the whole row it folds): it holds no bank. */
 static void pc_vector_time(pc_ctx *ctx, const char *label, int64_t groups,
                            int64_t cycles_per_group, int64_t elements,
                            const int64_t *ops, const pc_range *acc, int nacc,
-                           const int64_t *bytes) {
+                           const int64_t *bytes, int banked) {
   const pc_spec *sp = &ctx->spec;
   double moved[PC_MAX_ACCESS];
   for (int i = 0; i < nacc && i < PC_MAX_ACCESS; i++) moved[i] = (double)bytes[i];
   pc__submit(ctx, PC_ENG_VECTOR, acc, nacc, groups * cycles_per_group, 0,
-             PC_EV_VECTOR, elements, moved, label);
+             PC_EV_VECTOR, elements, banked ? moved : NULL, label);
   double total = 0;
   for (int c = 0; c < PC_NCLASS; c++) {
     ctx->stats.vector_ops[c] += ops[c];
@@ -334,7 +337,7 @@ void pc_vector(pc_ctx *ctx, const pc_vop *op) {
   int64_t lanes = ctx->spec.lanes;
   pc_vector_time(ctx, op->name, (op->elements + lanes - 1) / lanes,
                  per > 0 ? per : 1, op->elements, ops, op->access, op->naccess,
-                 bytes);
+                 bytes, 0);
 }
 
 static const int pc_esize[] = {4, 2, 4, 1};
@@ -456,7 +459,7 @@ void pc_vec_binary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
   ops[cls] = n;
   int64_t lanes = ctx->spec.lanes;
   pc_vector_time(ctx, label, (n + lanes - 1) / lanes, ctx->spec.vec_cycles[cls], n,
-                 ops, acc, 3, bytes);
+                 ops, acc, 3, bytes, 1);
 }
 
 void pc_vec_unary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
@@ -480,7 +483,7 @@ void pc_vec_unary(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
   ops[cls] = n;
   int64_t lanes = ctx->spec.lanes;
   pc_vector_time(ctx, label, (n + lanes - 1) / lanes, ctx->spec.vec_cycles[cls], n,
-                 ops, acc, 2, bytes);
+                 ops, acc, 2, bytes, 1);
 }
 
 void pc_vec_reduce(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
@@ -516,5 +519,5 @@ void pc_vec_reduce(pc_ctx *ctx, int op, int dtype, int64_t rows, int64_t cols,
   int64_t lanes = ctx->spec.lanes;
   int64_t per_row = ((cols + lanes - 1) / lanes) * ctx->spec.vec_cycles[cls] +
                     ctx->spec.vec_cycles[PC_RED];
-  pc_vector_time(ctx, label, rows, per_row, n, ops, acc, nacc, bytes);
+  pc_vector_time(ctx, label, rows, per_row, n, ops, acc, nacc, bytes, 1);
 }
