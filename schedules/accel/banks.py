@@ -52,7 +52,7 @@ def _terms(model: LayerModel, stmt: Statement) -> dict | None:
         arrays["c"] = stmt.target.array
         arrays = {r: a for r, a in arrays.items() if a in model.levels}
     if arrays:
-        m, n, k = _extents(model, stmt)
+        m, n, k = model.mac_extents(stmt)
         esz = stmt.reads[con.a].dtype.itemsize
         asz = stmt.target.dtype.itemsize
         rows, cols = array.rows, array.cols
@@ -85,23 +85,6 @@ def _terms(model: LayerModel, stmt: Statement) -> dict | None:
             }
     memo[stmt.name] = out
     return out
-
-
-def _extents(model: LayerModel, stmt: Statement):
-    """The call's M, N, K extents over tile symbols (as the model's MAC timing
-    takes them, :meth:`LayerModel._timing_of`)."""
-    ext = []
-    for role, g in zip("mnk", model.st.groups_of(stmt.name)):
-        if not g:
-            ext.append(sp.Integer(1))
-        elif len(g) == 1:
-            ext.append(model.size(stmt, g[0]))
-        elif role == "k":
-            ext.append(model.size(stmt, g[0]) * model.size(stmt, g[1]))
-        else:
-            pitch = model.pitch(stmt)
-            ext.append((model.size(stmt, g[0]) - 1) * pitch + model.size(stmt, g[1]))
-    return ext
 
 
 def expressions(model: LayerModel, stmt: Statement) -> list:

@@ -378,6 +378,13 @@ class LayerModel:
         from schedules.accel.tensorize import contraction
 
         a = self.spec.mac_array
+        m, n, k = self.mac_extents(stmt)
+        rate = a.dtypes[contraction(stmt).operand].macs_per_cycle
+        rate = sp.Rational(rate).limit_denominator(64)
+        return mac_timing(a, m, n, k, rate, sp.ceiling, _max)
+
+    def mac_extents(self, stmt: Statement):
+        """The M, N, K extents of one MAC call of ``stmt``, over tile symbols."""
         ext = {}
         for role, g in zip("mnk", self.st.groups_of(stmt.name)):
             if not g:
@@ -391,9 +398,7 @@ class LayerModel:
             else:
                 pitch = self.pitch(stmt)
                 ext[role] = (self.size(stmt, g[0]) - 1) * pitch + self.size(stmt, g[1])
-        rate = a.dtypes[contraction(stmt).operand].macs_per_cycle
-        rate = sp.Rational(rate).limit_denominator(64)
-        return mac_timing(a, ext["m"], ext["n"], ext["k"], rate, sp.ceiling, _max)
+        return ext["m"], ext["n"], ext["k"]
 
     def pitch(self, stmt: Statement):
         """Row pitch of the A operand's buffer along the inner fused M iterator."""
