@@ -105,6 +105,27 @@ def test_a_lone_read_is_capped_by_the_read_split(rt):
     assert sim.ready(y) == ISSUE + SETUP + 64 // 2 + LAT
 
 
+def test_a_load_is_not_queued_behind_a_store_slowed_by_the_write_split(rt):
+    """The first free channel is picked by each channel's estimated end alone:
+    that estimate capped a store by DRAM's bandwidth but not by its write split,
+    so a 256-byte store at 1 B/cycle looked done in 32 cycles and the next load
+    queued behind it on its channel (ending after cycle 280) instead of on the
+    channel a 512-byte load frees at cycle 90 (the fuzzer's random hardware sets
+    splits a quarter of the time)."""
+    sim = Simulator(rt, tiny_with(memory__0__write_bytes_per_cycle=1.0))
+    out = sim.bind("C", np.zeros(256, dtype=np.uint8))
+    src = sim.bind("A", np.zeros(1024, dtype=np.uint8))
+    x = sim.alloc("l1", 0, 256, "x")
+    y, z = sim.alloc("l1", 256, 512, "y"), sim.alloc("l1", 768, 64, "z")
+    sim.dma((out, 0, [1]), (x, 0, [1]), [256], 1, channel=0)  # the store
+    _load(sim, y, src, 512, 1)
+    _load(sim, z, src, 64, -1)
+    events = sim.finish().events
+    last = next(e for e in events if e.kind == "dma" and e.amount == 64)
+    assert last.engine == "dma1"
+    assert last.end < next(e for e in events if e.amount == 256).end < 300
+
+
 def test_the_split_is_refused_on_an_sram_level():
     with open(load_config("tiny").source, "rb") as f:
         data = tomllib.load(f)

@@ -661,7 +661,13 @@ void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   o->cap = cap;
   o->dirs = dirs;
   o->latency = latency;
-  double alone = dirs ? PC_MIN(cap, ctx->spec.level[0].bytes_per_cycle) : cap;
+  const pc_level *D = &ctx->spec.level[0];
+  double alone = dirs ? PC_MIN(cap, D->bytes_per_cycle) : cap;
+  /* alone, a load (store) is also capped by DRAM's read (write) split */
+  if ((dirs & 1) && D->read_bytes_per_cycle > 0)
+    alone = PC_MIN(alone, D->read_bytes_per_cycle);
+  if ((dirs & 2) && D->write_bytes_per_cycle > 0)
+    alone = PC_MIN(alone, D->write_bytes_per_cycle);
   pc_estimate(ctx, o, setup + (int64_t)ceil(bytes / alone - PC_EPS) + latency, 0);
   o->amount = (int64_t)bytes;
   o->event = pc__trace(ctx, engine, PC_EV_DMA, 0, 0, o->amount, src, dst, label);
