@@ -12,7 +12,10 @@ time and then for the whole layer:
 - :func:`engines`: the MAC array's (calls back to back, plus the first load and
   the last tail once), the vector unit's and the scalar core's work;
 - :func:`overlap`: double buffering: the busiest engine's total plus the first
-  tile's loads and the last tile's stores.
+  tile's loads and the last tile's stores, or, where DRAM is the bottleneck,
+  every byte but the last stores, then the last tile's compute and its stores;
+- :func:`store_windows`: the loads that fall behind the compute while a store
+  holds its channels (two or more channels).
 
 Every value is a numpy array over the candidates (or a number that broadcasts).
 """
@@ -197,14 +200,17 @@ class Traffic:
     out_serial: np.ndarray  # ... and its stores
     last_out: np.ndarray  # bytes stored after the last tile
     last_time: np.ndarray
+    first_fixed: np.ndarray  # set-up and latency of the first tile's loads
+    last_fixed: np.ndarray  # ... and of the last tile's stores
     stored: list = field(default_factory=list)  # copies of each copied-out buffer
     loads: list = field(default_factory=list)  # (copies, alone, fixed) per load
-    stores: list = field(default_factory=list)  # (copies, alone, fixed, bytes)
+    # (copies, alone, fixed, bytes, calls) per store
+    stores: list = field(default_factory=list)
 
     @classmethod
     def zeros(cls, n: int) -> Traffic:
         z = np.zeros
-        return cls(*(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(9)))
+        return cls(*(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(11)))
 
     def add(self, buf: TileBuffer, box: TileBox, use: np.ndarray, moves) -> None:
         """Add buffer ``buf``'s copies ``moves`` (:class:`Copies`: its tile copies,
@@ -223,6 +229,7 @@ class Traffic:
         if buf.copy_in:
             self.first_in += np.where(use, buf.whole_bytes, box.moved_bytes)
             self.first_time = np.maximum(self.first_time, alone)
+            self.first_fixed = np.maximum(self.first_fixed, moves[0].fixed)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
             self.first_calls += calls
             again = (box.copies > 1) & ~use
@@ -233,9 +240,12 @@ class Traffic:
         if buf.copy_out:
             self.last_out += box.moved_bytes
             self.last_time = np.maximum(self.last_time, alone)
+            self.last_fixed = np.maximum(self.last_fixed, moves[0].fixed)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
             self.out_serial += alone * calls
-            self.stores.append((box.copies, alone, moves[0].fixed, box.moved_bytes))
+            self.stores.append(
+                (box.copies, alone, moves[0].fixed, box.moved_bytes, calls)
+            )
 
 
 @dataclass(frozen=True)
@@ -248,21 +258,30 @@ class Work:
     scalar: np.ndarray  # statements the scalar core runs itself
     calls: np.ndarray
     lead: np.ndarray | float = np.inf  # MAC time the next tiles' loads can run under
+    # ... of which the MAC statements pay once per chain of calls back to back
+    # (the last tile pays one: its first load and its last tail)
+    once: np.ndarray | float = 0.0
 
 
 def engines(model: LayerModel, ev, n: int) -> Work:
     """Each statement's tiles on its engine: MAC calls (and their issue), vector
     operations (one issue, two for a reduction), or scalar instances."""
     mac, vec, scalar, calls = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    lead = np.zeros(n)
+    lead, once = np.zeros(n), np.zeros(n)
     depth = model.spec.scalar.queue_depth
+    # an output path's op after each output tile ends a chain of calls back to
+    # back, and each chain pays its first load (LayerModel.mac_once)
+    outs = [o for o in model.layer.stmts if model.st.engine_of(o.name) == "mac_out"]
+    chains = np.maximum(ev(model.tiles(outs[0])), 1) if outs else 1.0
     for s in model.layer.stmts:
         eng = model.st.engine_of(s.name)
         tiles = ev(model.tiles(s))
         if eng == "mac":
             cyc, per_tile = model.mac_cycles(s)
             cyc, per_tile = ev(cyc) * banks.mac_stretch(model, s, ev), ev(per_tile)
-            mac += tiles * cyc + ev(model.mac_once(s))
+            first = ev(model.mac_once(s))
+            mac += tiles * cyc + first
+            once += first / chains
             calls += tiles * per_tile
             # the scalar core issues the next tile's loads after this tile's
             # calls, at most queue_depth calls ahead of the array: with more
@@ -279,7 +298,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         elif eng == "scalar":
             scalar += model.scalar_cycles(s)
     has_mac = any(model.st.engine_of(s.name) == "mac" for s in model.layer.stmts)
-    return Work(mac, vec, scalar, calls, lead if has_mac else np.inf)
+    return Work(mac, vec, scalar, calls, lead if has_mac else np.inf, once)
 
 
 @dataclass(frozen=True)
@@ -304,12 +323,19 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     ``write_bytes_per_cycle``). The first tile's loads share DRAM with the loads
     of the ``ahead`` tiles after it (their slots are free, so they are issued at
     once) on the channels they leave free, so the fill moves those bytes too, and
-    the DRAM time between fill and drain moves only the other bytes.
+    the DRAM time between fill and drain moves only the other bytes. The fill's
+    loads start together, so DRAM idles through their set-up and latency (the
+    drain's stores likewise).
 
     What DRAM sharing does not remove, and the model charges: on one channel a
     store waiting for its tile's compute holds up the loads queued behind it (each
-    boundary between stored tiles exposes both); a load (store) slower than the
-    compute it overlaps paces the tiles through the slots of its buffer."""
+    boundary between stored tiles exposes both); with more channels a store holds
+    its own and the loads beside it fall behind (:func:`store_windows`); a load
+    (store) slower than the compute it overlaps paces the tiles through the slots
+    of its buffer. And the last tile's compute waits for its loads, which DRAM
+    moves after every byte but the last tile's stores (the loads alone where the
+    last tile's slot is free from the start, as with ``ahead + 1`` tiles or
+    fewer): where DRAM is the bottleneck that compute is exposed between them."""
     dma = spec.dma
     dram = spec.dram
     bw = dram.bytes_per_cycle
@@ -326,12 +352,15 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     in_flight = np.clip(traffic.streams, 1, np.maximum(dma.channels - waiting, 1))
     # the fill and the drain move their own bytes; the rest moves between them
     free = np.maximum(dma.channels - traffic.first_calls, 0)
-    beside = traffic.next_in * np.minimum(
-        free / np.maximum(traffic.next_calls, 1), ahead
-    )
+    filled = np.minimum(free / np.maximum(traffic.next_calls, 1), ahead)
+    beside = traffic.next_in * filled
     fill_bytes = np.minimum(traffic.first_in + beside, traffic.dram_bytes)
-    fill = np.maximum(traffic.first_time, fill_bytes / read_bw)
-    drain = np.maximum(traffic.last_time, traffic.last_out / write_bw)
+    # the fill's loads start together: DRAM idles through their set-up and the
+    # latency after their last bytes (likewise the drain's stores)
+    fill = np.maximum(traffic.first_time, traffic.first_fixed + fill_bytes / read_bw)
+    drain = np.maximum(
+        traffic.last_time, traffic.last_fixed + traffic.last_out / write_bw
+    )
     writes = np.maximum(traffic.dram_writes - traffic.last_out, 0)
     reads = np.maximum(traffic.dram_bytes - traffic.dram_writes - fill_bytes, 0)
     dram_time = np.maximum(
@@ -362,18 +391,116 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     paced = np.maximum(traffic.most - 1, 0) * (period - tile)
     # likewise a stored buffer's two slots: the compute of its tile after next
     # waits for its store (at no more than the write bandwidth)
-    for copies, alone, fixed, nbytes in traffic.stores:
+    for copies, alone, fixed, nbytes, _ in traffic.stores:
         store = np.maximum(alone, fixed + nbytes / write_bw)
         out_tile = work.mac / np.maximum(copies, 1)
         wait = np.maximum((store - out_tile) / 2, 0)
         paced = np.maximum(paced, np.maximum(copies - 1, 0) * wait)
+    # the loads' slowdown beside a store is a wait for loads too: the larger
+    # of the two estimates stands
+    paced = np.maximum(paced, store_windows(spec, traffic, work, ahead, filled))
     busiest = np.maximum(
         np.maximum(work.mac + stalls + paced, work.vector),
         np.maximum(dma_time, scalar),
     )
     # loads that do not fit under the MAC time they may overlap wait for it
     busiest = np.maximum(busiest, work.mac + np.maximum(dma_time - work.lead, 0))
+    # the last tile computes after its loads, and DRAM moves those after every
+    # byte but the last tile's stores: where DRAM is the bottleneck the last
+    # tile's compute (and the array's fill and skew) is exposed between them.
+    # Where the last tile's slot is free from the start its loads go with the
+    # fill, before any store: then only the loads precede them
+    loaded = traffic.dram_bytes - traffic.dram_writes
+    earlier = np.where(traffic.most - 1 <= ahead, 0, writes)
+    reads_done = traffic.first_fixed + np.maximum(
+        np.maximum((loaded + earlier) / bw, loaded / read_bw), earlier / write_bw
+    )
+    most = np.maximum(traffic.most, 1)
+    last_tile = np.maximum(
+        (work.mac - work.once) / most + work.once, work.vector / most
+    )
+    cycles = np.maximum(busiest + fill + drain, reads_done + last_tile + drain)
     return Busy(
-        busiest + fill + drain,
+        cycles,
         {"mac": work.mac, "vector": work.vector, "dma": dma_time, "scalar": scalar},
     )
+
+
+def store_windows(
+    spec: Spec, traffic: Traffic, work: Work, ahead: int, filled=0.0
+) -> np.ndarray:
+    """The compute's wait for loads while a stored tile's store runs (two or more
+    channels; :func:`overlap` charges one channel's blocking itself).
+
+    A store holds its channels until it ends. The next tiles' loads then have the
+    other channels, each call paying its set-up and latency on them, and share
+    DRAM fairly with the store, which takes all it can while they are in set-up,
+    latency or waiting for a free slot: where a tile's loads take longer than its
+    compute, the compute falls behind over the window. The lead the loads had
+    absorbs it: all ``ahead`` tiles for the first store (the fill gives it), then
+    what they win back between stores where they run faster than the compute.
+    The loads of the ``filled`` tiles after the first moved with the fill, before
+    any store."""
+    dma, dram = spec.dma, spec.dram
+    n = len(traffic.dram_bytes)
+    if dma.channels < 2 or not traffic.stores:
+        return np.zeros(n)
+    bw = dram.bytes_per_cycle
+    read_bw = min(bw, dram.read_bytes_per_cycle or bw)
+    write_bw = min(bw, dram.write_bytes_per_cycle or bw)
+    rate = dma.bytes_per_cycle
+    most = np.maximum(traffic.most, 1)
+    tile = np.maximum(work.mac, work.vector) / most
+    load_calls = np.maximum(traffic.next_calls, 1)
+    fixed_in = traffic.first_fixed
+    alone = load_calls * fixed_in / dma.channels + traffic.next_in / min(
+        read_bw, dma.channels * rate
+    )
+    full = np.maximum(ahead * tile - fixed_in, 0)
+    out = np.zeros(n)
+    for copies, _, fixed, nbytes, calls in traffic.stores:
+        calls = np.maximum(calls, 1)
+        free = np.maximum(dma.channels - calls, 1)
+        beside = np.minimum(free, load_calls)
+        cap = np.minimum(calls * rate, write_bw)
+        shared = np.minimum(cap, bw * calls / (calls + beside))
+        load_rate = np.maximum(
+            np.minimum(np.minimum(bw - shared, read_bw), beside * rate), 1e-9
+        )
+        moving = traffic.next_in / load_rate
+        loads = load_calls * fixed_in / beside + moving
+        # the share of the window the loads move bytes in: the rest is the store's
+        duty = moving / np.maximum(np.maximum(loads, tile), 1e-9)
+        window = fixed + nbytes / (duty * shared + (1 - duty) * cap)
+        behind = window * np.maximum(1 - tile / np.maximum(loads, 1e-9), 0)
+        period = most / np.maximum(copies, 1) * tile
+        won = _won(period - window, tile, alone)
+        # the tiles whose loads the fill moved (``filled``) are past any store
+        stores = np.maximum(copies - 1 - filled * copies / most, 0)
+        out = np.maximum(out, _behind(behind, full, won, stores))
+    return np.where((tile > 0) & (traffic.next_in > 0), out, 0)
+
+
+def _won(between, tile, alone):
+    """The lead the loads win back in ``between`` cycles of compute, running a
+    tile's loads in ``alone`` cycles against its compute's ``tile``."""
+    return (
+        np.maximum(between, 0) * np.maximum(tile - alone, 0) / np.maximum(alone, 1e-9)
+    )
+
+
+def _behind(behind, full, won, windows):
+    """The compute's wait over ``windows`` stores, each putting the loads
+    ``behind`` cycles of compute back, with a lead of ``full`` before the first
+    and ``won`` back after each: the lead before window ``j`` is
+    ``max(full - j (behind - won), won)``, the wait there ``behind`` less it."""
+    won = np.minimum(won, full)
+    delta = behind - won
+    first = behind - full
+    step = np.maximum(delta, 1e-9)
+    # from window `sat` on the lead is down to `won`; the one before it waits less
+    sat = np.clip(np.ceil(1 - first / step), 0, windows)
+    before = sat - 1
+    partial = np.where(before >= 0, np.maximum(first + before * delta, 0), 0)
+    out = (windows - sat) * delta + np.where(before < windows, partial, 0)
+    return np.where(delta > 0, out, windows * np.maximum(first, 0))

@@ -210,12 +210,14 @@ def test_gemm_256_on_a_32x32_array_stalls_only_where_dram_is_full():
     """The issue's case: each output tile's store was issued before the next
     tile's loads and, first come first served, held all of DRAM, so the MAC array
     waited 3 x 1,856 cycles at output-tile boundaries. Shared fairly, the loads run
-    beside the store. The schedule (128x128 output tiles, K steps of 32: 512-cycle
-    calls) needs exactly DRAM's 32 B/cycle in steady state (a 64 KiB int32 store and
-    64 KiB of loads per 8 calls), so what is left at each of the 3 boundaries is
-    the set-up and latency the saturated DRAM cannot hide: under a third of the old
-    stall. The cost model does not see it (0.91 of the simulation: see the closing
-    note of issue 13)."""
+    beside the store. The 128x128 output tiles need DRAM's 32 B/cycle in steady
+    state (a 64 KiB int32 store per tile and its 128 KiB of loads per 4,096 cycles
+    of calls): while a store holds one of the two channels, the next tiles' loads
+    queue on the other and the array waits only in the calls that run beside the
+    previous tile's store, under a third of the old stall. The cost model charges those waits
+    (``schedules.accel.terms.store_windows``): it predicts the run within 5%, and
+    the K steps it picks (64, where it used to pick 32 at 0.91 of the simulation)
+    run 19,970 cycles instead of 20,872."""
     import polyc
     from polyc import ops
 
@@ -230,12 +232,12 @@ def test_gemm_256_on_a_32x32_array_stalls_only_where_dram_is_full():
     a, b = (inputs[x.name] for x in kernel.free_inputs)
     assert np.array_equal(next(iter(out.values())), a.astype(np.int32) @ b)
     macs = [e for e in report.events if e.kind == "mac"]
-    # 16 folds of 32 rows back to back; a call after a wait also loads its weights
-    assert len(macs) == 32 and {e.end - e.start for e in macs} == {512, 512 + 32}
+    per_tile = len(macs) // 4  # four 128x128 output tiles
     gaps = [n.start - p.end for p, n in itertools.pairwise(macs)]
     stalled = [i for i, g in enumerate(gaps) if g]
-    # only the three calls after each output-tile boundary wait
-    assert {i // 8 for i in stalled} == {1, 2, 3} and len(stalled) <= 9
+    # only calls of an output tile after the first wait: those that run beside
+    # the previous tile's store
+    assert {(i + 1) // per_tile for i in stalled} <= {1, 2, 3}
     assert sum(gaps) < 1856 * 3 / 3
     ratio = compiled.choice.predicted_cycles / report.cycles
-    assert 0.85 < ratio <= 1.0
+    assert 0.95 <= ratio <= 1.05
