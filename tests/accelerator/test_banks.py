@@ -119,3 +119,38 @@ def test_a_transfer_into_a_bank_the_array_holds_gets_what_is_left(rt):
     # moves 1 KiB at 8 B/cycle
     mac_end = ISSUE + A_BYTES // 8
     assert sim.ready(d) == mac_end + B // 8 + LAT
+
+
+def _vector_after_mac(rt, with_mac: bool) -> tuple[int, int]:
+    """A relu over 64 floats in bank 0 issued right after (or without) a MAC call
+    whose A operand streams bank 0 at its whole 8 B/cycle; returns the vector
+    unit's busy cycles and the array's."""
+    spec = tiny_with(
+        mac_array__double_buffered=False,
+        memory__1__banks=4,
+        memory__1__bytes_per_cycle=32.0,
+    )
+    sim = Simulator(rt, spec)
+    a = sim.alloc("l1", 0, 256, "a")
+    b = sim.alloc("l1", 4096, 64, "b")
+    c = sim.alloc("l1", 8192, 256, "c")
+    x = sim.alloc("l1", 1024, 256, "x")  # bank 0, beside A
+    sim.array(x, np.float32, (64,))[:] = -1.0
+    if with_mac:
+        sim.mac(16, 4, 4, (a, 0, 4, 1), (b, 0, 4, 1), (c, 0, 4, 1))  # issued at 1
+    sim.vec_unary("relu", "float32", 1, 64, (x, 0, 0, 1), (x, 0, 0, 1))
+    report = sim.finish()
+    assert np.all(sim.array(x, np.float32, (64,)) == 0.0)
+    return report.engine("vector").busy, report.engine("mac_array").busy
+
+
+def test_two_engines_on_one_bank_never_take_more_than_its_bandwidth(rt):
+    """The array streams A through all of bank 0 (256 B over 32 cycles) from 1 to
+    33; a vector operation on bank 0 issued at 2 gets nothing until the call frees
+    the bank, then runs as it does alone. (Regression: the second engine used to get
+    at least half the bank, 12 B/cycle out of an 8 B/cycle bank together.)"""
+    alone, _ = _vector_after_mac(rt, with_mac=False)
+    busy, mac = _vector_after_mac(rt, with_mac=True)
+    assert mac == A_BYTES // 8 == 32
+    mac_end, vec_start = ISSUE + mac, 2 * ISSUE
+    assert busy == (mac_end - vec_start) + alone

@@ -39,10 +39,12 @@
  * transfer over every bank of two levels; a vector operation over more is charged
  * for its first ones). The engines come first: a MAC or vector operation, when it
  * starts, takes at each bank the bytes per cycle it needs at full speed (its bytes
- * there / its busy cycles), or what the other engine leaves there but at least
- * half the bank; where a bank cannot feed it the operation stretches by its
- * tightest bank's ratio (busy, first load and last fold alike), and it holds that
- * bandwidth until it frees its engine. DMA transfers share what the engines leave:
+ * there / its busy cycles); where the other engine holds part of the bank, it gets
+ * what that one leaves until the other frees its engine, then the bank (two
+ * engines never take more than the bank's bandwidth together). Where a bank cannot
+ * feed it the operation stretches by its tightest bank's ratio (busy, first load
+ * and last fold alike), and it holds its average bandwidth until it frees its
+ * engine. DMA transfers share what the engines leave:
  * each bank is one more resource of the water filling above (a transfer uses a
  * bank with the share of its bytes there, per byte it moves), so a transfer's rate
  * is limited by its tightest resource; the rates are set again when an engine
@@ -108,23 +110,45 @@ static void pc_release_banks(pc_timeline *tl, pc_op *o) {
   tl->rerate = 1;
 }
 
+/* The last cycle at which an operation of the engine other than `side`'s holds
+ * bank `res` (it holds it until it frees its engine). */
+static int64_t pc_held_until(pc_timeline *tl, int side, int res) {
+  int64_t until = 0;
+  for (int i = 0; i < tl->nrun; i++) {
+    pc_op *p = pc_find(tl, tl->run[i]);
+    if (!p || !p->holds || (p->engine == PC_ENG_MAC ? 0 : 1) == side) continue;
+    for (int k = 0; k < p->nuse; k++)
+      if (p->use_res[k] == res) until = PC_MAX(until, p->free_at);
+  }
+  return until;
+}
+
 /* An engine operation starting: take its banks' bandwidth (see the header) and
  * return the factor by which its tightest bank stretches it (1: none). The
  * engine's operation before it, still in its last fold (under which this one's
  * first load runs), lets its banks go now: the array streams one fold at a time. */
-static double pc_take_banks(pc_ctx *ctx, pc_op *o) {
+static double pc_take_banks(pc_ctx *ctx, pc_op *o, int64_t t) {
   pc_timeline *tl = &ctx->tl;
   int side = o->engine == PC_ENG_MAC ? 0 : 1;
   for (int i = 0; i < tl->nrun; i++) {
     pc_op *p = pc_find(tl, tl->run[i]);
     if (p != o && p->holds && p->engine == o->engine) pc_release_banks(tl, p);
   }
-  double s = 1;
+  double s = 1, busy = (double)o->busy;
   for (int k = 0; k < o->nuse; k++) {
-    double cap = pc_bank_rate(ctx, o->use_res[k]);
-    double other = tl->held[1 - side][o->use_res[k]];
-    double avail = other > 0 ? PC_MAX(cap - other, cap / 2) : cap;
-    s = PC_MAX(s, o->use_a[k] / avail);
+    int res = o->use_res[k];
+    double cap = pc_bank_rate(ctx, res), need = o->use_a[k];
+    if (need <= 0) continue;
+    double other = tl->held[1 - side][res];
+    double full = PC_MIN(need, cap), cycles = need * busy / full;
+    if (other > 0) { /* what the other engine leaves until it frees the bank */
+      double left = PC_MIN(need, PC_MAX(cap - other, 0.0));
+      double window = (double)PC_MAX(pc_held_until(tl, side, res) - t, 0);
+      double bytes = need * busy;
+      cycles = left * window >= bytes ? bytes / left
+                                      : window + (bytes - left * window) / full;
+    }
+    s = PC_MAX(s, cycles / busy);
   }
   for (int k = 0; k < o->nuse; k++) {
     o->use_a[k] /= s;
@@ -252,7 +276,7 @@ static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
   } else {
     o->state = PC_RUNNING;
     if (o->nuse && o->busy > 0) {
-      double st = pc_take_banks(ctx, o);
+      double st = pc_take_banks(ctx, o, t);
       o->busy = pc_stretch(o->busy, st);
       o->head = PC_MIN(pc_stretch(o->head, st), o->busy);
       o->last = PC_MIN(pc_stretch(o->last, st), o->busy);
