@@ -29,9 +29,9 @@ from codegen.accel.direct import build_runtime
 from polyc import ops
 from polyc.errors import SimulationError
 from polyc.ir import macmap
-from polyc.ir.affine import var
 from schedules.accel import scheduler, search
 from schedules.accel.layers import split
+from tests.support.macmap_conv import conv_operands, conv_tile
 
 HWA = "hw-a"
 WINDOW = ("rh", "rw", "rc")
@@ -127,31 +127,9 @@ def test_dilated_taps_fuse_with_the_channels_by_a_split_read():
 # the predicate ---------------------------------------------------------------------
 
 
-def _operands(dilation: int = 1, rows: int = 10):
-    """``out[n, o, h, w] += input[n, rc, h + d*rh, w + d*rw] * weight[o, rc, rh,
-    rw]``, channels-last buffers: 4 channels, 8 x 8 outputs, an input row of
-    ``rows`` pixels."""
-    n, o, h, w, rc, rh, rw = (var(x) for x in ("n", "o", "h", "w", "rc", "rh", "rw"))
-    d = dilation
-    return {
-        "c": macmap.Operand("out_l1_0", (n, o, h, w), (512, 64, 8, 1)),
-        "a": macmap.Operand(
-            "input_l1_0",
-            (n, rc, h + rh * d, w + rw * d),
-            (rows * rows * 4, 1, rows * 4, 4),
-        ),
-        "b": macmap.Operand("weight_l1_0", (o, rc, rh, rw), (36, 1, 12, 4)),
-    }
-
-
-def _tile():
-    extents = {"n": 1, "o": 8, "h": 8, "w": 8, "rc": 4, "rh": 3, "rw": 3}
-    return extents, dict.fromkeys(extents, True)
-
-
 def test_predicate_reads_the_window_with_the_input_row_pitch():
     groups = {"m": ("w",), "n": ("o",), "k": WINDOW}
-    dims = macmap.check("S1", groups, _operands(), *_tile())
+    dims = macmap.check("S1", groups, conv_operands(), *conv_tile())
     k = dims["k"]
     # K = 3 x 3 x 4 = 36: rh steps the weight by 12 (the span of (rw, rc)) and the
     # input by its row pitch, 10 pixels of 4 channels
@@ -160,9 +138,9 @@ def test_predicate_reads_the_window_with_the_input_row_pitch():
 
 
 def test_predicate_refuses_a_window_whose_row_of_taps_does_not_fuse():
-    extents, exact = _tile()
+    extents, exact = conv_tile()
     groups = {"m": ("w",), "n": ("o",), "k": WINDOW}
-    got = macmap.check("S1", groups, _operands(dilation=2, rows=12), extents, exact)
+    got = macmap.check("S1", groups, conv_operands(2), extents, exact)
     assert isinstance(got, macmap.Refusal)
     # dilated, (rw, rc) itself needs A's second stride, so rh has none left
     assert got.message("codegen").startswith(
@@ -171,7 +149,7 @@ def test_predicate_refuses_a_window_whose_row_of_taps_does_not_fuse():
         "iterator's in every access"
     )
     # a row of taps that is not whole in every tile: the window would fold
-    got = macmap.check("S1", groups, _operands(), extents, {**exact, "rw": False})
+    got = macmap.check("S1", groups, conv_operands(), extents, {**exact, "rw": False})
     assert isinstance(got, macmap.Refusal) and "cannot fuse" in got.what
 
 

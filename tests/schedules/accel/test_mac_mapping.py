@@ -32,6 +32,7 @@ from polyc.ir.affine import Aff, var
 from schedules.accel import scheduler as accel
 from schedules.accel import search
 from schedules.accel.layers import split
+from tests.support.macmap_conv import conv_operands, conv_tile
 
 CONFIGS = ("tiny", "edge-npu", "datacenter")
 
@@ -139,34 +140,12 @@ def test_torch_dilated_conv2d_runs_on_the_mac_array():
 # the predicate ---------------------------------------------------------------------
 
 
-def _conv_operands(dilation: int):
-    """``out[n, o, h, w] += input[n, rc, h + d*rh, w + d*rw] * weight[o, rc, rh,
-    rw]`` over channels-last buffers of a tile of 4 channels, 8 x 8 outputs."""
-    n, o, h, w, rc, rh, rw = (var(x) for x in ("n", "o", "h", "w", "rc", "rh", "rw"))
-    d = dilation
-    span = 8 + d * 2
-    return {
-        "c": macmap.Operand("out_l1_0", (n, o, h, w), (512, 64, 8, 1)),
-        "a": macmap.Operand(
-            "input_l1_0",
-            (n, rc, h + rh * d, w + rw * d),
-            (span * span * 4, 1, span * 4, 4),
-        ),
-        "b": macmap.Operand("weight_l1_0", (o, rc, rh, rw), (36, 1, 12, 4)),
-    }
-
-
-def _tile():
-    extents = {"n": 1, "o": 8, "h": 8, "w": 8, "rc": 4, "rh": 3, "rw": 3}
-    return extents, dict.fromkeys(extents, True)
-
-
 def test_predicate_refuses_taps_fused_with_channels_with_the_reason():
-    extents, exact = _tile()
+    extents, exact = conv_tile()
     fused = {"m": ("w",), "n": ("o",), "k": ("rw", "rc")}
     # a weight buffer whose taps are 8 elements apart, not the 4 channels: the
     # fused index would skip weights (only A may take a second stride)
-    ops_ = _conv_operands(2)
+    ops_ = conv_operands(2)
     ops_["b"] = replace(ops_["b"], strides=(72, 1, 24, 8))
     got = macmap.check("S1", fused, ops_, extents, exact)
     assert isinstance(got, macmap.Refusal)
@@ -180,24 +159,24 @@ def test_predicate_refuses_taps_fused_with_channels_with_the_reason():
         "row pitches."
     )
     # undilated, a tap moves one channel row in both: (rw, rc) is one K of 12
-    dims = macmap.check("S1", fused, _conv_operands(1), extents, exact)
+    dims = macmap.check("S1", fused, conv_operands(1), extents, exact)
     assert dims["k"].ratios == (4, 1) and dims["k"].unit == (("a", 1), ("b", 1))
     assert dims["k"].split == ()
     # dilated, a tap moves two channel rows of A and one of B: A reads K by two
     # strides (spans of 4 channels, 8 elements apart)
-    dims = macmap.check("S1", fused, _conv_operands(2), extents, exact)
+    dims = macmap.check("S1", fused, conv_operands(2), extents, exact)
     assert dims["k"].split_of("a") == (4, 8) and dims["k"].split_of("b") is None
     # K over the channels alone with the taps around the call
-    alone = macmap.check("S1", {**fused, "k": ("rc",)}, _conv_operands(2), *_tile())
+    alone = macmap.check("S1", {**fused, "k": ("rc",)}, conv_operands(2), *conv_tile())
     assert not isinstance(alone, macmap.Refusal)
 
 
 def test_predicate_refuses_a_k_that_is_not_whole_in_every_tile_and_phase_crossing():
-    extents, exact = _tile()
+    extents, exact = conv_tile()
     fused = {"m": ("w",), "n": ("o",), "k": ("rw", "rc")}
-    got = macmap.check("S1", fused, _conv_operands(1), extents, {**exact, "rc": False})
+    got = macmap.check("S1", fused, conv_operands(1), extents, {**exact, "rc": False})
     assert isinstance(got, macmap.Refusal) and "cannot fuse" in got.what
-    ops_ = _conv_operands(1)
+    ops_ = conv_operands(1)
     ops_["a"] = replace(ops_["a"], phases=(1, 1, 1, 2))  # w stored in 2 phases
     got = macmap.check("S1", fused, ops_, extents, exact)
     assert got.message("codegen").startswith(
@@ -205,7 +184,7 @@ def test_predicate_refuses_a_k_that_is_not_whole_in_every_tile_and_phase_crossin
         "moves 1 elements along dimension 3, which is stored in 2 phases"
     )
     # an inner iterator that does not move through one operand
-    ops_ = _conv_operands(1)
+    ops_ = conv_operands(1)
     ops_["b"] = replace(ops_["b"], index=(var("o"), var("rc"), var("rh"), Aff(0)))
     got = macmap.check("S1", {**fused, "k": ("rw",)}, ops_, extents, exact)
     assert got.what == "MAC dimension k of S1 (rw) does not move through weight_l1_0"
