@@ -105,3 +105,27 @@ def mac_timing(
     return MacTiming(
         folds, load, stream, skew, folds * interval, load + stream - interval, skew
     )
+
+
+def mac_bytes(
+    array: MacArray, m, n, k, esz: int, asz: int, ceil: Callable = math.ceil
+) -> tuple:
+    """The SRAM bytes one MAC call ``m x n x k`` moves per operand, from the
+    dataflow (the runtime's ``pc_mac_bytes`` in ``rt_compute.c``, for its bank
+    model): ``(a, b, c, accumulators)``. The stationary operand is read once; the
+    streamed and the third once per fold of the dimension they do not span; ``c``
+    counts partial sums written once per K fold and read back before every K fold
+    but the first (output-stationary keeps them in the PEs and writes ``m x n``
+    once); ``accumulators`` is ``m x n`` read in when the call adds to what earlier
+    calls left. ``esz`` is the operands' element size, ``asz`` the accumulators'."""
+    rows, cols = array.rows, array.cols
+    mn = m * n * asz
+    if array.dataflow == "output_stationary":
+        a, b, c = ceil(n / cols) * m * k * esz, ceil(m / rows) * k * n * esz, mn
+    elif array.dataflow == "input_stationary":
+        a, b = m * k * esz, ceil(m / cols) * k * n * esz
+        c = (2 * ceil(k / rows) - 1) * mn
+    else:
+        a, b = ceil(n / cols) * m * k * esz, k * n * esz
+        c = (2 * ceil(k / rows) - 1) * mn
+    return a, b, c, mn

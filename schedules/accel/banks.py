@@ -4,11 +4,9 @@ The simulator (``accelerator/sim/runtime/rt_timeline.c``, docs/accelerator.md)
 splits an SRAM level of ``B`` banks into equal blocks, each serving
 ``bytes_per_cycle / B``; a MAC call needs, at each bank its operands sit in, its
 bytes there over its cycles, and stretches by its tightest bank's ratio. The
-bytes come from the dataflow (``pc_mac_bytes`` in ``rt_compute.c``): the
-stationary operand once, the streamed and the third once per fold of the
-dimension they do not span, partial sums written once per K fold and read back
-before every K fold but the first (output-stationary keeps them in the PEs), and
-the accumulators read in once more when a call adds to what earlier calls left.
+bytes come from the dataflow (:func:`accelerator.hardware.dataflow.mac_bytes`,
+the runtime's ``pc_mac_bytes``), with the accumulators read in once more when a
+call adds to what earlier calls left.
 
 The plan is not known while the search runs, so the bound assumes what the
 memory planner (``schedules/accel/memplan.py``) aims for: each operand of a call
@@ -29,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import sympy as sp
+
+from accelerator.hardware.dataflow import mac_bytes
 
 if TYPE_CHECKING:
     from polyc.ir.kernel import Statement
@@ -55,8 +55,6 @@ def _terms(model: LayerModel, stmt: Statement) -> dict | None:
         m, n, k = model.mac_extents(stmt)
         esz = stmt.reads[con.a].dtype.itemsize
         asz = stmt.target.dtype.itemsize
-        rows, cols = array.rows, array.cols
-        c = sp.ceiling
         # reduction extent of one output element over the call's K: the calls
         # after the first add to what is there (the accumulators are read in)
         red = math.prod(
@@ -65,15 +63,7 @@ def _terms(model: LayerModel, stmt: Statement) -> dict | None:
             if not any(aff.coefficient(it) for aff in stmt.target.index)
         )
         add = 1 - k / red
-        mn = m * n * asz
-        if array.dataflow == "output_stationary":
-            a, b, cw = c(n / cols) * m * k * esz, c(m / rows) * k * n * esz, mn
-        elif array.dataflow == "input_stationary":
-            a, b = m * k * esz, c(m / cols) * k * n * esz
-            cw = (2 * c(k / rows) - 1) * mn
-        else:
-            a, b = c(n / cols) * m * k * esz, k * n * esz
-            cw = (2 * c(k / rows) - 1) * mn
+        a, b, cw, mn = mac_bytes(array, m, n, k, esz, asz, sp.ceiling)
         moved = {"a": a, "b": b, "c": cw + add * mn}
         moved = {r: moved[r] for r in arrays}
         levels = {r: model.levels[arr] for r, arr in arrays.items()}

@@ -10,7 +10,10 @@ need first and stretch where a bank cannot feed them. The numbers are tiny's
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from accelerator.hardware.dataflow import mac_bytes
+from accelerator.hardware.spec import DATAFLOWS
 from accelerator.sim.simulator import Simulator
 from tests.accelerator.test_timing import ISSUE, LAT, SETUP, rt, tiny_with
 
@@ -87,6 +90,28 @@ def test_a_mac_call_starved_by_one_narrow_bank_takes_its_bytes_over_the_width(rt
     # all 576 bytes through one 8 B/cycle bank: 72 cycles instead of 26
     busy = _mac_busy(rt, 1, 8.0, (0, 1024, 2048))
     assert busy == (A_BYTES + B_BYTES + C_BYTES) // 8 == 72
+
+
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_the_cost_models_mac_bytes_are_what_the_runtime_charges(rt, dataflow):
+    """dataflow.mac_bytes (the cost model's) against the runtime's pc_mac_bytes: the
+    16 x 4 x 4 fp32 call with all its operands in one 8 B/cycle bank takes their
+    bytes over the width (weight-stationary 576 B, the others 768 B)."""
+    spec = tiny_with(
+        mac_array__dataflow=dataflow,
+        mac_array__double_buffered=False,
+        memory__1__banks=1,
+        memory__1__bytes_per_cycle=8.0,
+    )
+    a, b, c, _ = mac_bytes(spec.mac_array, 16, 4, 4, 4, 4)
+    sim = Simulator(rt, spec)
+    bufs = [
+        sim.alloc("l1", at, size, name)
+        for at, size, name in ((0, 256, "a"), (1024, 64, "b"), (2048, 256, "c"))
+    ]
+    sim.mac(16, 4, 4, *((buf, 0, 4, 1) for buf in bufs))
+    report = sim.finish()
+    assert report.engine("mac_array").busy == (a + b + c) // 8
 
 
 def test_a_mac_call_with_its_operands_in_separate_banks_waits_for_the_busiest(rt):

@@ -126,7 +126,8 @@ static int64_t pc_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * once; the streamed and the third operand once per fold of the dimension they do
  * not span; partial sums that leave the array between K folds (weight and input
  * stationary) are written once per K fold and read back before every K fold but
- * the first. Output-stationary keeps them in the PEs: C is written once. */
+ * the first. Output-stationary keeps them in the PEs: C is written once. The cost
+ * model's twin: accelerator/hardware/dataflow.py, mac_bytes. */
 static void pc_mac_bytes(const pc_spec *sp, int64_t m, int64_t n, int64_t k, int esz,
                          int asz, double *bytes) {
   int64_t R = sp->rows, C = sp->cols, mn = m * n * asz;
