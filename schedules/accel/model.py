@@ -359,12 +359,14 @@ class LayerModel:
         output path requantizes each) and the last one's tail (calls back to
         back pipeline, :func:`accelerator.hardware.dataflow.mac_timing`)."""
         t = self._mac_timing(stmt)
-        # the output path's op after each output tile (pc_mac_output) ends the
-        # chain of calls back to back: the simulator overlaps a call's load only
-        # with a MAC call before it, so each output tile's first call pays it
+        return sp.sympify(t.first * self.mac_chains() + t.tail)  # 0 undoubled
+
+    def mac_chains(self):
+        """The layer's chains of MAC calls back to back: the output path's op after
+        each output tile (pc_mac_output) ends one, since the simulator overlaps a
+        call's load only with a MAC call before it; else the layer is one chain."""
         outs = [o for o in self.layer.stmts if self.st.engine_of(o.name) == "mac_out"]
-        chains = self.tiles(outs[0]) if outs else sp.Integer(1)
-        return sp.sympify(t.first * chains + t.tail)  # 0 without double buffering
+        return self.tiles(outs[0]) if outs else sp.Integer(1)
 
     def _mac_timing(self, stmt: Statement):
         """The dataflow's timing of one MAC call of ``stmt``, over tile symbols

@@ -269,10 +269,9 @@ def engines(model: LayerModel, ev, n: int) -> Work:
     mac, vec, scalar, calls = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     lead, once = np.zeros(n), np.zeros(n)
     depth = model.spec.scalar.queue_depth
-    # an output path's op after each output tile ends a chain of calls back to
-    # back, and each chain pays its first load (LayerModel.mac_once)
-    outs = [o for o in model.layer.stmts if model.st.engine_of(o.name) == "mac_out"]
-    chains = np.maximum(ev(model.tiles(outs[0])), 1) if outs else 1.0
+    # each chain of calls back to back pays its first load (LayerModel.mac_once)
+    chains = model.mac_chains()
+    chains = float(chains) if chains.is_Number else np.maximum(ev(chains), 1)
     for s in model.layer.stmts:
         eng = model.st.engine_of(s.name)
         tiles = ev(model.tiles(s))
@@ -337,10 +336,7 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     last tile's slot is free from the start, as with ``ahead + 1`` tiles or
     fewer): where DRAM is the bottleneck that compute is exposed between them."""
     dma = spec.dma
-    dram = spec.dram
-    bw = dram.bytes_per_cycle
-    read_bw = min(bw, dram.read_bytes_per_cycle or bw)
-    write_bw = min(bw, dram.write_bytes_per_cycle or bw)
+    bw, read_bw, write_bw = _dram_rates(spec)
     issues = traffic.transfers + work.calls
     scalar = work.scalar + issues * spec.scalar.issue_cycles
     # each double-buffered stream overlaps the compute; a store of every tile
@@ -426,6 +422,15 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     )
 
 
+def _dram_rates(spec: Spec) -> tuple[float, float, float]:
+    """DRAM's bytes per cycle in all, for reads and for writes (each split capped
+    by the total; no split: the total)."""
+    dram = spec.dram
+    bw = dram.bytes_per_cycle
+    read_bw = min(bw, dram.read_bytes_per_cycle or bw)
+    return bw, read_bw, min(bw, dram.write_bytes_per_cycle or bw)
+
+
 def store_windows(
     spec: Spec, traffic: Traffic, work: Work, ahead: int, filled=0.0
 ) -> np.ndarray:
@@ -441,13 +446,11 @@ def store_windows(
     what they win back between stores where they run faster than the compute.
     The loads of the ``filled`` tiles after the first moved with the fill, before
     any store."""
-    dma, dram = spec.dma, spec.dram
+    dma = spec.dma
     n = len(traffic.dram_bytes)
     if dma.channels < 2 or not traffic.stores:
         return np.zeros(n)
-    bw = dram.bytes_per_cycle
-    read_bw = min(bw, dram.read_bytes_per_cycle or bw)
-    write_bw = min(bw, dram.write_bytes_per_cycle or bw)
+    bw, read_bw, write_bw = _dram_rates(spec)
     rate = dma.bytes_per_cycle
     most = np.maximum(traffic.most, 1)
     tile = np.maximum(work.mac, work.vector) / most
