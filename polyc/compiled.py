@@ -109,7 +109,9 @@ class Compiled:
             lines.append(
                 f"  last run: {r.cycles:,} cycles{predicted}, roofline "
                 f"{r.roofline_cycles:,} ({r.roofline.bound}-bound), ratio "
-                f"{r.ratio:,.2f}x, DRAM {r.dram_bytes:,} B, energy "
+                f"{r.ratio:,.2f}x, engine bound {r.engine_bound_cycles:,} "
+                f"({r.engine_bound.bound}-bound), ratio {r.engine_ratio:,.2f}x, "
+                f"DRAM {r.dram_bytes:,} B, energy "
                 f"{r.energy_pj / 1e6:,.3f} uJ"
             )
         return "\n".join(lines)

@@ -115,15 +115,22 @@ def _uncast(e: Expr) -> Expr:
 
 def min_dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> int:
     """Bytes of live-in input elements plus live-out output elements."""
+    return sum(dram_bytes(kernel, params))
+
+
+def dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> tuple[int, int]:
+    """``(bytes read, bytes written)`` no schedule avoids: the live-in elements of
+    the arrays DRAM holds at the start, the live-out elements of the outputs."""
     deps = kernel.deps
-    total = 0
     arrays = kernel.arrays
     reads_from_dram = {
         a.name
         for a in arrays.values()
         if a.role in (Role.INPUT, Role.INOUT) or a.name in kernel.data
     }
+    totals = []
     for uset, keep in ((deps.live_in, reads_from_dram), (deps.live_out, None)):
+        total = 0
         sets: list[isl.Set] = []
         uset.foreach_set(sets.append)
         for s in sets:
@@ -131,7 +138,8 @@ def min_dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> int:
             if name not in arrays or (keep is not None and name not in keep):
                 continue
             total += count_points(_fix(s, params)) * arrays[name].dtype.itemsize
-    return total
+        totals.append(total)
+    return totals[0], totals[1]
 
 
 def _fix(s: isl.Set, params: Mapping[str, int]) -> isl.Set:

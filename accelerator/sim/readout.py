@@ -12,13 +12,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from accelerator.hardware.bound import EngineBound
 from accelerator.hardware.roofline import Roofline
 from accelerator.hardware.spec import OP_CLASSES, VECTOR_CLASSES
 from accelerator.sim.abi import CLASS_INDEX, EVENT_KINDS, NAME_BYTES, engine_names
 from accelerator.sim.report import EngineUse, LevelUse, Report, StatementUse, TraceEvent
 
 
-def collect(sim, stats, *, kernel: str, roofline: Roofline | None, mode: str, checks):
+def collect(
+    sim,
+    stats,
+    *,
+    kernel: str,
+    roofline: Roofline | None,
+    mode: str,
+    checks,
+    engine_bound: EngineBound | None = None,
+):
     """Build a Report from a finished context (``pc_stats *``)."""
     spec = sim.spec
     ffi, lib = sim.ffi, sim.lib
@@ -82,6 +92,7 @@ def collect(sim, stats, *, kernel: str, roofline: Roofline | None, mode: str, ch
         energy=energy,
         statements=tuple(statements),
         roofline=roofline,
+        engine_bound=engine_bound,
         events=_events(sim, names),
         events_dropped=int(stats.events_dropped),
     )

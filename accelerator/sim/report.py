@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from accelerator.hardware.bound import ENGINES, EngineBound
 from accelerator.hardware.roofline import Roofline
 from accelerator.sim.trace import render_table, trace_events
 
@@ -102,6 +103,9 @@ class Report:
     energy: dict[str, float]
     statements: tuple[StatementUse, ...] = ()
     roofline: Roofline | None = None
+    #: the engine bound (accelerator.hardware.bound): every engine that can run a
+    #: statement's work counted at its best rate, and DRAM
+    engine_bound: EngineBound | None = None
     events: tuple[TraceEvent, ...] = field(default=(), repr=False)
     events_dropped: int = 0
     #: where the compiled program does less than the hardware allows (layers run
@@ -128,6 +132,17 @@ class Report:
     def ratio(self) -> float | None:
         """Simulated cycles over the roofline bound (1.0 is the bound itself)."""
         return self.cycles / self.roofline.cycles if self.roofline else None
+
+    @property
+    def engine_bound_cycles(self) -> int | None:
+        return self.engine_bound.cycles if self.engine_bound else None
+
+    @property
+    def engine_ratio(self) -> float | None:
+        """Simulated cycles over the engine bound: the ratio the scheduler is
+        judged by (1.0 is the bound itself)."""
+        eb = self.engine_bound
+        return self.cycles / eb.cycles if eb else None
 
     @property
     def time_us(self) -> float:
@@ -158,7 +173,7 @@ class Report:
     # forms -------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """Plain data (JSON-able): every number of the report, no trace events."""
-        r = self.roofline
+        r, eb = self.roofline, self.engine_bound
         return {
             "kernel": self.kernel,
             "config": self.config,
@@ -180,6 +195,9 @@ class Report:
                 "min_dram_bytes": r.min_dram_bytes,
                 "memory_cycles": r.memory_cycles,
             },
+            "engine_bound_cycles": self.engine_bound_cycles,
+            "engine_ratio": self.engine_ratio,
+            "engine_bound": None if self.engine_bound is None else _bound_dict(eb),
             "min_dram_bytes": r.min_dram_bytes if r else None,
             "dram_bytes": self.dram_bytes,
             "macs": self.macs,
@@ -231,3 +249,12 @@ class Report:
 
     def __str__(self) -> str:
         return render_table(self)
+
+
+def _bound_dict(eb: EngineBound) -> dict:
+    return {
+        "bound": eb.bound,
+        "compute_cycles": eb.compute_cycles,
+        "memory_cycles": eb.memory_cycles,
+        "weights": dict(zip(ENGINES, eb.weights)),
+    }

@@ -321,9 +321,23 @@ class Simulator:
         return int(self.lib.pc_now(self.ctx))
 
     # results -----------------------------------------------------------------------
-    def finish(self, kernel: str = "", roofline=None, mode: str = "", checks=True):
-        """Wait for every engine and return the :class:`Report` of this context."""
+    def finish(
+        self,
+        kernel: str = "",
+        roofline=None,
+        mode: str = "",
+        checks=True,
+        engine_bound=None,
+    ):
+        """Wait for every engine and return the :class:`Report` of this context
+        (``roofline`` and ``engine_bound``: the kernel's two lower bounds)."""
         stats = self.lib.pc_finish(self.ctx)
         return collect(
-            self, stats, kernel=kernel, roofline=roofline, mode=mode, checks=checks
+            self,
+            stats,
+            kernel=kernel,
+            roofline=roofline,
+            mode=mode,
+            checks=checks,
+            engine_bound=engine_bound,
         )

@@ -82,6 +82,7 @@ def trace_events(report: Report) -> dict:
             "config": report.config,
             "cycles": report.cycles,
             "roofline_cycles": report.roofline_cycles,
+            "engine_bound_cycles": report.engine_bound_cycles,
             "events_dropped": report.events_dropped,
         },
     }
@@ -116,6 +117,14 @@ def render_table(r: Report) -> str:
             f"{_n(rf.compute_cycles)}; {_n(rf.min_dram_bytes)} B / "
             f"{rf.dram_bytes_per_cycle:g} B/cycle = {_n(rf.memory_cycles)}",
             f"  ratio          {r.ratio:>16,.2f}x",
+        ]
+    if r.engine_bound:
+        eb = r.engine_bound
+        lines += [
+            f"  engine bound   {_n(eb.cycles):>16}   {eb.bound}-bound: each "
+            f"statement on the engines that can run it, {_n(eb.compute_cycles)}; "
+            f"DRAM {_n(eb.memory_cycles)}",
+            f"  engine ratio   {r.engine_ratio:>16,.2f}x",
         ]
     util = r.mac_utilization
     lines += [

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import cgen as c
 import numpy as np
 
+from accelerator.hardware.bound import engine_bound
 from accelerator.hardware.roofline import macs_per_instance, roofline
 from accelerator.hardware.spec import OP_CLASSES, Spec
 from accelerator.sim import abi
@@ -240,6 +241,7 @@ class SimModule:
         report = sim.finish(
             kernel=self.kernel.name,
             roofline=roofline(self.kernel, spec, params),
+            engine_bound=engine_bound(self.kernel, spec, params),
             mode=self.mode,
             checks=self.checks,
         )

@@ -44,6 +44,9 @@ class LayerCost:
     roofline_cycles: int
     peak_macs_per_cycle: float
     compute_cycles: float = 0.0
+    #: the layer's engine bound in cycles (accelerator.hardware.bound): its work on
+    #: every engine that can run it, each at its best rate, and DRAM
+    engine_bound: int = 0
 
     @property
     def utilization(self) -> float:
@@ -57,6 +60,11 @@ class LayerCost:
     def ratio(self) -> float | None:
         """Cycles over the layer's roofline bound."""
         return self.cycles / self.roofline_cycles if self.roofline_cycles else None
+
+    @property
+    def engine_ratio(self) -> float | None:
+        """Cycles over the layer's engine bound: what the scheduler is judged by."""
+        return self.cycles / self.engine_bound if self.engine_bound else None
 
 
 @dataclass(frozen=True)
@@ -89,12 +97,18 @@ class ModelReport:
             self.roofline_sum,
             self.layers[0].peak_macs_per_cycle if self.layers else 1.0,
             sum(c.compute_cycles for c in self.layers),
+            self.engine_bound_sum,
         )
 
     @property
     def roofline_sum(self) -> int:
         """The sum of the layers' roofline bounds (each layer alone at its bound)."""
         return sum(layer.roofline_cycles for layer in self.layers)
+
+    @property
+    def engine_bound_sum(self) -> int:
+        """The sum of the layers' engine bounds (each layer alone at its bound)."""
+        return sum(layer.engine_bound for layer in self.layers)
 
     def layer(self, name: str) -> LayerCost:
         for layer in self.layers:
@@ -104,13 +118,18 @@ class ModelReport:
 
     def summary(self) -> str:
         r = self.report
-        return (
+        n = len(self.layers) - (self.layers[-1].name == OTHER)
+        text = (
             f"summary: {r.cycles:,} simulated cycles = "
-            f"{r.cycles / max(1, self.roofline_sum):,.2f}x the sum of the "
-            f"{len(self.layers) - (self.layers[-1].name == OTHER)} layers' roofline "
-            f"bounds ({self.roofline_sum:,}); the whole model's roofline is "
-            f"{r.roofline_cycles:,} ({r.ratio:,.2f}x)"
+            f"{r.cycles / max(1, self.engine_bound_sum):,.2f}x the sum of the {n} "
+            f"layers' engine bounds ({self.engine_bound_sum:,}), "
+            f"{r.cycles / max(1, self.roofline_sum):,.2f}x the sum of their "
+            f"roofline bounds ({self.roofline_sum:,}); the whole model's engine "
+            f"bound is {r.engine_bound_cycles or 0:,}"
         )
+        if r.engine_ratio is not None:
+            text += f" ({r.engine_ratio:,.2f}x)"
+        return text + f", its roofline {r.roofline_cycles:,} ({r.ratio:,.2f}x)"
 
     def to_dict(self) -> dict:
         return {
@@ -120,6 +139,8 @@ class ModelReport:
             "cycles": self.cycles,
             "roofline_sum": self.roofline_sum,
             "roofline": self.report.roofline_cycles,
+            "engine_bound_sum": self.engine_bound_sum,
+            "engine_bound": self.report.engine_bound_cycles,
             "dram_bytes": self.report.dram_bytes,
             "energy_pj": self.report.energy_pj,
             "macs": self.total.macs,
@@ -136,6 +157,8 @@ class ModelReport:
                     "compute_cycles": c.compute_cycles,
                     "utilization": c.utilization,
                     "roofline_cycles": c.roofline_cycles,
+                    "engine_bound": c.engine_bound,
+                    "engine_ratio": c.engine_ratio,
                 }
                 for c in self.layers
             ],
@@ -151,7 +174,8 @@ class ModelReport:
         )
         cols = (
             f"  {'layer':<40} {'cycles':>16} {'share':>7} {'MAC util':>9} "
-            f"{'DRAM bytes':>14} {'energy uJ':>11} {'roofline':>12} {'x bound':>10}"
+            f"{'DRAM bytes':>14} {'energy uJ':>11} {'roofline':>12} {'x roof':>8} "
+            f"{'engine bnd':>12} {'x engine':>9}"
         )
         rows = [head, cols]
         for c in self.layers:
@@ -175,9 +199,12 @@ def _row(name: str, c: LayerCost, total: int) -> str:
     share = c.cycles / total if total else 0.0
     ratio = f"{c.ratio:,.1f}x" if c.ratio is not None else "-"
     bound = f"{c.roofline_cycles:,}" if c.roofline_cycles else "-"
+    eratio = f"{c.engine_ratio:,.2f}x" if c.engine_ratio is not None else "-"
+    ebound = f"{c.engine_bound:,}" if c.engine_bound else "-"
     return (
         f"  {_fit(name, 40):<40} {c.cycles:>16,} {share:>7.1%} {c.utilization:>9.2%} "
-        f"{c.dram_bytes:>14,} {c.energy_pj / 1e6:>11,.3f} {bound:>12} {ratio:>10}"
+        f"{c.dram_bytes:>14,} {c.energy_pj / 1e6:>11,.3f} {bound:>12} {ratio:>8} "
+        f"{ebound:>12} {eratio:>9}"
     )
 
 
@@ -210,6 +237,7 @@ def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:
     (``Choice.layers``): model layers that share one are reported as one row
     (``fc1 + gelu``), since their work is interleaved on the engines.
     """
+    from accelerator.hardware.bound import engine_bound
     from accelerator.hardware.roofline import roofline
     from accelerator.sim.attribution import attribute
     from codegen.accel.direct import MODE_DRAM_DIRECT
@@ -220,7 +248,8 @@ def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:
     shares = attribute(report, groups) if placed else None
     layers = []
     for name, stmts in groups.items():
-        bound = roofline(_layer_kernel(kernel, name, stmts), spec, {})
+        part = _layer_kernel(kernel, name, stmts)
+        bound = roofline(part, spec, {})
         if shares is not None:
             share = shares.shares[name]
             cost = (share.cycles, share.dram_bytes, share.energy_pj)
@@ -240,6 +269,7 @@ def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:
                 bound.cycles,
                 bound.peak_macs_per_cycle,
                 bound.compute_cycles,
+                engine_bound(part, spec, {}).cycles,
             )
         )
     other = _unattributed(report, layers)

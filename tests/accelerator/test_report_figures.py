@@ -68,6 +68,7 @@ def assert_figures_hold(report) -> None:
     """The invariants of one run's report (and of its dict form)."""
     rf = report.roofline
     assert report.cycles >= rf.cycles, "the run beats its own roofline"
+    assert report.cycles >= report.engine_bound_cycles, "it beats its engine bound"
     assert report.macs == rf.macs
     assert report.mac_array_macs >= report.macs - report.scalar_instances
     assert report.mac_utilization == pytest.approx(rf.compute_cycles / report.cycles)
@@ -208,6 +209,7 @@ def test_no_layer_is_below_its_bound(model_run):
     assert OTHER not in [c.name for c in rows]
     for c in rows:
         assert c.cycles >= c.roofline_cycles > 0, c.name
+        assert c.cycles >= c.engine_bound > 0, c.name
         assert 0.0 < c.utilization <= 1.0, c.name
 
 
@@ -232,6 +234,7 @@ def test_no_mobilenetv2_layer_is_below_its_bound():
     mr = model_report(compiled, report)
     for c in mr.layers:
         assert c.cycles >= c.roofline_cycles > 0, c.name
+        assert c.cycles >= c.engine_bound > 0, c.name
         assert 0.0 < c.utilization <= 1.0, c.name
     assert sum(c.cycles for c in mr.layers) == report.cycles
     assert mr.total.utilization == pytest.approx(report.mac_utilization)

@@ -76,7 +76,11 @@ def test_report_text_and_data(mlp_run):
     )
     assert "  fc2 " in text and "  total " in text
     assert mr.summary() in text
-    assert f"= {report.cycles / mr.roofline_sum:,.2f}x the sum of the 5 layers'" in (
+    assert (
+        f"= {report.cycles / mr.engine_bound_sum:,.2f}x the sum of the 5 layers'"
+        in (mr.summary())
+    )
+    assert f"{report.cycles / mr.roofline_sum:,.2f}x the sum of their roofline" in (
         mr.summary()
     )
     data = mr.to_dict()
