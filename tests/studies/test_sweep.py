@@ -325,12 +325,16 @@ def test_table_lists_points_failures_and_summary(result):
     assert first[:4] == ["0", "mm", "none", "tiny"]
     assert first[4] == f"{result[0]['report']['cycles']:,}"
     assert "not ok:" in text and "#8 bad / none / tiny: ShapeError" in text
-    summary = text[text.index("geometric mean") :].splitlines()
-    assert summary[1].split() == ["schedule", "tiny", "edge-npu"]
     same = result.where(schedule="none", config="tiny", status="ok")
-    ratios = [r["report"]["ratio"] for r in same]
-    want = float(np.exp(np.mean(np.log(ratios))))
-    assert summary[2].split()[1] == f"{want:,.2f}x"
+    # the engine bound's ratio first (the headline), then the roofline's
+    for key, what in (("engine_ratio", "engine bound"), ("ratio", "roofline")):
+        at = text.index(f"cycles / {what}, geometric mean")
+        summary = text[at:].splitlines()
+        assert summary[1].split() == ["schedule", "tiny", "edge-npu"]
+        ratios = [r["report"][key] for r in same]
+        want = float(np.exp(np.mean(np.log(ratios))))
+        assert summary[2].split()[1] == f"{want:,.2f}x"
+    assert text.index("cycles / engine bound") < text.index("cycles / roofline")
     assert repr(result) == "<SweepResult 12 points: 8 ok, 4 failed>"
 
 

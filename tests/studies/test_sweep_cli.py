@@ -52,6 +52,7 @@ def test_plots_are_written_in_both_formats(small, tmp_path):
     assert "(2 points without MACs not shown)" in roof  # relu has no MACs
     cycles = _svg_text(tmp_path / "cycles.svg")
     assert "roofline bound" in cycles and "edge-npu" in cycles
+    assert "engine bound" in cycles
     energy = _svg_text(tmp_path / "energy.svg")
     assert "mm [none] on tiny" in energy and "dram" in energy
     # written SVGs carry no date: the same sweep gives the same file

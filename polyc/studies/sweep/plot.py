@@ -212,27 +212,35 @@ def _bars(rows, value, ylabel: str, title: str, log: bool, what: str):
 
 
 def cycles(rows: Sequence[dict], path: Path) -> Path:
-    """Simulated cycles (bars, log scale) with each point's roofline bound (a black
-    tick across its bar)."""
+    """Simulated cycles (bars, log scale) with each point's two bounds: the engine
+    bound (a red tick across its bar: what the scheduler is judged by) and the
+    roofline bound (a black tick)."""
     fig, ax, placed, configs = _bars(
         rows,
         lambda r: r["cycles"],
         "cycles (log scale)",
-        "Simulated cycles against the roofline bound",
+        "Simulated cycles against the engine and roofline bounds",
         log=True,
         what="a report",
     )
     if placed:
         width = 0.8 / len(configs) * 0.92
-        bound = [(x, r["roofline_cycles"]) for x, r in placed if r["roofline_cycles"]]
-        ax.hlines(
-            [b for _, b in bound],
-            [x - width / 2 for x, _ in bound],
-            [x + width / 2 for x, _ in bound],
-            colors="black",
-            linewidth=2,
-            label="roofline bound",
-        )
+        for key, color, style, label in (
+            ("roofline_cycles", "black", "solid", "roofline bound"),
+            ("engine_bound_cycles", "tab:red", "dashed", "engine bound"),
+        ):
+            bound = [(x, r.get(key)) for x, r in placed if r.get(key)]
+            if not bound:
+                continue
+            ax.hlines(
+                [b for _, b in bound],
+                [x - width / 2 for x, _ in bound],
+                [x + width / 2 for x, _ in bound],
+                colors=color,
+                linestyles=style,
+                linewidth=2,
+                label=label,
+            )
         ax.legend(fontsize=7)
     return _save(fig, path)
 

@@ -1,5 +1,6 @@
 """The text table of a sweep: one line per point, the failures, and per config and
-schedule the geometric mean of simulated cycles over the roofline bound."""
+schedule the geometric mean of simulated cycles over the engine bound (what the
+scheduler is judged by) and over the roofline bound."""
 
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ def render_table(
             "schedule",
             "config",
             "cycles",
+            "engine bnd",
+            "x engine",
             "roofline",
             "ratio",
             "MAC util",
@@ -95,6 +98,8 @@ def render_table(
                 _short(r["schedule"], 20),
                 r["config"],
                 _int(r["cycles"]),
+                _int(r.get("engine_bound_cycles")),
+                _ratio(r.get("engine_ratio")),
                 _int(r["roofline_cycles"]),
                 _ratio(r["ratio"]),
                 _pct(r["mac_utilization"]),
@@ -104,7 +109,7 @@ def render_table(
                 r["status"],
             ]
         )
-    lines += _align(table, right={0, 4, 5, 6, 7, 8, 9, 10})
+    lines += _align(table, right={0, *range(4, 13)})
     if failed:
         lines.append("")
         lines.append("not ok:")
@@ -113,15 +118,16 @@ def render_table(
                 f"  #{r['index']} {r['label']} / {r['schedule']} / {r['config']}: "
                 f"{r['error_type']}: {r['error']}"
             )
-    summary = _summary(rows)
-    if summary:
-        lines.append("")
-        lines.append("cycles / roofline, geometric mean over the layers that ran:")
-        lines += summary
+    for key, what in (("engine_ratio", "engine bound"), ("ratio", "roofline")):
+        summary = _summary(rows, key)
+        if summary:
+            lines.append("")
+            lines.append(f"cycles / {what}, geometric mean over the layers that ran:")
+            lines += summary
     return "\n".join(lines)
 
 
-def _summary(rows: list[dict]) -> list[str]:
+def _summary(rows: list[dict], key: str) -> list[str]:
     configs = list(dict.fromkeys(r["config"] for r in rows))
     schedules = list(dict.fromkeys(r["schedule"] for r in rows))
     table = [["schedule", *configs]]
@@ -130,7 +136,7 @@ def _summary(rows: list[dict]) -> list[str]:
         line = [_short(s, 20)]
         for c in configs:
             g = geomean(
-                r["ratio"]
+                r.get(key)
                 for r in rows
                 if r["schedule"] == s and r["config"] == c and r["status"] == "ok"
             )
