@@ -65,8 +65,20 @@ class Contraction:
         return tuple(i for i in self.stmt.iterators if self.roles[i] == role)
 
 
+#: where :func:`contraction` keeps its answer on the statement (a frozen Statement
+#: never changes, and the cost model asks for the same one thousands of times)
+_MEMO = "_contraction"
+
+
 def contraction(stmt: Statement) -> Contraction | None:
     """The contraction form of ``stmt``, or None when it is not one."""
+    memo = stmt.__dict__
+    if _MEMO not in memo:
+        memo[_MEMO] = _contraction(stmt)
+    return memo[_MEMO]
+
+
+def _contraction(stmt: Statement) -> Contraction | None:
     if stmt.reduction != "add":
         return None
     body = stmt.body
