@@ -16,6 +16,7 @@ array gets that level.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from accelerator.hardware.spec import Spec
@@ -181,6 +182,10 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
     out: list[Misplaced] = []
     macs: dict[str, tuple[int, int]] = {}
     T = isl.schedule_node_type
+    # a buffer in a level every engine reaches is never misplaced: a leaf whose
+    # active buffers are all there has nothing to judge (on a config with one
+    # shared scratchpad, no leaf has)
+    everywhere = reached_by_all(spec)
 
     def judge(stmt: Statement, uses: dict[str, list[Use]], active: dict) -> None:
         for array, mine in uses.items():
@@ -193,28 +198,38 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
 
     outpath: set[str] = set()
 
-    def visit(node, active, vector):
+    def judged(names, vector) -> set[str]:
+        return {
+            n
+            for n in names
+            if n in vector or (n.startswith(pm.MAC) and n[len(pm.MAC) :] in macs)
+        }
+
+    def visit(node, active, vector, names):
         t = node.get_type()
         if t == T.mark:
             name = node.mark_get_id().get_name()
             kind = pm.kind(name)
             if kind == "buffer":
-                b = pm.BufferMark.parse(name)
+                b = _parsed(pm.BufferMark, name)
                 active = {**active, b.array: b}
             elif kind == "tensorize":
-                tm = pm.TensorizeMark.parse(name)
+                tm = _parsed(pm.TensorizeMark, name)
                 macs[tm.stmt] = (tm.a, tm.b)
             elif kind == "vector":
-                vm = pm.VectorMark.parse(name)
+                vm = _parsed(pm.VectorMark, name)
                 vector = vector | set(vm.stmts)
                 if vm.unit == "mac":
                     outpath.update(vm.stmts)
+        elif t in (T.domain, T.filter, T.extension, T.expansion):
+            names = _Reach(names, node)
         if t == T.leaf:
-            names: list[str] = []
-            node.get_universe_domain().foreach_set(
-                lambda s: names.append(s.get_tuple_name())
-            )
-            for n in names:
+            if all(b.level in everywhere for b in active.values()):
+                return
+            found = names.value() if names is not None else None
+            if found is None or len(judged(found, vector)) > 1:
+                found = _ordered(node.get_universe_domain())  # isl's order, as before
+            for n in found:
                 if n.startswith(pm.MAC) and n[len(pm.MAC) :] in macs:
                     stmt = kernel.statement(n[len(pm.MAC) :])
                     judge(stmt, mac_uses(stmt, spec, macs[stmt.name]), active)
@@ -223,10 +238,71 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
                     uses = output_uses if n in outpath else vector_uses
                     judge(stmt, uses(stmt, spec), active)
         for i in range(node.n_children()):
-            visit(node.child(i), active, vector)
+            visit(node.child(i), active, vector, names)
 
-    visit(kernel.schedule.get_root(), {}, frozenset())
+    visit(kernel.schedule.get_root(), {}, frozenset(), None)
     return list(dict.fromkeys(out))
+
+
+def reached_by_all(spec: Spec) -> frozenset[str]:
+    """The levels that every engine use reaches (the MAC array's three operands,
+    its output path and the vector unit): a buffer there is never misplaced."""
+    a = spec.mac_array
+    sets = [a.input_levels, a.weight_levels, a.accumulator_levels, spec.vector.levels]
+    return frozenset.intersection(*(frozenset(s) for s in sets))
+
+
+def _names(uset) -> frozenset[str]:
+    """The tuple names of the spaces of a union set."""
+    return frozenset(_ordered(uset))
+
+
+def _ordered(uset) -> list[str]:
+    """The tuple names of the spaces of a union set, in isl's order."""
+    names: list[str] = []
+    uset.foreach_set(lambda s: names.append(s.get_tuple_name()))
+    return names
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(cls, name: str):
+    """``cls.parse(name)`` for a mark class (one parse per mark text: a schedule
+    is checked after each placement, and its marks are the same each time)."""
+    return cls.parse(name)
+
+
+class _Reach:
+    """The names of the statements whose instances reach a node, computed only
+    when a leaf asks (isl's universe domain of a leaf walks the whole path from
+    the root each time): the domain's, narrowed by each filter, widened by each
+    extension's range. ``value()`` is None below an expansion, which renames
+    instances (then the leaf asks isl)."""
+
+    __slots__ = ("_done", "_value", "node", "parent")
+
+    def __init__(self, parent: _Reach | None, node):
+        self.parent, self.node = parent, node
+        self._value: frozenset[str] | None = None
+        self._done = False
+
+    def value(self) -> frozenset[str] | None:
+        if not self._done:
+            self._value, self._done = self._compute(), True
+        return self._value
+
+    def _compute(self) -> frozenset[str] | None:
+        import islpy as isl
+
+        T = isl.schedule_node_type
+        t = self.node.get_type()
+        if t == T.domain:
+            return _names(self.node.domain_get_domain())
+        above = self.parent.value() if self.parent is not None else None
+        if above is None or t == T.expansion:
+            return None
+        if t == T.filter:
+            return above & _names(self.node.filter_get_filter())
+        return above | _names(self.node.extension_get_extension().range())
 
 
 def check(kernel, spec: Spec, op: str) -> None:

@@ -150,7 +150,7 @@ def place(
         marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
-    _reachable(kernel.with_schedule(schedule), spec, {m.name for m in marks}, op)
+    _reachable(kernel, schedule, spec, marks, op)
     if plan:
         schedule = memplan.replan(spec, schedule)
     new = kernel.with_schedule(
@@ -172,16 +172,26 @@ def place(
     return new
 
 
-def _reachable(kernel: Kernel, spec: Spec, new: set[str], op: str) -> None:
-    """Refuse a new buffer in a level that an engine already mapped onto it (a
-    ``tensorize`` or ``map_vector`` before ``place``) cannot reach. A level no
-    engine reaches (datacenter's ``shared``) is a staging level: an inner
-    placement in an engine's level follows, so that case, and ``place`` before
-    ``tensorize``, are checked when the schedule is compiled."""
-    from schedules.accel.levels import misplaced, reached
+def _reachable(
+    kernel: Kernel, schedule: isl.Schedule, spec: Spec, marks: list, op: str
+) -> None:
+    """Refuse a new buffer (``marks``, now in ``schedule``) in a level that an
+    engine already mapped onto it (a ``tensorize`` or ``map_vector`` before
+    ``place``) cannot reach. A level no engine reaches (datacenter's ``shared``)
+    is a staging level: an inner placement in an engine's level follows, so that
+    case, and ``place`` before ``tensorize``, are checked when the schedule is
+    compiled."""
+    from schedules.accel.levels import misplaced, reached, reached_by_all
 
     engines = reached(spec)
-    bad = [m for m in misplaced(kernel, spec) if m.buffer in new and m.level in engines]
+    if all(m.level in reached_by_all(spec) or m.level not in engines for m in marks):
+        return  # no engine refuses these levels: the walk below would find nothing
+    new = {m.name for m in marks}
+    bad = [
+        m
+        for m in misplaced(kernel.with_schedule(schedule), spec)
+        if m.buffer in new and m.level in engines
+    ]
     if bad:
         raise PlacementError(bad[0].message(op))
 
