@@ -135,7 +135,35 @@ def mark_name(node: isl.ScheduleNode) -> str | None:
 
 def marks(schedule: isl.Schedule) -> list[str]:
     """The text of every mark, in pre-order."""
-    return [m for m in map(mark_name, walk(schedule)) if m is not None]
+    out: list[str] = []
+    mark = isl.schedule_node_type.mark
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if node.get_type() == mark:
+            out.append(node.mark_get_id().get_name())
+        return True
+
+    # isl's own traversal: about 3x faster than :func:`walk`, whose every
+    # ``child()`` copies the node's path from the root
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return out
+
+
+def _first_mark(schedule: isl.Schedule, match) -> isl.ScheduleNode | None:
+    """The first mark node in pre-order whose text satisfies ``match``."""
+    found: list[isl.ScheduleNode] = []
+    mark = isl.schedule_node_type.mark
+
+    def visit(node: isl.ScheduleNode) -> bool:
+        if found:
+            return False  # isl has no early stop: skip every subtree from here on
+        if node.get_type() == mark and match(node.mark_get_id().get_name()):
+            found.append(node.copy())  # the callback's node dies when it returns
+            return False
+        return True
+
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return found[0] if found else None
 
 
 def band_below(mark: isl.ScheduleNode) -> isl.ScheduleNode:
@@ -154,11 +182,16 @@ def find_band_mark(
     Raises:
         ScheduleError: when no band has that name; the message lists the names.
     """
-    for node in walk(schedule):
-        text = mark_name(node)
-        parsed = parse_band_mark(text) if text else None
-        if parsed and parsed[0] == name:
-            return node
+
+    def match(text: str) -> bool:
+        if not text.startswith(f"{name}("):  # cheaper than the pattern
+            return False
+        parsed = parse_band_mark(text)
+        return parsed is not None and parsed[0] == name
+
+    node = _first_mark(schedule, match)
+    if node is not None:
+        return node
     raise ScheduleError(
         f"{op}: there is no band named {name!r} because the schedule's bands are "
         f"{', '.join(band_names(schedule)) or '(none)'}. Use one of those names "
@@ -182,11 +215,10 @@ def find_band(
 
 def band_names(schedule: isl.Schedule) -> list[str]:
     out = []
-    for node in walk(schedule):
-        if node.get_type() == isl.schedule_node_type.mark:
-            parsed = parse_band_mark(node.mark_get_id().get_name())
-            if parsed:
-                out.append(parsed[0])
+    for text in marks(schedule):
+        parsed = parse_band_mark(text)
+        if parsed:
+            out.append(parsed[0])
     return out
 
 

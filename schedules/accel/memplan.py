@@ -272,8 +272,12 @@ _BUFFER_NAME = re.compile(r"@buffer (\w+):")
 
 
 def buffer_names(schedule: isl.Schedule) -> list[str]:
-    """Names of the buffers of a schedule (read off its text: cheaper than a walk)."""
-    return _BUFFER_NAME.findall(str(schedule))
+    """Names of the buffers of a schedule, in tree order."""
+    return [
+        m.group(1)
+        for text in tree.marks(schedule)
+        if (m := _BUFFER_NAME.match(text)) is not None
+    ]
 
 
 def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
