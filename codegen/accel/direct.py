@@ -272,6 +272,7 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
         name=kernel.name,
         flags=flags,
         link_flags=(str(rt.path),),
+        opt=cbuild.opt_flags(cbuild.SIM_KERNEL_OPT),
     )
     return SimModule(kernel, source, built, checks)
 

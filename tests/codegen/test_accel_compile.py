@@ -355,3 +355,30 @@ def _program_inputs(kern, rng):
         a.name: (rng.random((n, n)) + n * np.eye(n)).astype(a.dtype.numpy)
         for a in kern.free_inputs
     }
+
+
+def test_a_simulator_kernel_compiles_at_the_simulator_kernel_flags(monkeypatch, rng):
+    """Without ``$POLYC_OPT`` a kernel for the simulator compiles at
+    ``SIM_KERNEL_OPT`` (its hot work is in the runtime library, which keeps the
+    default -O3); host kernels keep the default."""
+    from accelerator.hardware.config import load_config
+    from codegen import build as cbuild
+    from codegen.accel import direct
+
+    rt = direct.build_runtime()  # the suite's runtime, before POLYC_OPT goes
+    monkeypatch.delenv("POLYC_OPT", raising=False)
+    assert cbuild.opt_flags() == tuple(cbuild.DEFAULT_OPT.split())
+    k = polyc.ops.kernels.matmul(4, 4, 4, dtype="int8")
+    module = build(k)
+    flags = ("-O1", *cbuild.BASE_FLAGS, *direct.FLAGS)
+    name = cbuild.module_name(
+        k.name, module.source.text, module.source.cdef, flags, (str(rt.path),), {}
+    )
+    assert cbuild.SIM_KERNEL_OPT == "-O1"
+    assert module.built.path.name.startswith(name + ".")
+    x = {
+        a.name: rng.integers(-4, 4, a.concrete_shape({})).astype(a.dtype.numpy)
+        for a in k.free_inputs
+    }
+    out, _ = module.run(load_config("tiny"), x)
+    assert np.array_equal(out["out"], polyc.interpret(k, x)["out"])
