@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polyc.ir import marks as pm
+from polyc.ir import tree
 from polyc.ir.affine import Aff
 
 #: the operands each MAC dimension moves through: output ``c``, operands ``a``, ``b``
@@ -341,8 +342,10 @@ def placed(kernel) -> dict[str, tuple[pm.TensorizeMark, dict]]:
     active_at: dict[str, dict] = {}
     T = isl.schedule_node_type
 
-    def visit(node, active):
+    def visit(node, active, reach):
         t = node.get_type()
+        if t in tree.REACH_TYPES:
+            reach = tree.Reach(reach, node)
         if t == T.mark:
             name = node.mark_get_id().get_name()
             kind = pm.kind(name)
@@ -353,17 +356,16 @@ def placed(kernel) -> dict[str, tuple[pm.TensorizeMark, dict]]:
                 tm = pm.TensorizeMark.parse(name)
                 marks[tm.stmt] = tm
         if t == T.leaf:
-            names: list[str] = []
-            node.get_universe_domain().foreach_set(
-                lambda s: names.append(s.get_tuple_name())
-            )
+            names = reach.names() if reach is not None else None
+            if names is None:
+                names = tree.tuple_names(node.get_universe_domain())
             for n in names:
                 if n.startswith(pm.MAC):
                     active_at[n[len(pm.MAC) :]] = active
         for i in range(node.n_children()):
-            visit(node.child(i), active)
+            visit(node.child(i), active, reach)
 
-    visit(kernel.schedule.get_root(), {})
+    visit(kernel.schedule.get_root(), {}, None)
     return {s: (tm, active_at.get(s, {})) for s, tm in marks.items()}
 
 

@@ -354,3 +354,51 @@ def _specialized(node: isl.ScheduleNode, fixed, ids) -> isl.Schedule:
         f"specialize: the schedule has a {t} node because it is placed. Specialize "
         "the kernel before placing it."
     )
+
+
+class Reach:
+    """The names of the statements whose instances reach a node, computed only
+    when a leaf asks (isl's universe domain of a leaf walks the whole path from
+    the root each time): the domain's, narrowed by each filter, widened by each
+    extension's range. A walk makes one per domain, filter, extension and
+    expansion node on its way down; ``names()`` is None below an expansion, which
+    renames instances (then ask isl: ``node.get_universe_domain()``)."""
+
+    __slots__ = ("_done", "_value", "node", "parent")
+
+    def __init__(self, parent: Reach | None, node: isl.ScheduleNode):
+        self.parent, self.node = parent, node
+        self._value: frozenset[str] | None = None
+        self._done = False
+
+    def names(self) -> frozenset[str] | None:
+        if not self._done:
+            self._value, self._done = self._compute(), True
+        return self._value
+
+    def _compute(self) -> frozenset[str] | None:
+        t = self.node.get_type()
+        if t == isl.schedule_node_type.domain:
+            return tuple_names(self.node.domain_get_domain())
+        above = self.parent.names() if self.parent is not None else None
+        if above is None or t == isl.schedule_node_type.expansion:
+            return None
+        if t == isl.schedule_node_type.filter:
+            return above & tuple_names(self.node.filter_get_filter())
+        return above | tuple_names(self.node.extension_get_extension().range())
+
+
+#: the node types that change which statements reach the nodes below
+REACH_TYPES = (
+    isl.schedule_node_type.domain,
+    isl.schedule_node_type.filter,
+    isl.schedule_node_type.extension,
+    isl.schedule_node_type.expansion,
+)
+
+
+def tuple_names(uset: isl.UnionSet) -> frozenset[str]:
+    """The tuple names of the spaces of a union set."""
+    names: list[str] = []
+    uset.foreach_set(lambda s: names.append(s.get_tuple_name()))
+    return frozenset(names)

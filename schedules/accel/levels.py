@@ -20,6 +20,7 @@ import functools
 from dataclasses import dataclass
 
 from accelerator.hardware.spec import Spec
+from polyc.ir import tree
 from polyc.ir.kernel import Statement
 
 #: the MAC array's operand roles, as the config names their levels
@@ -205,7 +206,7 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
             if n in vector or (n.startswith(pm.MAC) and n[len(pm.MAC) :] in macs)
         }
 
-    def visit(node, active, vector, names):
+    def visit(node, active, vector, reach):
         t = node.get_type()
         if t == T.mark:
             name = node.mark_get_id().get_name()
@@ -221,12 +222,12 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
                 vector = vector | set(vm.stmts)
                 if vm.unit == "mac":
                     outpath.update(vm.stmts)
-        elif t in (T.domain, T.filter, T.extension, T.expansion):
-            names = _Reach(names, node)
+        elif t in tree.REACH_TYPES:
+            reach = tree.Reach(reach, node)
         if t == T.leaf:
             if all(b.level in everywhere for b in active.values()):
                 return
-            found = names.value() if names is not None else None
+            found = reach.names() if reach is not None else None
             if found is None or len(judged(found, vector)) > 1:
                 found = _ordered(node.get_universe_domain())  # isl's order, as before
             for n in found:
@@ -238,7 +239,7 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
                     uses = output_uses if n in outpath else vector_uses
                     judge(stmt, uses(stmt, spec), active)
         for i in range(node.n_children()):
-            visit(node.child(i), active, vector, names)
+            visit(node.child(i), active, vector, reach)
 
     visit(kernel.schedule.get_root(), {}, frozenset(), None)
     return list(dict.fromkeys(out))
@@ -250,11 +251,6 @@ def reached_by_all(spec: Spec) -> frozenset[str]:
     a = spec.mac_array
     sets = [a.input_levels, a.weight_levels, a.accumulator_levels, spec.vector.levels]
     return frozenset.intersection(*(frozenset(s) for s in sets))
-
-
-def _names(uset) -> frozenset[str]:
-    """The tuple names of the spaces of a union set."""
-    return frozenset(_ordered(uset))
 
 
 def _ordered(uset) -> list[str]:
@@ -269,40 +265,6 @@ def _parsed(cls, name: str):
     """``cls.parse(name)`` for a mark class (one parse per mark text: a schedule
     is checked after each placement, and its marks are the same each time)."""
     return cls.parse(name)
-
-
-class _Reach:
-    """The names of the statements whose instances reach a node, computed only
-    when a leaf asks (isl's universe domain of a leaf walks the whole path from
-    the root each time): the domain's, narrowed by each filter, widened by each
-    extension's range. ``value()`` is None below an expansion, which renames
-    instances (then the leaf asks isl)."""
-
-    __slots__ = ("_done", "_value", "node", "parent")
-
-    def __init__(self, parent: _Reach | None, node):
-        self.parent, self.node = parent, node
-        self._value: frozenset[str] | None = None
-        self._done = False
-
-    def value(self) -> frozenset[str] | None:
-        if not self._done:
-            self._value, self._done = self._compute(), True
-        return self._value
-
-    def _compute(self) -> frozenset[str] | None:
-        import islpy as isl
-
-        T = isl.schedule_node_type
-        t = self.node.get_type()
-        if t == T.domain:
-            return _names(self.node.domain_get_domain())
-        above = self.parent.value() if self.parent is not None else None
-        if above is None or t == T.expansion:
-            return None
-        if t == T.filter:
-            return above & _names(self.node.filter_get_filter())
-        return above | _names(self.node.extension_get_extension().range())
 
 
 def check(kernel, spec: Spec, op: str) -> None:

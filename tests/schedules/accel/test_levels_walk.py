@@ -1,13 +1,15 @@
-"""The level check's walk (:func:`schedules.accel.levels.misplaced`) takes its
-shortcuts without changing its answer: the statements it reads off the path to a
-leaf are isl's universe domain there, and a config whose engines share one level
-has no buffer to refuse."""
+"""The walks of the level check (:func:`schedules.accel.levels.misplaced`) and of
+the placed MAC mappings (:func:`polyc.ir.macmap.placed`) take their shortcuts
+without changing their answer: the statements read off the path to a leaf
+(:class:`polyc.ir.tree.Reach`) are isl's universe domain there, and a config whose
+engines share one level has no buffer to refuse."""
 
 from __future__ import annotations
 
 import islpy as isl
 
 from accelerator import load_config
+from polyc.ir import tree
 from schedules.accel import levels
 from schedules.accel.scheduler import schedule
 from tests.schedules.accel.test_operand_levels import conv_bias_relu, three_sram
@@ -20,10 +22,10 @@ def _leaves(kernel):
     out = []
 
     def visit(node, reach):
-        if node.get_type() in (T.domain, T.filter, T.extension, T.expansion):
-            reach = levels._Reach(reach, node)
+        if node.get_type() in tree.REACH_TYPES:
+            reach = tree.Reach(reach, node)
         if node.get_type() == T.leaf:
-            out.append((node, reach.value()))
+            out.append((node, reach.names()))
         for i in range(node.n_children()):
             visit(node.child(i), reach)
 
@@ -36,7 +38,16 @@ def test_the_statements_read_off_the_path_are_the_universe_domain():
     leaves = _leaves(chosen)
     assert len(leaves) > 10  # copies, MAC calls and the epilogue
     for leaf, names in leaves:
-        assert names == levels._names(leaf.get_universe_domain())
+        assert names == tree.tuple_names(leaf.get_universe_domain())
+
+
+def test_the_placed_mac_calls_see_their_buffers():
+    from polyc.ir import macmap
+
+    chosen = schedule(conv_bias_relu(), three_sram()).kernel
+    found = macmap.placed(chosen)
+    assert found and all(bufs for _, bufs in found.values())
+    assert macmap.refusals(chosen) == []
 
 
 def test_only_a_level_every_engine_reaches_is_skipped():
