@@ -34,6 +34,7 @@ cycles per statement); :mod:`schedules.accel.terms` holds the numeric terms that
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -221,17 +222,34 @@ class LayerModel:
     def size(self, stmt: Statement, it: str, inside: bool = True):
         """The extent of ``it`` in one tile of ``stmt`` (the full range when the loop
         is not tiled or runs below the copy: ``inside=False``)."""
-        var = self._var(stmt, it)
-        if var is None or not inside:
-            return sp.Integer(self.layer.extent(stmt, it))
-        return self.syms[self.vars.index(var)]
+        key = ("size", stmt.name, it, inside)
+        memo = self.__dict__.setdefault("_built", {})
+        if key not in memo:  # inline _once: the model asks this ~50,000 times
+            var = self._var(stmt, it)
+            if var is None or not inside:
+                memo[key] = sp.Integer(self.layer.extent(stmt, it))
+            else:
+                memo[key] = self.syms[self.vars.index(var)]
+        return memo[key]
 
     def _var(self, stmt: Statement, it: str) -> TileVar | None:
+        return self._once(("var", stmt.name, it), lambda: self._find_var(stmt, it))
+
+    def _find_var(self, stmt: Statement, it: str) -> TileVar | None:
         v = tile_var(self.layer, stmt, it)
         return v if v in self.vars else None
 
+    def _once(self, key, build):
+        """``build()``, built once per model: the model never changes once made
+        (search caches it), and sympy takes longer to build its expressions than
+        the whole grid takes to evaluate them."""
+        memo = self.__dict__.setdefault("_built", {})
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]
+
     def trips(self, stmt: Statement, it: str):
-        return sp.ceiling(sp.Integer(self.layer.extent(stmt, it)) / self.size(stmt, it))
+        return _trips(self.layer.extent(stmt, it), self.size(stmt, it))
 
     def loops(self, stmt: Statement) -> list[str]:
         """Tiled loops of ``stmt``, outermost first (shared in the chosen order)."""
@@ -240,6 +258,9 @@ class LayerModel:
         return [it for it in shared if self._var(stmt, it)] + private
 
     def tiles(self, stmt: Statement):
+        return self._once(("tiles", stmt.name), lambda: self._tiles(stmt))
+
+    def _tiles(self, stmt: Statement):
         out = sp.Integer(1)
         for it in self.loops(stmt):
             out *= self.trips(stmt, it)
@@ -345,6 +366,9 @@ class LayerModel:
     def mac_cycles(self, stmt: Statement):
         """``(cycles per tile, calls per tile)`` of a tensorized statement: its
         calls back to back, each at its steady time (see :meth:`mac_once`)."""
+        return self._once(("mac_cycles", stmt.name), lambda: self._mac_cycles(stmt))
+
+    def _mac_cycles(self, stmt: Statement):
         m_g, n_g, k_g = self.st.groups_of(stmt.name)
         calls = sp.Integer(1)
         used = set(m_g + n_g + k_g)
@@ -404,6 +428,9 @@ class LayerModel:
 
     def pitch(self, stmt: Statement):
         """Row pitch of the A operand's buffer along the inner fused M iterator."""
+        return self._once(("pitch", stmt.name), lambda: self._pitch(stmt))
+
+    def _pitch(self, stmt: Statement):
         from schedules.accel.tensorize import contraction
 
         con = contraction(stmt)
@@ -475,6 +502,9 @@ class LayerModel:
         return macmap.Operand(name, ld.index, tuple(strides), phases, box)
 
     def vector_cycles(self, stmt: Statement):
+        return self._once(("vector", stmt.name), lambda: self._vector_cycles(stmt))
+
+    def _vector_cycles(self, stmt: Statement):
         v = self.spec.vector
         elements = sp.Integer(1)
         for it in stmt.iterators:
@@ -604,6 +634,9 @@ class LayerModel:
 
     def _expressions(self) -> list[sp.Expr]:
         """Every expression :meth:`evaluate` needs, to lambdify them at once."""
+        return self._once("expressions", self._all_expressions)
+
+    def _all_expressions(self) -> list[sp.Expr]:
         out: list[sp.Expr] = []
         for buf in self.buffers.values():
             out.extend(buf.extents)
@@ -625,7 +658,7 @@ class LayerModel:
         env = dict(zip(self.syms, args))
         memo: dict = {}
         out = {}
-        for e in dict.fromkeys(self._expressions()):
+        for e in self._once("distinct", lambda: dict.fromkeys(self._expressions())):
             v = numeric(e, env, memo)
             out[e] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
         return out
@@ -686,6 +719,13 @@ class LayerModel:
                 moved *= sp.Min(e, dim)
             total += buf.directions * buf.copies * moved * buf.itemsize
         return total
+
+
+@functools.lru_cache(maxsize=65536)
+def _trips(extent: int, size: sp.Expr) -> sp.Expr:
+    """``ceiling(extent / size)``: the models of one layer's structures ask for the
+    same few thousand times, and sympy's ceiling is slow to build."""
+    return sp.ceiling(sp.Integer(extent) / size)
 
 
 def _arrays_of(stmt: Statement) -> set[str]:
