@@ -65,6 +65,28 @@ class Layer:
     def name(self) -> str:
         return "+".join(s.name for s in self.stmts)
 
+    @functools.cached_property
+    def canonical_names(self) -> dict[str, str]:
+        """Each statement, iterator and array name of the layer -> a canonical one
+        (``_S0``, ``_I0``, ``_A0``) in order of first appearance: two layers that
+        differ only in names have the same canonical names for the same roles (the
+        search breaks ties with them, and its cache keys by them)."""
+        names: dict[str, str] = {}
+        counts = {"S": 0, "I": 0, "A": 0}
+
+        def add(n: str, kind: str) -> None:
+            if n not in names:
+                names[n] = f"_{kind}{counts[kind]}"
+                counts[kind] += 1
+
+        for s in self.stmts:
+            add(s.name, "S")
+            for it in s.iterators:
+                add(it, "I")
+            for ld in (s.target, *s.reads):
+                add(ld.array, "A")
+        return names
+
 
 @functools.cache
 def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:

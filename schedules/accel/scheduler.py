@@ -36,7 +36,7 @@ from polyc.errors import PolycError
 from polyc.ir import macmap
 from polyc.ir.kernel import Kernel
 from schedules import stree
-from schedules.accel import levels, search
+from schedules.accel import cache, levels, search
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
@@ -161,7 +161,7 @@ def _search(kernel, layers, spec, stage, found, whole):
             continue
         key = (layer.children, layer.depth)
         if key not in found:
-            found[key] = search.search(kernel, layer, spec, stage=stage)
+            found[key] = cache.search(kernel, layer, spec, stage=stage)
         cands = found[key]
         options.append(cands)
         level = _on_chip(spec)

@@ -5,6 +5,7 @@ and the best tile sizes of each under the cost model (:mod:`schedules.accel.mode
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, replace
 
@@ -353,7 +354,18 @@ def _free(layer: Layer, private: bool) -> list[TileVar]:
     if len(out) > MAX_FREE:
         out = sorted(out, key=lambda x: -x[0])[:MAX_FREE]
     keep = {v for _, v in out}
-    return [v for _, v in sorted(out, key=lambda x: x[1].sort_key) if v in keep]
+    return [
+        v for _, v in sorted(out, key=lambda x: _position(layer, x[1])) if v in keep
+    ]
+
+
+def _position(layer: Layer, var: TileVar) -> tuple:
+    """Shared loops first, by position; then private ones by statement and loop
+    position (never by name: see :func:`renamed`)."""
+    if isinstance(var, SharedTile):
+        return (0, var.position, 0)
+    stmt, it = var.loop(layer)
+    return (1, layer.stmts.index(stmt), stmt.iterators.index(it))
 
 
 def may_leave(kernel: Kernel, layer: Layer) -> bool:
@@ -429,10 +441,29 @@ def search(
             -c.structure.stream_slots,
             c.dram_bytes,
             c.sram_bytes,
-            repr(c.structure),
+            repr(renamed(c.structure, layer.canonical_names)),
         )
     )
     return found[:keep]
+
+
+def renamed(obj, names: dict[str, str]):
+    """``obj`` (a :class:`Candidate` or any part of one) with every string in
+    ``names`` replaced: statement, array and iterator names (engine words are not
+    names). The search is invariant under renaming -- it orders by position, and
+    breaks its last ties by the structure under the layer's canonical names -- so
+    a layer that differs from another only in names gets the other's candidates,
+    renamed (what :mod:`schedules.accel.cache` relies on)."""
+    if isinstance(obj, str):
+        return names.get(obj, obj)
+    if isinstance(obj, tuple):
+        return tuple(renamed(x, names) for x in obj)
+    if dataclasses.is_dataclass(obj):
+        fields = dataclasses.fields(obj)
+        return dataclasses.replace(
+            obj, **{f.name: renamed(getattr(obj, f.name), names) for f in fields}
+        )
+    return obj
 
 
 def capacities(kernel: Kernel, layer: Layer, spec: Spec) -> dict[int, int]:

@@ -41,11 +41,6 @@ class SharedTile:
         """How explanations name it: the iterator (``i``)."""
         return self.loop(layer)[1]
 
-    @property
-    def sort_key(self) -> tuple:
-        """Shared loops first, by position; then private ones by name."""
-        return (0, self.position, "")
-
 
 @dataclass(frozen=True)
 class PrivateTile:
@@ -65,11 +60,6 @@ class PrivateTile:
     def label(self, layer: Layer) -> str:
         """How explanations name it: ``k(S1)``."""
         return f"{self.iterator}({self.stmt})"
-
-    @property
-    def sort_key(self) -> tuple:
-        """Shared loops first, by position; then private ones by name."""
-        return (1, self.stmt, self.iterator)
 
 
 TileVar = SharedTile | PrivateTile

@@ -1,0 +1,276 @@
+"""The accelerator search's results, reused across layers, compiles and processes.
+
+A layer's search (:func:`schedules.accel.search.search`) is a function of its
+statements (domains, bodies, accesses), its arrays (shape, dtype, whether what it
+writes is stored), the engines each statement may use, the hardware description,
+and the scheduler's code -- and of nothing else, names included: the search breaks
+its ties by position, never by name. So its *signature* is that text with every
+statement, array and iterator name replaced by a canonical one in order of first
+appearance (``_S0``, ``_A0``, ``_I0``), and the result is stored with canonical
+names: the second convolution of a ResNet stage, the next layer of a transformer,
+or the same model compiled again finds the first one's candidates and gets them
+back under its own names.
+
+Results live in memory per process and on disk, one JSON file per signature under
+``$POLYC_CACHE_DIR/search`` (default ``~/.cache/polyc/search``; the build cache's
+root). The scheduler's code is part of the signature (a digest of the sources the
+search reads), so an edited cost model never reads an old result. A file is written
+to a temporary name and renamed into place: a crash or ``kill -9`` leaves the old file
+or none, concurrent writers write the same bytes, and a file that does not parse is
+ignored and rewritten. ``POLYC_SEARCH_CACHE=0`` turns the cache off (every layer is
+searched); :data:`STATS` counts what it did in this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import islpy as isl
+
+from accelerator.hardware.spec import Spec
+from polyc.ir.expr import Expr, Index, Load, Opaque
+from polyc.ir.kernel import Kernel
+from schedules.accel import search as _search
+from schedules.accel.layers import Layer
+from schedules.accel.model import Structure
+from schedules.accel.tilevars import PrivateTile, SharedTile
+
+#: bumped when the stored form changes
+FORMAT = 1
+#: what this process did: ``memory`` and ``disk`` hits, ``searched`` layers,
+#: ``uncached`` layers (names the signature cannot rename), ``written`` files
+STATS: Counter = Counter()
+#: engine words in a candidate: a name equal to one of them is not renamed
+_WORDS = frozenset({"mac", "vector", "scalar", "fold", "mac_out"})
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MEMORY: dict[str, list] = {}
+#: the sources whose code decides a search's result (their digest is in the key)
+_SOURCES = ("schedules/accel", "schedules", "polyc/ir", "accelerator/hardware")
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """A layer's canonical text, its digest, and the canonical name of each name."""
+
+    text: str
+    digest: str
+    names: dict[str, str]  # actual -> canonical
+    domains: tuple[str, ...]  # each statement's domain under canonical names
+
+    def matches(self, domains) -> bool:
+        """Whether stored canonical ``domains`` are the same sets as this layer's
+        (isl prints one set in several ways, so they are compared as sets)."""
+        if len(domains) != len(self.domains):
+            return False
+        return all(
+            isl.Set(a).is_equal(isl.Set(b)) for a, b in zip(domains, self.domains)
+        )
+
+    @property
+    def inverse(self) -> dict[str, str]:
+        return {c: a for a, c in self.names.items()}
+
+
+def enabled() -> bool:
+    return os.environ.get("POLYC_SEARCH_CACHE", "1") not in ("0", "off", "no")
+
+
+def search(
+    kernel: Kernel, layer: Layer, spec: Spec, stage: bool = True, keep: int = 8
+) -> list[_search.Candidate]:
+    """:func:`schedules.accel.search.search`, from the cache when a layer of the
+    same signature was searched before (in this process or, with the same code and
+    hardware, any earlier one)."""
+    sig = signature(kernel, layer, spec, stage, keep) if enabled() else None
+    if sig is None:
+        STATS["uncached"] += 1
+        return _search.search(kernel, layer, spec, keep=keep, stage=stage)
+    entries = _MEMORY.get(sig.digest)
+    stored = _lookup(sig, entries)
+    if stored is not None:
+        STATS["memory"] += 1
+    else:
+        entries = _read(sig)
+        stored = _lookup(sig, entries)
+        if stored is not None:
+            STATS["disk"] += 1
+        else:
+            STATS["searched"] += 1
+            found = _search.search(kernel, layer, spec, keep=keep, stage=stage)
+            stored = tuple(_search.renamed(c, sig.names) for c in found)
+            entries = [*(entries or []), (sig.domains, stored)]
+            _write(sig, entries)
+        _MEMORY[sig.digest] = entries
+    back = sig.inverse
+    return [_search.renamed(c, back) for c in stored]
+
+
+def signature(
+    kernel: Kernel, layer: Layer, spec: Spec, stage: bool = True, keep: int = 8
+) -> Signature | None:
+    """The layer's signature, or ``None`` when its names cannot be renamed safely
+    (a name that is also an engine word or looks canonical)."""
+    names = layer.canonical_names
+    if any(n in _WORDS or not _TOKEN.fullmatch(n) for n in names):
+        return None
+
+    def rn(text: str) -> str:
+        return _TOKEN.sub(lambda m: names.get(m.group(0), m.group(0)), text)
+
+    lines = [f"depth {layer.depth}"]
+    for s in layer.stmts:
+        engines = ",".join(_search.engines(kernel, s, spec))
+        its = ", ".join(names[it] for it in s.iterators)
+        lines.append(f"stmt {names[s.name]}[{its}] on {engines}")
+        lo_hi = ", ".join(
+            f"{layer.lo(s, it)}..{layer.lo(s, it) + layer.extent(s, it) - 1}"
+            for it in s.iterators
+        )
+        lines.append(f"  bounds {lo_hi}")
+        lines.append(f"  {_expr(s.target, names, rn)} = {_expr(s.body, names, rn)}")
+    for a in layer.arrays:
+        arr = kernel.arrays[a]
+        shape = arr.concrete_shape({})
+        lines.append(f"array {names[a]} {arr.dtype}{list(shape)} {arr.role.value}")
+        lines.append(f"  read later {_read_later(kernel, layer, a)}")
+    hardware = dataclasses.replace(spec, description="", source="")
+    lines.append(f"spec {hardware!r}")
+    lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
+    canonical = "\n".join(lines)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
+    domains = tuple(rn(str(s.domain)) for s in layer.stmts)
+    return Signature(canonical, digest, names, domains)
+
+
+def _lookup(sig: Signature, entries) -> tuple | None:
+    """The stored candidates of the entry whose domains are the layer's."""
+    for domains, stored in entries or ():
+        if sig.matches(domains):
+            return stored
+    return None
+
+
+def _expr(e: Expr, names: dict[str, str], rn) -> str:
+    """Every field of an expression that the search may read (a Const's dtype
+    too, which the readable form leaves out), with the layer's names replaced:
+    ``names`` for arrays, ``rn`` over the text of an index (its iterators)."""
+    if isinstance(e, Load):
+        index = ", ".join(rn(str(a)) for a in e.index)
+        return f"{names[e.array]}[{index}]:{e.dtype}"
+    if isinstance(e, Index):
+        return f"({rn(str(e.aff))}):{e.dtype}"
+    if isinstance(e, Opaque):
+        return f"opaque({rn(e.text)}):{e.dtype}"
+    head = type(e).__name__
+    extra = [
+        f"{f.name}={getattr(e, f.name)}"
+        for f in dataclasses.fields(e)
+        if not isinstance(getattr(e, f.name), Expr)
+    ]
+    kids = ", ".join(_expr(c, names, rn) for c in e.children())
+    return f"{head}<{' '.join(extra)}>({kids})"
+
+
+def _read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
+    """Whether a statement after the layer reads ``array`` (what the cost model
+    asks of the rest of the kernel)."""
+    mine = {s.name for s in layer.stmts}
+    after = False
+    for s in kernel.statements:
+        if s.name in mine:
+            after = True
+        elif after and any(ld.array == array for ld in s.reads):
+            return True
+    return False
+
+
+# on disk ---------------------------------------------------------------------------
+
+_CLASSES = {
+    c.__name__: c for c in (_search.Candidate, Structure, SharedTile, PrivateTile)
+}
+
+
+def _encode(obj):
+    if isinstance(obj, tuple):
+        return [_encode(x) for x in obj]
+    if dataclasses.is_dataclass(obj):
+        out = {"__": type(obj).__name__}
+        for f in dataclasses.fields(obj):
+            out[f.name] = _encode(getattr(obj, f.name))
+        return out
+    return obj
+
+
+def _decode(obj):
+    if isinstance(obj, list):
+        return tuple(_decode(x) for x in obj)
+    if isinstance(obj, dict):
+        cls = _CLASSES[obj["__"]]
+        return cls(**{k: _decode(v) for k, v in obj.items() if k != "__"})
+    return obj
+
+
+def root() -> Path:
+    """Where the search results live: ``$POLYC_CACHE_DIR/search``."""
+    base = os.environ.get("POLYC_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "polyc"
+    )
+    return Path(base) / "search"
+
+
+def _read(sig: Signature) -> list | None:
+    """The entries ``(domains, candidates)`` stored under the signature's digest
+    (layers whose text is the same and whose domains may differ)."""
+    path = root() / f"{sig.digest}.json"
+    try:
+        data = json.loads(path.read_text())
+        if data["format"] != FORMAT or data["signature"] != sig.text:
+            return None  # a digest collision: search again
+        return [
+            (tuple(e["domains"]), tuple(_decode(e["candidates"])))
+            for e in data["entries"]
+        ]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write(sig: Signature, entries: list) -> None:
+    folder = root()
+    data = {
+        "format": FORMAT,
+        "signature": sig.text,
+        "entries": [
+            {"domains": list(d), "candidates": [_encode(c) for c in cands]}
+            for d, cands in entries
+        ],
+    }
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{sig.digest}.", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, folder / f"{sig.digest}.json")
+        STATS["written"] += 1
+    except OSError:
+        pass  # a read-only or full cache only costs a search next time
+
+
+@functools.cache
+def _code_digest() -> str:
+    """A digest of the sources the search's result depends on."""
+    top = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for folder in _SOURCES:
+        for path in sorted((top / folder).glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]

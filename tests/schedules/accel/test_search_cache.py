@@ -1,0 +1,130 @@
+"""The accelerator search's cache (schedules/accel/cache.py): a layer that differs
+from another only in names gets the other's candidates under its own names, the
+same as its own search would give; results survive the process on disk, and a
+stale, corrupt or foreign file costs a search, never a wrong schedule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import polyc
+from accelerator.hardware.config import load_config
+from schedules.accel import cache, search
+from schedules.accel.layers import per_statement, split
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """An empty search cache on disk and in memory, and zeroed counters."""
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "1")
+    monkeypatch.setattr(cache, "_MEMORY", {})
+    cache.STATS.clear()
+    return tmp_path / "search"
+
+
+def _mlp():
+    """Four linear layers of one width: the middle two are the same layer but for
+    their names (a temporary in, a temporary out that the next layer reads)."""
+    torch.manual_seed(0)
+    width = 32
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    model = nn.Sequential(*layers).eval()
+    return polyc.from_torch(model, (torch.randn(8, width),))
+
+
+def _layers(kernel):
+    kernel, _ = per_statement(kernel)
+    return kernel, [layer for layer in split(kernel) if not layer.opaque]
+
+
+def test_layers_that_differ_in_names_search_to_the_same_candidates_renamed():
+    spec = load_config("edge-npu")
+    kernel, layers = _layers(_mlp())
+    one, two = layers[1], layers[2]
+    assert one.name != two.name
+    sig_one = cache.signature(kernel, one, spec)
+    sig_two = cache.signature(kernel, two, spec)
+    assert sig_one.digest == sig_two.digest
+    assert sig_one.matches(sig_two.domains)
+    got_one = search.search(kernel, one, spec)
+    got_two = search.search(kernel, two, spec)
+    assert got_one, "the layer has candidates"
+    canon_one = [search.renamed(c, sig_one.names) for c in got_one]
+    canon_two = [search.renamed(c, sig_two.names) for c in got_two]
+    assert canon_one == canon_two
+
+
+def test_a_different_layer_has_a_different_signature():
+    spec = load_config("edge-npu")
+    kernel, layers = _layers(_mlp())
+    first, middle, last = layers[0], layers[1], layers[-1]
+    digests = {cache.signature(kernel, x, spec).digest for x in (first, middle, last)}
+    assert len(digests) == 3  # an input in, a temporary in, an output out
+    other = load_config("datacenter")
+    assert (
+        cache.signature(kernel, middle, other).digest
+        != cache.signature(kernel, middle, spec).digest
+    )
+
+
+def test_a_second_compile_reads_every_search_from_disk_and_builds_the_same(fresh):
+    kernel = _mlp()
+    first = polyc.compile(kernel, config="edge-npu", checks=False)
+    searched = cache.STATS["searched"]
+    assert searched >= 3 and cache.STATS["memory"] >= 1  # the repeated layer
+    assert len(list(fresh.glob("*.json"))) == cache.STATS["written"]
+    cache._MEMORY.clear()  # as a new process finds it
+    cache.STATS.clear()
+    second = polyc.compile(kernel, config="edge-npu", checks=False)
+    assert cache.STATS["searched"] == 0
+    assert cache.STATS["disk"] == searched
+    assert second.choice.predicted_cycles == first.choice.predicted_cycles
+    assert second.c_source == first.c_source
+
+
+def test_the_cached_schedule_is_the_one_the_search_gives(fresh, monkeypatch):
+    kernel = _mlp()
+    cached = polyc.compile(kernel, config="tiny", checks=False)
+    polyc.compile(kernel, config="tiny", checks=False)  # all from the cache
+    assert cache.STATS["memory"] >= 4
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
+    cache.STATS.clear()
+    searched = polyc.compile(kernel, config="tiny", checks=False)
+    assert cache.STATS["uncached"] >= 4 and not cache.STATS["memory"]
+    assert searched.c_source == cached.c_source
+
+
+def test_a_corrupt_or_foreign_cache_file_costs_a_search_and_is_rewritten(fresh):
+    kernel = _mlp()
+    polyc.compile(kernel, config="tiny", checks=False)
+    files = sorted(fresh.glob("*.json"))
+    assert files
+    files[0].write_text("{ not json")  # a torn write, an old format
+    if len(files) > 1:
+        data = json.loads(files[1].read_text())
+        data["signature"] += " (another layer's text under this digest)"
+        files[1].write_text(json.dumps(data))
+    (fresh / ".leftover.tmp").write_text("a writer killed before its rename")
+    cache._MEMORY.clear()
+    cache.STATS.clear()
+    polyc.compile(kernel, config="tiny", checks=False)
+    assert cache.STATS["searched"] == min(len(files), 2)
+    assert json.loads(files[0].read_text())["format"] == cache.FORMAT
+
+
+def test_edited_scheduler_code_never_reads_an_old_result(fresh, monkeypatch):
+    kernel = _mlp()
+    polyc.compile(kernel, config="tiny", checks=False)
+    searched = cache.STATS["searched"]
+    cache._MEMORY.clear()
+    cache.STATS.clear()
+    monkeypatch.setattr(cache, "_code_digest", lambda: "an-edited-cost-model")
+    polyc.compile(kernel, config="tiny", checks=False)
+    assert cache.STATS["searched"] == searched and not cache.STATS["disk"]
