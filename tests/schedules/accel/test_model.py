@@ -38,7 +38,7 @@ def test_tile_variables_name_their_loops(gemm):
     assert [loop_extent(layer, v) for v in (i, j, k)] == [64, 48, 80]
     assert [v.label(layer) for v in (i, j, k)] == ["i", "j", "k(S1)"]
     assert k.symbol(layer) == sp.Symbol("T_S1_k", positive=True, integer=True)
-    assert sorted([k, j, i], key=lambda v: v.sort_key) == [i, j, k]
+    assert sorted([k, j, i], key=lambda v: search._position(layer, v)) == [i, j, k]
 
 
 def test_each_array_has_one_buffer_record(gemm):
