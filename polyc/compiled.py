@@ -28,7 +28,7 @@ class Compiled:
         verify: bool = False,
         debug: Debug | None = None,
     ):
-        self.kernel = kernel
+        self._kernel = kernel  # or a function that loads it (a reused compile)
         self.verify = bool(verify)
         self.spec = spec
         self.module = module
@@ -36,6 +36,13 @@ class Compiled:
         self.choice = choice  # the accelerator scheduler's explanation, if it ran
         self.last_report = None
         self.debug = debug if debug is not None else Debug()  # POLYC_DEBUG at compile
+
+    @property
+    def kernel(self) -> Kernel:
+        """The scheduled kernel (loaded on first use for a reused compile)."""
+        if not isinstance(self._kernel, Kernel):
+            self._kernel = self._kernel()
+        return self._kernel
 
     @property
     def c_source(self) -> str:
@@ -214,7 +221,8 @@ class Compiled:
         return out
 
     def __repr__(self) -> str:
-        return f"<Compiled {self.kernel.name} for {self.spec.name} ({self.mode})>"
+        name = self.module.kernel.name
+        return f"<Compiled {name} for {self.spec.name} ({self.mode})>"
 
 
 def _fix(note: str) -> str:

@@ -59,6 +59,8 @@ STAGES = (
 )
 #: the words of ``POLYC_DEBUG`` that are not stages
 EXTRA = ("all", "time")
+#: what ``POLYC_DEBUG=time`` says of a stage an earlier compile did (polyc/reuse.py)
+REUSED = "reused: an earlier compile of this program for this config"
 #: the environment variable read by :func:`debug_from_env`
 ENV = "POLYC_DEBUG"
 #: transformations that belong to a later stage than schedule (by step name)
@@ -85,12 +87,17 @@ class Debug:
 
     @contextmanager
     def timed(self, stage: str, kernel: str):
-        """Time the block, and print its duration when timing is on."""
+        """Time the block, and print its duration when timing is on. The block
+        may set ``note`` in the dict it is given (``reused``: printed after it)."""
         start = time.perf_counter()
-        yield
+        info: dict[str, str] = {}
+        yield info
         if self.time:
             took = time.perf_counter() - start
-            sys.stderr.write(f"--- polyc {stage}: {kernel} took {took:.3f} s ---\n")
+            note = f" ({info['note']})" if info.get("note") else ""
+            sys.stderr.write(
+                f"--- polyc {stage}: {kernel} took {took:.3f} s{note} ---\n"
+            )
             sys.stderr.flush()
 
 
@@ -142,6 +149,8 @@ def compile(
     """
     from accelerator import load_config
     from accelerator.sim.simulator import DEFAULT_TRACE_LIMIT
+    from codegen.accel import placed
+    from polyc import reuse
     from polyc.compiled import Compiled
 
     debug = debug_from_env()
@@ -151,12 +160,30 @@ def compile(
     if debug.shows("deps"):  # else computed on first use, inside schedule
         with debug.timed("deps", name):
             debug.emit("deps", name, lambda: str(kernel.deps))
-    with debug.timed("schedule", name):
-        chosen, choice = _schedule(kernel, spec, schedule)
-    debug.emit("schedule", name, lambda: str(after(chosen, "schedule")))
-    debug.emit("tensorize", name, lambda: str(after(chosen, "tensorize")))
-    debug.emit("place", name, lambda: str(after(chosen, "place")))
-    module = _codegen_and_build(chosen, checks, debug)
+    with debug.timed("schedule", name) as timing:
+        reused = reuse.load(kernel, spec, checks) if schedule is None else None
+        if reused is not None:  # the scheduled kernel loads when it is asked for
+            timing["note"] = REUSED
+            chosen, choice, source, mode = reused
+            module_kernel = kernel  # the same program: arrays, data, roofline
+        else:
+            chosen, choice = _schedule(kernel, spec, schedule)
+            module_kernel = chosen
+
+    def choice_kernel() -> Kernel:
+        return chosen if isinstance(chosen, Kernel) else chosen()
+
+    debug.emit("schedule", name, lambda: str(after(choice_kernel(), "schedule")))
+    debug.emit("tensorize", name, lambda: str(after(choice_kernel(), "tensorize")))
+    debug.emit("place", name, lambda: str(after(choice_kernel(), "place")))
+    with debug.timed("codegen", name) as timing:
+        if reused is None:
+            source, mode = placed.generate(chosen)
+            if schedule is None:
+                reuse.store(kernel, spec, checks, chosen, choice, source, mode)
+        else:
+            timing["note"] = REUSED
+    module = _build(module_kernel, source, mode, checks, debug)
     limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
     return Compiled(
         kernel=chosen,
@@ -235,14 +262,13 @@ def _schedule(kernel: Kernel, spec, schedule: Kernel | None):
     return choice.kernel, choice
 
 
-def _codegen_and_build(chosen: Kernel, checks: bool, debug: Debug):
-    """The codegen stage (C text) and the build stage (a loaded module)."""
+def _build(chosen: Kernel, source, mode: str, checks: bool, debug: Debug):
+    """The build stage: the C (from the codegen stage, or a reused compile's)
+    compiled and loaded."""
     from accelerator.sim import abi
     from codegen.accel import placed
 
     name = chosen.name
-    with debug.timed("codegen", name):
-        source, mode = placed.generate(chosen)
     debug.emit("codegen", name, lambda: _kernel_c(source.text, abi.header()))
     with debug.timed("build", name):
         module = placed.load(chosen, source, mode, checks=checks)

@@ -56,6 +56,7 @@ ALLOWED: dict[str, set[str] | str] = {
     "polyc.api": "*",
     "polyc.compiled": "*",
     "polyc.stages": "*",
+    "polyc.reuse": "*",
     "polyc.cli": "*",
     "polyc.demo": "*",
     "polyc.studies": "*",

@@ -11,10 +11,11 @@ import pytest
 
 import polyc
 from accelerator.sim import abi
-from polyc import stages
+from polyc import reuse, stages
 from polyc.cli import main
 from polyc.errors import StageError
 from polyc.ops import kernels
+from polyc.stages import REUSED
 from tests.test_cli import SYMBOLIC
 
 HEADER = re.compile(r"^--- polyc (\w+): (\w+) ---$", re.M)
@@ -97,16 +98,29 @@ def test_all_prints_every_stage_in_order_with_what_it_produced(monkeypatch, caps
     assert got["run"].strip() == str(compiled.last_report)
 
 
-def test_one_stage_prints_alone_and_time_prints_durations(monkeypatch, capsys):
+def test_one_stage_prints_alone_and_time_prints_durations(
+    monkeypatch, capsys, tmp_path
+):
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))  # no earlier compile
+    monkeypatch.setattr(reuse, "_MEMORY", {})
     compile_and_run(monkeypatch, "codegen")
     err = capsys.readouterr().err
     assert [h.group(1) for h in HEADER.finditer(err)] == ["codegen"]
     assert "took" not in err and "void polyc_matmul(" in err
+    monkeypatch.setattr(reuse, "_MEMORY", {})
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path / "other"))
     compile_and_run(monkeypatch, "time")
     err = capsys.readouterr().err
     assert not HEADER.search(err)
     timed = re.findall(r"^--- polyc (\w+): matmul took \d+\.\d{3} s ---$", err, re.M)
     assert timed == ["schedule", "codegen", "build", "run"]
+    # the same program again: scheduling and codegen are an earlier compile's
+    compile_and_run(monkeypatch, "time")
+    err = capsys.readouterr().err
+    reused = re.findall(
+        r"^--- polyc (\w+): matmul took [\d.]+ s \((.*)\) ---$", err, re.M
+    )
+    assert reused == [("schedule", REUSED), ("codegen", REUSED)]
 
 
 def test_no_debug_prints_nothing_and_debug_changes_no_result(monkeypatch, capsys):

@@ -8,6 +8,7 @@ Bodies may be any expression (exp, sqrt, max, select, casts); only the indices o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -521,6 +522,29 @@ _INFIX = {
 }
 _PREC = {"or": 1, "and": 2, "lt": 3, "le": 3, "gt": 3, "ge": 3, "eq": 3, "ne": 3}
 _PREC.update({"add": 4, "sub": 4, "mul": 5, "div": 5, "floordiv": 5, "mod": 5})
+
+
+def describe(e: Expr, array=None, text=None) -> str:
+    """Every field of an expression, for keys that must tell apart what
+    :func:`render` prints alike (a Const's dtype, a Load's dtype): ``array`` maps
+    each array name and ``text`` each index's text (a renaming; both identity by
+    default)."""
+    array = array or (lambda a: a)
+    text = text or (lambda t: t)
+    if isinstance(e, Load):
+        index = ", ".join(text(str(a)) for a in e.index)
+        return f"{array(e.array)}[{index}]:{e.dtype}"
+    if isinstance(e, Index):
+        return f"({text(str(e.aff))}):{e.dtype}"
+    if isinstance(e, Opaque):
+        return f"opaque({text(e.text)}):{e.dtype}"
+    fields = [
+        f"{f.name}={getattr(e, f.name)}"
+        for f in dataclasses.fields(e)
+        if not isinstance(getattr(e, f.name), Expr)
+    ]
+    kids = ", ".join(describe(c, array, text) for c in e.children())
+    return f"{type(e).__name__}<{' '.join(fields)}>({kids})"
 
 
 def render(e: Expr, prec: int = 0) -> str:

@@ -36,7 +36,7 @@ from pathlib import Path
 import islpy as isl
 
 from accelerator.hardware.spec import Spec
-from polyc.ir.expr import Expr, Index, Load, Opaque
+from polyc.ir.expr import describe
 from polyc.ir.kernel import Kernel
 from schedules.accel import search as _search
 from schedules.accel.layers import Layer
@@ -135,7 +135,9 @@ def signature(
             for it in s.iterators
         )
         lines.append(f"  bounds {lo_hi}")
-        lines.append(f"  {_expr(s.target, names, rn)} = {_expr(s.body, names, rn)}")
+        lines.append(
+            f"  {describe(s.target, names.get, rn)} = {describe(s.body, names.get, rn)}"
+        )
     for a in layer.arrays:
         arr = kernel.arrays[a]
         shape = arr.concrete_shape({})
@@ -156,27 +158,6 @@ def _lookup(sig: Signature, entries) -> tuple | None:
         if sig.matches(domains):
             return stored
     return None
-
-
-def _expr(e: Expr, names: dict[str, str], rn) -> str:
-    """Every field of an expression that the search may read (a Const's dtype
-    too, which the readable form leaves out), with the layer's names replaced:
-    ``names`` for arrays, ``rn`` over the text of an index (its iterators)."""
-    if isinstance(e, Load):
-        index = ", ".join(rn(str(a)) for a in e.index)
-        return f"{names[e.array]}[{index}]:{e.dtype}"
-    if isinstance(e, Index):
-        return f"({rn(str(e.aff))}):{e.dtype}"
-    if isinstance(e, Opaque):
-        return f"opaque({rn(e.text)}):{e.dtype}"
-    head = type(e).__name__
-    extra = [
-        f"{f.name}={getattr(e, f.name)}"
-        for f in dataclasses.fields(e)
-        if not isinstance(getattr(e, f.name), Expr)
-    ]
-    kids = ", ".join(_expr(c, names, rn) for c in e.children())
-    return f"{head}<{' '.join(extra)}>({kids})"
 
 
 def _read_later(kernel: Kernel, layer: Layer, array: str) -> bool:

@@ -29,6 +29,7 @@ buffer bytes, then structure text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from accelerator.hardware.spec import Spec
@@ -70,12 +71,20 @@ class LayerChoice:
 
 @dataclass
 class Choice:
-    """The scheduler's result: the scheduled kernel and an explanation per layer."""
+    """The scheduler's result: the scheduled kernel and an explanation per layer.
+    A reused compile (:mod:`polyc.reuse`) passes a function that loads the kernel
+    on first use."""
 
-    kernel: Kernel
+    _kernel: Kernel | Callable[[], Kernel]
     config: str
     layers: list[LayerChoice] = field(default_factory=list)
     note: str = ""
+
+    @property
+    def kernel(self) -> Kernel:
+        if not isinstance(self._kernel, Kernel):
+            self._kernel = self._kernel()
+        return self._kernel
 
     @property
     def predicted_cycles(self) -> float:
