@@ -19,9 +19,11 @@ from schedules.accel.layers import per_statement, split
 
 @pytest.fixture
 def fresh(tmp_path, monkeypatch):
-    """An empty search cache on disk and in memory, and zeroed counters."""
+    """An empty search cache on disk and in memory, and zeroed counters; whole
+    compiles are not reused (polyc/reuse.py), so every compile schedules."""
     monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("POLYC_SEARCH_CACHE", "1")
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
     monkeypatch.setattr(cache, "_MEMORY", {})
     cache.STATS.clear()
     return tmp_path / "search"
