@@ -8,8 +8,9 @@ phase as a user meets it: ``torch.export`` (after torch's one-time warm-up, meas
 on its own), lowering to one polyc Kernel, ``polyc.compile`` with an empty build cache
 (the C compiler runs, for the kernel; the simulator's runtime library is built once
 before, and timed on its own; checks on, the default, and compiled out), the first simulated
-run (with its report and roofline), and for comparison ``polyc.build`` (host C, empty
-cache). Wall seconds and CPU seconds (this process plus the C compiler it runs).
+run (with its report and roofline), the same compile again in the process and as a later
+process finds it (from the compile cache on disk, polyc/reuse.py), and for comparison
+``polyc.build`` (host C, empty cache). Wall seconds and CPU seconds (this process plus the C compiler it runs).
 Writes ``bench/results/compile_time.json`` (``compile_time_quick.json`` with
 ``--quick``) and regenerates its table in docs/results.md.
 """
@@ -103,6 +104,13 @@ def measure(name: str, model, x, config: str) -> dict:
         compiled = polyc.compile(kernel, config=config)
     with clock.phase("simulate"):
         _, report = compiled.run(arg0=x.numpy())
+    with clock.phase("compile_again"):  # the same program: an earlier compile's
+        again = polyc.compile(kernel, config=config)
+    _forget()  # as a later process finds the caches: on disk only
+    with clock.phase("compile_from_disk"):
+        later = polyc.compile(kernel, config=config)
+    if again.c_source != compiled.c_source or later.c_source != compiled.c_source:
+        raise SystemExit(f"{name}: a reused compile's C differs from the first's")
     with clock.phase("compile_nochecks"):
         polyc.compile(kernel, config=config, checks=False)
     with clock.phase("host_build"):
@@ -118,6 +126,15 @@ def measure(name: str, model, x, config: str) -> dict:
         "module_to_simulated_run_wall_s": total,
         "module_to_simulated_run_cpu_s": total_cpu,
     }
+
+
+def _forget() -> None:
+    """Drop the compile and search caches' in-memory copies."""
+    from polyc import reuse
+    from schedules.accel import cache
+
+    reuse._MEMORY.clear()
+    cache._MEMORY.clear()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,8 +194,9 @@ def table(results: list[dict]) -> str:
     per phase, module to simulated run in bold, and the host build for comparison."""
     lines = [
         "| model | statements | export | lower | `polyc.compile` | first run + report "
-        "| module to simulated run | simulated cycles | `polyc.build` (host) |",
-        "|" + "---|" * 9,
+        "| module to simulated run | simulated cycles | `polyc.build` (host) "
+        "| compile again | again, from disk |",
+        "|" + "---|" * 11,
     ]
     for r in results:
         p = {k: v["wall_s"] for k, v in r["phases"].items()}
@@ -189,6 +207,10 @@ def table(results: list[dict]) -> str:
             f"**{_s(r['module_to_simulated_run_wall_s'])}**",
             f"{r['simulated_cycles']:,}",
             _s(p["host_build"]),
+            *(
+                _s(p[k]) if k in p else "-"
+                for k in ("compile_again", "compile_from_disk")
+            ),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
