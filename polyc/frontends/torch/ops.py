@@ -607,6 +607,31 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
     return nn.slice(x, dim, lo, hi, st, name=ctx.name)
 
 
+@lowering("aten.split_with_sizes")
+def split_with_sizes(ctx, x, sizes, dim=0):
+    """Consecutive slices of ``sizes`` along ``dim`` (a tuple, read by getitem)."""
+    parts, lo = [], 0
+    for n, size in enumerate(sizes):
+        hi = lo + int(size)
+        if len(sizes) == 1:
+            parts.append(x)
+        else:
+            parts.append(nn.slice(x, dim, lo, hi, 1, name=ctx.sub(f"part{n}")))
+        lo = hi
+    return tuple(parts)
+
+
+@lowering("aten.split")
+def split(ctx, x, split_size, dim=0):
+    """``torch.split`` by one size (the last part takes what remains) or by a
+    list of sizes."""
+    if not isinstance(split_size, int):
+        return split_with_sizes(ctx, x, split_size, dim)
+    total = int(x.shape[dim].const)
+    sizes = [min(split_size, total - lo) for lo in range(0, total, split_size)]
+    return split_with_sizes(ctx, x, sizes or [total], dim)
+
+
 @lowering("aten.cat", "aten.concat")
 def cat(ctx, tensors, dim=0):
     tensors = _promote(ctx, *tensors)

@@ -209,6 +209,14 @@ CASES = {
     "select": (Fn(lambda x: x[:, 1]), (r(2, 5),)),
     "slice": (Fn(lambda x: x[:, 1:5:2]), (r(2, 6),)),
     "cat": (Fn(lambda x, y: torch.cat([x, y], 1)), (r(2, 3), r(2, 4))),
+    "split_with_sizes": (
+        Fn(lambda x: tuple(p * (n + 1) for n, p in enumerate(x.split([2, 3, 1], 1)))),
+        (r(2, 6, 3),),
+    ),
+    "split_by_size": (
+        Fn(lambda x: tuple(p + n for n, p in enumerate(torch.split(x, 2, -1)))),
+        (r(2, 5),),
+    ),
     "constant_pad": (Fn(lambda x: F.pad(x, (1, 2), value=0.5)), (r(2, 3),)),
     "softmax": (Fn(lambda x: torch.softmax(x, -1)), (r(3, 5),)),
     "softmax_dim0": (Fn(lambda x: torch.softmax(x, 0)), (r(3, 5),)),
