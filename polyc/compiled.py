@@ -27,6 +27,7 @@ class Compiled:
         choice=None,
         verify: bool = False,
         debug: Debug | None = None,
+        stage_seconds: dict[str, float] | None = None,
     ):
         self._kernel = kernel  # or a function that loads it (a reused compile)
         self.verify = bool(verify)
@@ -36,6 +37,8 @@ class Compiled:
         self.choice = choice  # the accelerator scheduler's explanation, if it ran
         self.last_report = None
         self.debug = debug if debug is not None else Debug()  # POLYC_DEBUG at compile
+        #: wall seconds by compile stage (see :mod:`polyc.stages`), runs included
+        self.stage_seconds: dict[str, float] = dict(stage_seconds or {})
 
     @property
     def kernel(self) -> Kernel:

@@ -29,7 +29,11 @@ history, and with ``schedule=kernel`` (DRAM-direct) they do nothing.
 ``POLYC_DEBUG=stage[,stage...]`` prints, to stderr, after each named stage what it
 produced, under a header line naming the stage and the kernel: ``all`` names every
 stage, ``time`` prints each stage's duration (schedule's includes tensorize, place
-and, unless deps is printed, deps). The tensorize and place stages show
+and, unless deps is printed, deps). The same durations are kept, printed or
+not, in ``Compiled.stage_seconds`` (seconds by stage: ``schedule``, ``codegen``,
+``build``, ``deps`` when printed, and ``run`` summed over runs), for a benchmark
+to read; the frontend runs before ``polyc.compile`` and is timed by its caller.
+The tensorize and place stages show
 the chosen kernel's history replayed up to their last step (replaying costs about
 as much as applying the choice once, and happens only when they are printed).
 """
@@ -86,14 +90,17 @@ class Debug:
             sys.stderr.flush()
 
     @contextmanager
-    def timed(self, stage: str, kernel: str):
-        """Time the block, and print its duration when timing is on. The block
-        may set ``note`` in the dict it is given (``reused``: printed after it)."""
+    def timed(self, stage: str, kernel: str, into: dict[str, float] | None = None):
+        """Time the block, add its seconds to ``into[stage]`` (when given), and
+        print its duration when timing is on. The block may set ``note`` in the
+        dict it is given (``reused``: printed after it)."""
         start = time.perf_counter()
         info: dict[str, str] = {}
         yield info
+        took = time.perf_counter() - start
+        if into is not None:
+            into[stage] = into.get(stage, 0.0) + took
         if self.time:
-            took = time.perf_counter() - start
             note = f" ({info['note']})" if info.get("note") else ""
             sys.stderr.write(
                 f"--- polyc {stage}: {kernel} took {took:.3f} s{note} ---\n"
@@ -156,11 +163,12 @@ def compile(
     debug = debug_from_env()
     spec = load_config(config)
     name = kernel.name
+    seconds: dict[str, float] = {}
     debug.emit("frontend", name, lambda: str(kernel))
     if debug.shows("deps"):  # else computed on first use, inside schedule
-        with debug.timed("deps", name):
+        with debug.timed("deps", name, seconds):
             debug.emit("deps", name, lambda: str(kernel.deps))
-    with debug.timed("schedule", name) as timing:
+    with debug.timed("schedule", name, seconds) as timing:
         reused = reuse.load(kernel, spec, checks) if schedule is None else None
         if reused is not None:  # the scheduled kernel loads when it is asked for
             timing["note"] = REUSED
@@ -176,14 +184,14 @@ def compile(
     debug.emit("schedule", name, lambda: str(after(choice_kernel(), "schedule")))
     debug.emit("tensorize", name, lambda: str(after(choice_kernel(), "tensorize")))
     debug.emit("place", name, lambda: str(after(choice_kernel(), "place")))
-    with debug.timed("codegen", name) as timing:
+    with debug.timed("codegen", name, seconds) as timing:
         if reused is None:
             source, mode = placed.generate(chosen)
             if schedule is None:
                 reuse.store(kernel, spec, checks, chosen, choice, source, mode)
         else:
             timing["note"] = REUSED
-    module = _build(module_kernel, source, mode, checks, debug)
+    module = _build(module_kernel, source, mode, checks, debug, seconds)
     limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
     return Compiled(
         kernel=chosen,
@@ -193,6 +201,7 @@ def compile(
         choice=choice,
         verify=verify,
         debug=debug,
+        stage_seconds=seconds,
     )
 
 
@@ -210,7 +219,7 @@ def run(compiled, inputs: Mapping[str, object]):
 
     debug = compiled.debug
     name = compiled.kernel.name
-    with debug.timed("run", name):
+    with debug.timed("run", name, compiled.stage_seconds):
         outputs, report = compiled.module.run(
             compiled.spec, inputs, compiled.trace_limit
         )
@@ -262,15 +271,22 @@ def _schedule(kernel: Kernel, spec, schedule: Kernel | None):
     return choice.kernel, choice
 
 
-def _build(chosen: Kernel, source, mode: str, checks: bool, debug: Debug):
+def _build(
+    chosen: Kernel,
+    source,
+    mode: str,
+    checks: bool,
+    debug: Debug,
+    seconds: dict[str, float],
+):
     """The build stage: the C (from the codegen stage, or a reused compile's)
-    compiled and loaded."""
+    compiled and loaded, its seconds added to ``seconds``."""
     from accelerator.sim import abi
     from codegen.accel import placed
 
     name = chosen.name
     debug.emit("codegen", name, lambda: _kernel_c(source.text, abi.header()))
-    with debug.timed("build", name):
+    with debug.timed("build", name, seconds):
         module = placed.load(chosen, source, mode, checks=checks)
     debug.emit("build", name, lambda: _built(module))
     return module

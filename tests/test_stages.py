@@ -123,6 +123,16 @@ def test_one_stage_prints_alone_and_time_prints_durations(
     assert reused == [("schedule", REUSED), ("codegen", REUSED)]
 
 
+def test_stage_seconds_are_kept_without_printing(monkeypatch, capsys):
+    """A benchmark reads each stage's seconds from the compiled object, with
+    nothing on stderr (the values are whatever the machine took)."""
+    compiled = compile_and_run(monkeypatch, None)
+    assert capsys.readouterr().err == ""
+    seconds = compiled.stage_seconds
+    assert list(seconds) == ["schedule", "codegen", "build", "run"]
+    assert all(isinstance(s, float) and s >= 0 for s in seconds.values())
+
+
 def test_no_debug_prints_nothing_and_debug_changes_no_result(monkeypatch, capsys):
     plain = compile_and_run(monkeypatch, None)
     assert capsys.readouterr().err == ""
