@@ -12,7 +12,7 @@ TORCH := torch==2.13.0
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,sweep]' $(TORCH)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,sweep,bench]' $(TORCH)
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -1,0 +1,412 @@
+"""The model suite: whole models on the simulated accelerators, per model and layer.
+
+    python -m bench.models [--quick] [--models a,b] [--configs c,d] [--dtypes f,g]
+
+Each model of :mod:`bench.zoo` (``transformers`` model classes from small configs
+and the repository's own networks, random weights, nothing downloaded) is imported
+with ``polyc.from_torch`` once per dtype and compiled with ``polyc.compile`` on each
+config from one empty build cache (the simulator's runtime library is built first
+and timed on its own, so each model's build stage is its own C), then run once on
+its example inputs. Per model, dtype and config the JSON holds the simulated
+cycles, the whole model's roofline and the sum of its layers' (and the engine
+bound, where ``model_report`` gives one), DRAM bytes against the minimum, per-engine
+utilisation, energy and the compile seconds by stage (frontend, schedule, codegen,
+build; ``Compiled.stage_seconds``), and the same per layer (``model_report``'s rows).
+A model that fails to import, compile or run is recorded with its error text and the
+suite goes on.
+
+Writes ``bench/results/models.json`` (``models_quick.json`` with ``--quick``, or
+``--out``) and regenerates its tables in docs/results.md. ``--quick`` runs the small
+subset of :mod:`bench.zoo` on edge-npu in float32 (a few minutes); ``--models``,
+``--configs`` and ``--dtypes`` narrow or widen any run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from bench import results_md, zoo
+from bench.common import RESULTS, geomean, write_json
+from bench.compile_time import fresh_cache
+
+CONFIGS = ("edge-npu", "datacenter", "hw-a")
+DTYPES = ("float32", "float16")
+QUICK_CONFIGS = ("edge-npu",)
+QUICK_DTYPES = ("float32",)
+#: trace events kept per run: enough that every layer's engine work is attributed
+#: on the suite's models (the default keeps 65,536)
+TRACE_LIMIT = 1 << 20
+#: the longest error text kept in the JSON
+ERROR_CHARS = 1500
+#: compute engines, by the trace events' kind (per-layer utilisation)
+COMPUTE = ("mac", "vector", "scalar")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    quick = args.quick
+    names = _list(args.models) or [m.name for m in zoo.MODELS if m.quick or not quick]
+    configs = _list(args.configs) or list(QUICK_CONFIGS if quick else CONFIGS)
+    dtypes = _list(args.dtypes) or list(QUICK_DTYPES if quick else DTYPES)
+    try:
+        models = [zoo.model(n) for n in names]
+    except KeyError as err:
+        print(f"bench.models: {err.args[0]}")
+        return 2
+    name = "models" + ("_quick" if quick else "")
+    payload = {
+        "quick": quick,
+        "models": names,
+        "configs": configs,
+        "dtypes": dtypes,
+        "load_average": {"start": os.getloadavg()[0]},
+        "once_s": {},
+        "runs": [],
+    }
+
+    def save() -> Path:
+        # after every model, so a suite stopped midway keeps what it measured
+        if args.out:
+            return _write(Path(args.out), payload)
+        return write_json(name, payload)
+
+    with fresh_cache():
+        payload["once_s"] = _once(models)
+        for m in models:
+            for dtype in dtypes:
+                payload["runs"].extend(measure(m, dtype, configs, args.verify))
+                save()
+    payload["load_average"]["end"] = os.getloadavg()[0]
+    path = save()
+    print(table(payload))
+    print()
+    print(summary(payload))
+    print(f"wrote {path}")
+    if path.parent.resolve() == RESULTS.resolve():
+        results_md.regenerate_for(path)
+    return 0
+
+
+def _once(models: list[zoo.Model]) -> dict[str, float]:
+    """What a process pays once, before its first model, timed apart so that no
+    model's frontend or build is charged for it: importing torch (and
+    ``transformers`` when a model needs it), torch's first export, and building
+    the simulator's runtime library (then cached)."""
+    seconds = {}
+    start = time.perf_counter()
+    import torch
+
+    from polyc.frontends.torch.export import export
+
+    seconds["import_torch"] = time.perf_counter() - start
+    if any(m.source == "transformers" for m in models):
+        start = time.perf_counter()
+        zoo.transformers_module()
+        seconds["import_transformers"] = time.perf_counter() - start
+    start = time.perf_counter()
+    export(torch.nn.Linear(2, 2).eval(), (torch.randn(1, 2),))
+    seconds["export_warm_up"] = time.perf_counter() - start
+    from codegen.accel.direct import build_runtime
+
+    start = time.perf_counter()
+    build_runtime()
+    seconds["runtime_build"] = time.perf_counter() - start
+    return seconds
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="the small subset")
+    p.add_argument("--models", help=f"comma-separated, of: {', '.join(zoo.names())}")
+    p.add_argument("--configs", help=f"comma-separated (default {','.join(CONFIGS)})")
+    p.add_argument("--dtypes", help=f"comma-separated (default {','.join(DTYPES)})")
+    p.add_argument("--verify", action="store_true", help="check each run (slower)")
+    p.add_argument("--out", help="write the JSON here instead of bench/results/")
+    return p
+
+
+def _list(text: str | None) -> list[str]:
+    return [w.strip() for w in (text or "").split(",") if w.strip()]
+
+
+def _write(path: Path, payload: dict) -> Path:
+    import json
+
+    from bench.common import machine
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
+    return path
+
+
+def _error(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}".strip()
+    if len(text) > ERROR_CHARS:
+        text = text[: ERROR_CHARS - 3] + "..."
+    return text
+
+
+def measure(m: zoo.Model, dtype: str, configs: list[str], verify: bool) -> list[dict]:
+    """One row per config for model ``m`` in ``dtype``: imported once, compiled
+    and run on each config (an error is recorded in its row, and the rest go on)."""
+    import polyc
+
+    base = {"model": m.name, "family": m.family, "source": m.source, "dtype": dtype}
+    start = time.perf_counter()
+    try:
+        module, inputs = m.build(dtype)
+        kernel = polyc.from_torch(module, inputs)
+    except Exception as err:  # recorded: the suite goes on with the next model
+        failed = {**base, "status": "error", "stage": "frontend", "error": _error(err)}
+        print(f"{m.name} {dtype}: frontend failed: {failed['error'][:200]}")
+        return [{**failed, "config": c} for c in configs]
+    frontend_s = time.perf_counter() - start
+    feeds = {f"arg{n}": x.numpy() for n, x in enumerate(inputs)}
+    rows = []
+    for config in configs:
+        row = {**base, "config": config, "statements": len(kernel.statements)}
+        row.update(_compile_and_run(kernel, config, feeds, frontend_s, verify))
+        rows.append(row)
+        print(_line(row), flush=True)
+    return rows
+
+
+def _line(row: dict) -> str:
+    head = f"{row['model']} {row['dtype']} on {row['config']}"
+    if row["status"] != "ok":
+        return f"{head}: {row['stage']} failed: {row['error'][:200]}"
+    s = row["seconds"]
+    return (
+        f"{head}: {row['cycles']:,} cycles, {row['roofline_ratio']:.2f}x roofline, "
+        f"compile {row['compile_s']:.1f} s (schedule {s['schedule']:.1f}, build "
+        f"{s['build']:.1f})"
+    )
+
+
+def _compile_and_run(kernel, config: str, feeds: dict, frontend_s: float, verify):
+    import polyc
+    from polyc.studies.model_report import model_report
+
+    stage, compiled = "compile", None
+    try:
+        compiled = polyc.compile(
+            kernel, config=config, trace_limit=TRACE_LIMIT, verify=verify
+        )
+        stage = "run"
+        _, report = compiled.run(**feeds)
+        stage = "report"
+        mr = model_report(compiled, report)
+        out = {"status": "ok", **_costs(kernel, compiled, report, mr)}
+    except Exception as err:  # recorded: the suite goes on with the next config
+        out = {"status": "error", "stage": stage, "error": _error(err)}
+    seconds = {"frontend": frontend_s}
+    if compiled is not None:
+        seconds.update(compiled.stage_seconds)
+    out["seconds"] = seconds
+    out["compile_s"] = sum(
+        seconds.get(k, 0.0)
+        for k in ("frontend", "deps", "schedule", "codegen", "build")
+    )
+    return out
+
+
+def _bound(cost) -> float | None:
+    """The engine bound of a ``model_report`` row in cycles, when it has one."""
+    value = getattr(cost, "engine_bound", None)
+    if value is None:
+        return None
+    return float(getattr(value, "cycles", value))
+
+
+def _ratio(a, b) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _costs(kernel, compiled, report, mr) -> dict:
+    """The run's numbers and its layers' (see the module docstring)."""
+    layers = [_layer(kernel, compiled.spec, report, c) for c in mr.layers]
+    bounds = [lay["engine_bound"] for lay in layers if lay["name"] != "(other)"]
+    engine_bound = _bound(mr.total)
+    if engine_bound is None and bounds and None not in bounds:
+        engine_bound = sum(bounds)
+    roof = report.roofline
+    return {
+        "mode": report.mode,
+        "cycles": report.cycles,
+        "time_us": report.time_us,
+        "roofline": report.roofline_cycles,
+        "roofline_bound": roof.bound if roof else None,
+        "roofline_ratio": report.ratio,
+        "roofline_sum": mr.roofline_sum,
+        "roofline_sum_ratio": _ratio(report.cycles, mr.roofline_sum),
+        "engine_bound": engine_bound,
+        "engine_ratio": _ratio(report.cycles, engine_bound),
+        "dram_bytes": report.dram_bytes,
+        "min_dram_bytes": roof.min_dram_bytes if roof else None,
+        "dram_ratio": _ratio(report.dram_bytes, roof.min_dram_bytes if roof else None),
+        "energy_pj": report.energy_pj,
+        "macs": report.macs,
+        "mac_utilization": report.mac_utilization,
+        "engines": {e.name: e.utilization for e in report.engines},
+        "events_dropped": report.events_dropped,
+        "fallbacks": list(report.fallbacks),
+        "layers": layers,
+    }
+
+
+def _layer(kernel, spec, report, cost) -> dict:
+    bound = _bound(cost)
+    return {
+        "name": cost.name,
+        "statements": list(cost.statements),
+        "cycles": cost.cycles,
+        "roofline": cost.roofline_cycles,
+        "roofline_ratio": cost.ratio,
+        "engine_bound": bound,
+        "engine_ratio": _ratio(cost.cycles, bound),
+        "dram_bytes": cost.dram_bytes,
+        "min_dram_bytes": _min_dram(kernel, cost),
+        "energy_pj": cost.energy_pj,
+        "macs": cost.macs,
+        "mac_utilization": cost.utilization,
+        "engines": _engine_use(report, cost),
+    }
+
+
+def _min_dram(kernel, cost) -> int | None:
+    """The unavoidable DRAM bytes of the layer alone: what it reads from other
+    layers (or the model's inputs and weights) and what others read of it."""
+    if not cost.statements:
+        return None
+    from accelerator.hardware.roofline import min_dram_bytes
+    from polyc.studies.model_report import _layer_kernel
+
+    return min_dram_bytes(_layer_kernel(kernel, cost.name, list(cost.statements)), {})
+
+
+def _engine_use(report, cost) -> dict[str, float]:
+    """Busy cycles of each compute engine on the layer's statements over the
+    layer's cycles (from the trace; a DRAM-direct run has no trace: its scalar
+    work is all the layer's cycles)."""
+    if not cost.cycles:
+        return {}
+    if not report.events:
+        return {"scalar": 1.0} if cost.statements else {}
+    mine = set(cost.statements)
+    busy: dict[str, int] = {}
+    for e in report.events:
+        if e.kind in COMPUTE and e.label.split(" ")[0] in mine:
+            busy[e.engine] = busy.get(e.engine, 0) + (e.end - e.start)
+    return {name: b / cost.cycles for name, b in sorted(busy.items())}
+
+
+# tables --------------------------------------------------------------------------
+
+
+def _x(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _rows(payload: dict) -> list[dict]:
+    order = {n: k for k, n in enumerate(payload["models"])}
+    return sorted(
+        payload["runs"],
+        key=lambda r: (
+            order.get(r["model"], 99),
+            payload["dtypes"].index(r["dtype"]),
+            payload["configs"].index(r["config"]),
+        ),
+    )
+
+
+def table(payload: dict) -> str:
+    """The docs/results.md table of a ``models.json`` payload: one row per model,
+    dtype and config."""
+    lines = [
+        "| model | dtype | config | cycles | x roofline | x engine bound "
+        "| DRAM / min | MAC util | energy uJ | compile s: frontend + schedule + "
+        "codegen + build |",
+        "|" + "---|" * 10,
+    ]
+    for r in _rows(payload):
+        head = [r["model"], r["dtype"], r["config"]]
+        if r["status"] != "ok":
+            text = r["error"].splitlines()[0] if r["error"] else ""
+            text = text if len(text) <= 90 else text[:87] + "..."
+            lines.append(
+                "| "
+                + " | ".join([*head, f"{r['stage']} failed: {_cell(text)}"])
+                + " |"
+                + " |" * 6
+            )
+            continue
+        s = r["seconds"]
+        split = " + ".join(
+            f"{s.get(k, 0.0):.1f}" for k in ("frontend", "schedule", "codegen", "build")
+        )
+        util = r["mac_utilization"]
+        cells = [
+            *head,
+            f"{r['cycles']:,}",
+            _x(r["roofline_ratio"]),
+            _x(r["engine_ratio"]),
+            _x(r["dram_ratio"]),
+            "-" if util is None else f"{util:.0%}",
+            f"{r['energy_pj'] / 1e6:,.1f}",
+            f"**{r['compile_s']:.1f}** = {split}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def summary(payload: dict) -> str:
+    """Per config and dtype: how many models ran, the geomean and worst ratio to
+    each bound, and the compile seconds (median and worst)."""
+    lines = [
+        "| config | dtype | models ok | geomean x roofline | worst | geomean x "
+        "engine bound | worst | compile s median | worst |",
+        "|" + "---|" * 9,
+    ]
+    for config in payload["configs"]:
+        for dtype in payload["dtypes"]:
+            runs = [
+                r
+                for r in payload["runs"]
+                if r["config"] == config and r["dtype"] == dtype
+            ]
+            ok = [r for r in runs if r["status"] == "ok"]
+            roof = [r["roofline_ratio"] for r in ok if r["roofline_ratio"]]
+            eng = [r["engine_ratio"] for r in ok if r["engine_ratio"]]
+            secs = sorted(r["compile_s"] for r in ok)
+            cells = [
+                config,
+                dtype,
+                f"{len(ok)} of {len(runs)}",
+                _x(geomean(roof)) if roof else "-",
+                _worst(ok, "roofline_ratio"),
+                _x(geomean(eng)) if len(eng) == len(ok) and eng else "-",
+                _worst(ok, "engine_ratio") if len(eng) == len(ok) else "-",
+                f"{secs[len(secs) // 2]:.1f}" if secs else "-",
+                _worst(ok, "compile_s", fmt="{:.1f}"),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _worst(runs: list[dict], key: str, fmt: str = "{:.2f}") -> str:
+    have = [r for r in runs if r.get(key) is not None]
+    if not have:
+        return "-"
+    r = max(have, key=lambda r: r[key])
+    return f"{fmt.format(r[key])} ({r['model']})"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
