@@ -24,12 +24,13 @@ subset of :mod:`bench.zoo` on edge-npu in float32 (a few minutes); ``--models``,
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
 
 from bench import results_md, zoo
-from bench.common import RESULTS, geomean, write_json
+from bench.common import RESULTS, geomean, machine
 from bench.compile_time import fresh_cache
 
 CONFIGS = ("edge-npu", "datacenter", "hw-a")
@@ -56,31 +57,25 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as err:
         print(f"bench.models: {err.args[0]}")
         return 2
-    name = "models" + ("_quick" if quick else "")
+    path = Path(args.out) if args.out else RESULTS / f"models{'_quick' * quick}.json"
+    previous = _read(path) if args.update else None
     payload = {
         "quick": quick,
         "models": names,
         "configs": configs,
         "dtypes": dtypes,
-        "load_average": {"start": os.getloadavg()[0]},
         "once_s": {},
         "runs": [],
     }
-
-    def save() -> Path:
-        # after every model, so a suite stopped midway keeps what it measured
-        if args.out:
-            return _write(Path(args.out), payload)
-        return write_json(name, payload)
-
     with fresh_cache():
         payload["once_s"] = _once(models)
         for m in models:
             for dtype in dtypes:
                 payload["runs"].extend(measure(m, dtype, configs, args.verify))
-                save()
-    payload["load_average"]["end"] = os.getloadavg()[0]
-    path = save()
+                # after every model, so a suite stopped midway keeps its runs
+                _write(path, merged(previous, payload))
+    payload = merged(previous, payload)
+    _write(path, payload)
     print(table(payload))
     print()
     print(summary(payload))
@@ -125,6 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dtypes", help=f"comma-separated (default {','.join(DTYPES)})")
     p.add_argument("--verify", action="store_true", help="check each run (slower)")
     p.add_argument("--out", help="write the JSON here instead of bench/results/")
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the JSON's other runs: replace only the models x dtypes x "
+        "configs run now",
+    )
     return p
 
 
@@ -133,13 +134,37 @@ def _list(text: str | None) -> list[str]:
 
 
 def _write(path: Path, payload: dict) -> Path:
-    import json
-
-    from bench.common import machine
-
+    """Write ``payload`` (with the machine) to ``path`` atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
+    os.replace(tmp, path)
     return path
+
+
+def _read(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def merged(previous: dict | None, payload: dict) -> dict:
+    """``payload`` with the runs of ``previous`` that it does not redo (same
+    model, dtype and config): a suite run in parts is one JSON."""
+    if previous is None:
+        return payload
+
+    def key(r: dict) -> tuple[str, str, str]:
+        return r["model"], r["dtype"], r["config"]
+
+    redone = {key(r) for r in payload["runs"]}
+    out = dict(payload)
+    for field in ("models", "configs", "dtypes"):
+        out[field] = [
+            *previous[field],
+            *(v for v in payload[field] if v not in previous[field]),
+        ]
+    out["runs"] = [r for r in previous["runs"] if key(r) not in redone]
+    out["runs"] += payload["runs"]
+    return out
 
 
 def _error(err: BaseException) -> str:
@@ -168,6 +193,8 @@ def measure(m: zoo.Model, dtype: str, configs: list[str], verify: bool) -> list[
     rows = []
     for config in configs:
         row = {**base, "config": config, "statements": len(kernel.statements)}
+        # compile seconds depend on what else runs on the machine
+        row["load_average"] = round(os.getloadavg()[0], 2)
         row.update(_compile_and_run(kernel, config, feeds, frontend_s, verify))
         rows.append(row)
         print(_line(row), flush=True)
@@ -381,6 +408,8 @@ def summary(payload: dict) -> str:
                 for r in payload["runs"]
                 if r["config"] == config and r["dtype"] == dtype
             ]
+            if not runs:
+                continue
             ok = [r for r in runs if r["status"] == "ok"]
             roof = [r["roofline_ratio"] for r in ok if r["roofline_ratio"]]
             eng = [r["engine_ratio"] for r in ok if r["engine_ratio"]]

@@ -81,6 +81,8 @@ SECTIONS: tuple[Section, ...] = (
         key="results",
     ),
     Section("study", "study.json", "bench.study", "table"),
+    Section("models", "models.json", "bench.models", "table"),
+    Section("models-summary", "models.json", "bench.models", "summary"),
     Section("host_c", "host_c.json", "bench.host_c", "table", key="rows"),
     Section("sched", "schedules.json", "bench.sched", "render", doc="schedules.md"),
     Section(

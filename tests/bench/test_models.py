@@ -86,3 +86,33 @@ def test_every_model_of_the_suite_imports(name):
         module, inputs = m.build(dtype)
         kernel = polyc.from_torch(module, inputs)
         assert kernel.statements
+
+
+def _run(model: str, dtype: str, config: str, cycles: int) -> dict:
+    return {"model": model, "dtype": dtype, "config": config, "cycles": cycles}
+
+
+def test_a_suite_run_in_parts_is_one_json():
+    before = {
+        "models": ["mlp", "hf-bert"],
+        "configs": ["edge-npu"],
+        "dtypes": ["float32"],
+        "runs": [
+            _run("mlp", "float32", "edge-npu", 1),
+            _run("hf-bert", "float32", "edge-npu", 2),
+        ],
+    }
+    part = {
+        "models": ["mlp"],
+        "configs": ["edge-npu", "tiny"],
+        "dtypes": ["float32"],
+        "runs": [
+            _run("mlp", "float32", "edge-npu", 3),
+            _run("mlp", "float32", "tiny", 4),
+        ],
+    }
+    both = models.merged(before, part)
+    assert both["models"] == ["mlp", "hf-bert"]
+    assert both["configs"] == ["edge-npu", "tiny"]
+    assert [r["cycles"] for r in both["runs"]] == [2, 3, 4]
+    assert models.merged(None, part) is part
