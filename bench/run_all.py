@@ -19,8 +19,8 @@ import time
 import bench
 
 #: modules that are not benchmarks: helpers, the C sources of the plain baselines,
-#: this runner and the regenerator of the docs' tables
-_SKIP = {"common", "plain_c", "results_md", "run_all"}
+#: this runner, the regenerator of the docs' tables and the model suite's models
+_SKIP = {"common", "plain_c", "results_md", "run_all", "zoo"}
 
 
 def benchmarks() -> list[str]:
