@@ -8,8 +8,8 @@ with ``polyc.from_torch`` once per dtype and compiled with ``polyc.compile`` on 
 config from one empty build cache (the simulator's runtime library is built first
 and timed on its own, so each model's build stage is its own C), then run once on
 its example inputs. Per model, dtype and config the JSON holds the simulated
-cycles, the whole model's roofline and the sum of its layers' (and the engine
-bound, where ``model_report`` gives one), DRAM bytes against the minimum, per-engine
+cycles, the whole model's roofline and engine bound and the sums of its layers'
+(:mod:`accelerator.hardware.bound`), DRAM bytes against the minimum, per-engine
 utilisation, energy and the compile seconds by stage (frontend, schedule, codegen,
 build; ``Compiled.stage_seconds``), and the same per layer (``model_report``'s rows).
 A model that fails to import, compile or run is recorded with its error text and the
@@ -256,9 +256,9 @@ def _costs(kernel, compiled, report, mr) -> dict:
     """The run's numbers and its layers' (see the module docstring)."""
     layers = [_layer(kernel, compiled.spec, report, c) for c in mr.layers]
     bounds = [lay["engine_bound"] for lay in layers if lay["name"] != "(other)"]
-    engine_bound = _bound(mr.total)
-    if engine_bound is None and bounds and None not in bounds:
-        engine_bound = sum(bounds)
+    bound_sum = sum(bounds) if bounds and None not in bounds else None
+    # the whole model's bound, like its roofline: intermediates need not touch DRAM
+    engine_bound = getattr(report, "engine_bound_cycles", None)
     roof = report.roofline
     return {
         "mode": report.mode,
@@ -271,6 +271,8 @@ def _costs(kernel, compiled, report, mr) -> dict:
         "roofline_sum_ratio": _ratio(report.cycles, mr.roofline_sum),
         "engine_bound": engine_bound,
         "engine_ratio": _ratio(report.cycles, engine_bound),
+        "engine_bound_sum": bound_sum,
+        "engine_bound_sum_ratio": _ratio(report.cycles, bound_sum),
         "dram_bytes": report.dram_bytes,
         "min_dram_bytes": roof.min_dram_bytes if roof else None,
         "dram_ratio": _ratio(report.dram_bytes, roof.min_dram_bytes if roof else None),
