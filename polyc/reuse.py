@@ -156,10 +156,9 @@ def store(kernel: Kernel, spec, checks: bool, chosen, choice, source, mode) -> N
 
 def root() -> Path:
     """Where compiles live: ``$POLYC_CACHE_DIR/compiles``."""
-    base = os.environ.get("POLYC_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "polyc"
-    )
-    return Path(base) / "compiles"
+    from schedules.accel import cache
+
+    return cache.root("compiles")
 
 
 def _record(lc) -> LayerRecord:
@@ -204,14 +203,8 @@ def _normal(s: isl.Set) -> str:
     return str(isl.Set(str(s)).remove_redundancies().coalesce())
 
 
-@functools.cache
 def _code_digest() -> str:
-    """A digest of polyc's sources (every .py and the runtime's C)."""
-    top = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for folder in _SOURCES:
-        for path in sorted((top / folder).rglob("*")):
-            if path.suffix in (".py", ".c", ".h", ".toml"):
-                h.update(str(path.relative_to(top)).encode())
-                h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    """A digest of polyc's sources (every .py, the runtime's C, the configs)."""
+    from schedules.accel import cache
+
+    return cache.source_digest(_SOURCES, (".py", ".c", ".h", ".toml"))

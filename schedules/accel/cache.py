@@ -200,12 +200,14 @@ def _decode(obj):
     return obj
 
 
-def root() -> Path:
-    """Where the search results live: ``$POLYC_CACHE_DIR/search``."""
+def root(name: str = "search") -> Path:
+    """Where the search results live: ``$POLYC_CACHE_DIR/search`` (default
+    ``~/.cache/polyc``, the build cache's root); ``name`` picks another folder
+    there (polyc/reuse.py keeps its compiles in ``compiles``)."""
     base = os.environ.get("POLYC_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "polyc"
     )
-    return Path(base) / "search"
+    return Path(base) / name
 
 
 def _read(sig: Signature) -> list | None:
@@ -245,13 +247,22 @@ def _write(sig: Signature, entries: list) -> None:
         pass  # a read-only or full cache only costs a search next time
 
 
-@functools.cache
 def _code_digest() -> str:
     """A digest of the sources the search's result depends on."""
+    return source_digest(_SOURCES, (".py",), recursive=False)
+
+
+@functools.cache
+def source_digest(folders: tuple[str, ...], suffixes: tuple[str, ...], recursive=True):
+    """A digest of the files with ``suffixes`` in ``folders`` (relative to the
+    repository's top), names and bytes: a cache keyed by it never reads what
+    older code wrote."""
     top = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
-    for folder in _SOURCES:
-        for path in sorted((top / folder).glob("*.py")):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
+    for folder in folders:
+        found = (top / folder).rglob("*") if recursive else (top / folder).glob("*")
+        for path in sorted(found):
+            if path.suffix in suffixes and path.is_file():
+                h.update(str(path.relative_to(top)).encode())
+                h.update(path.read_bytes())
     return h.hexdigest()[:16]
