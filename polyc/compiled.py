@@ -41,6 +41,11 @@ class Compiled:
         self.stage_seconds: dict[str, float] = dict(stage_seconds or {})
 
     @property
+    def name(self) -> str:
+        """The kernel's name (without loading a reused compile's scheduled kernel)."""
+        return self.module.kernel.name
+
+    @property
     def kernel(self) -> Kernel:
         """The scheduled kernel (loaded on first use for a reused compile)."""
         if not isinstance(self._kernel, Kernel):
@@ -224,8 +229,7 @@ class Compiled:
         return out
 
     def __repr__(self) -> str:
-        name = self.module.kernel.name
-        return f"<Compiled {name} for {self.spec.name} ({self.mode})>"
+        return f"<Compiled {self.name} for {self.spec.name} ({self.mode})>"
 
 
 def _fix(note: str) -> str:

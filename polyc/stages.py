@@ -218,7 +218,7 @@ def run(compiled, inputs: Mapping[str, object]):
     import dataclasses
 
     debug = compiled.debug
-    name = compiled.kernel.name
+    name = compiled.name  # a reused compile's scheduled kernel stays unloaded
     with debug.timed("run", name, compiled.stage_seconds):
         outputs, report = compiled.module.run(
             compiled.spec, inputs, compiled.trace_limit

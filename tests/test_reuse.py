@@ -75,6 +75,7 @@ def test_a_later_process_with_other_weights_reuses_the_compile_and_runs_them(fre
     compiled = polyc.compile(other, config="tiny")
     assert reuse.STATS["disk"] == 1
     (got,) = compiled(arg0=x.numpy()).values()
+    assert not isinstance(compiled._kernel, polyc.Kernel)  # a run never parses it
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -40,7 +40,7 @@ from polyc.ir.expr import describe
 from polyc.ir.kernel import Kernel
 from schedules.accel import search as _search
 from schedules.accel.layers import Layer
-from schedules.accel.model import Structure
+from schedules.accel.model import Structure, read_later
 from schedules.accel.tilevars import PrivateTile, SharedTile
 
 #: bumped when the stored form changes
@@ -117,7 +117,7 @@ def signature(
     kernel: Kernel, layer: Layer, spec: Spec, stage: bool = True, keep: int = 8
 ) -> Signature | None:
     """The layer's signature, or ``None`` when its names cannot be renamed safely
-    (a name that is also an engine word or looks canonical)."""
+    (a name that is also an engine word, or not an identifier)."""
     names = layer.canonical_names
     if any(n in _WORDS or not _TOKEN.fullmatch(n) for n in names):
         return None
@@ -142,7 +142,7 @@ def signature(
         arr = kernel.arrays[a]
         shape = arr.concrete_shape({})
         lines.append(f"array {names[a]} {arr.dtype}{list(shape)} {arr.role.value}")
-        lines.append(f"  read later {_read_later(kernel, layer, a)}")
+        lines.append(f"  read later {read_later(kernel, layer, a)}")
     hardware = dataclasses.replace(spec, description="", source="")
     lines.append(f"spec {hardware!r}")
     lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
@@ -158,19 +158,6 @@ def _lookup(sig: Signature, entries) -> tuple | None:
         if sig.matches(domains):
             return stored
     return None
-
-
-def _read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
-    """Whether a statement after the layer reads ``array`` (what the cost model
-    asks of the rest of the kernel)."""
-    mine = {s.name for s in layer.stmts}
-    after = False
-    for s in kernel.statements:
-        if s.name in mine:
-            after = True
-        elif after and any(ld.array == array for ld in s.reads):
-            return True
-    return False
 
 
 # on disk ---------------------------------------------------------------------------

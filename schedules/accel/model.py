@@ -677,18 +677,7 @@ class LayerModel:
         """What the layer writes to ``name`` is stored when it is not a temporary
         or the rest of the kernel reads it."""
         arr = self.kernel.arrays[name]
-        return arr.role.value != "temp" or self._read_later(name)
-
-    def _read_later(self, name: str) -> bool:
-        mine = {s.name for s in self.layer.stmts}
-        after = False
-        for s in self.kernel.statements:
-            if s.name in mine:
-                after = True
-                continue
-            if after and any(ld.array == name for ld in s.reads):
-                return True
-        return False
+        return arr.role.value != "temp" or read_later(self.kernel, self.layer, name)
 
     def _pitched_outputs(self) -> set[str]:
         return {self.kernel.statement(s).target.array for s in self.st.pitched}
@@ -726,6 +715,19 @@ def _trips(extent: int, size: sp.Expr) -> sp.Expr:
     """``ceiling(extent / size)``: the models of one layer's structures ask for the
     same few thousand times, and sympy's ceiling is slow to build."""
     return sp.ceiling(sp.Integer(extent) / size)
+
+
+def read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
+    """Whether a statement after ``layer`` reads ``array`` (what the cost model
+    asks of the rest of the kernel; the search cache keys by it too)."""
+    mine = {s.name for s in layer.stmts}
+    after = False
+    for s in kernel.statements:
+        if s.name in mine:
+            after = True
+        elif after and any(ld.array == array for ld in s.reads):
+            return True
+    return False
 
 
 def _arrays_of(stmt: Statement) -> set[str]:
