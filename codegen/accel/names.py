@@ -60,8 +60,14 @@ def vector_count(stmt: str) -> str:
 
 
 def vector_runs(stmt: str) -> str:
-    """Runs of a vector reduction into one element in the current tile."""
+    """Runs of two or more consecutive contributions of a vector reduction to one
+    element in the current tile (each takes a horizontal reduction step)."""
     return f"pc_vr_{stmt}"
+
+
+def vector_lone(stmt: str) -> str:
+    """Set while the vector reduction's current run has one contribution."""
+    return f"pc_vl_{stmt}"
 
 
 def vector_last(stmt: str) -> str:

@@ -80,7 +80,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             out.append(
                 c.Line(
                     f"int64_t {names.vector_count(s)} = 0, {names.vector_runs(s)} = 0, "
-                    f"{names.vector_last(s)} = -1;"
+                    f"{names.vector_last(s)} = -1, {names.vector_lone(s)} = 0;"
                 )
             )
         if vec:
@@ -313,14 +313,27 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             buf = self._buffer_of(stmt.target.array)
             idx = [r.aff(x) for x in stmt.target.index]
             where = self._offset(buf, idx) if buf else "0"
+            # a lone contribution is a lane's element-wise accumulate (its add is
+            # in the body's ops); a run of two or more into one element is folded
+            # across lanes, one reduction step
+            last, lone = names.vector_last(stmt.name), names.vector_lone(stmt.name)
             out.append(
                 c.If(
-                    f"({where}) != {names.vector_last(stmt.name)}",
+                    f"({where}) != {last}",
                     c.Block(
                         [
-                            c.Statement(f"{names.vector_runs(stmt.name)}++"),
-                            c.Statement(f"{names.vector_last(stmt.name)} = {where}"),
+                            c.Statement(f"{last} = {where}"),
+                            c.Statement(f"{lone} = 1"),
                         ]
+                    ),
+                    c.If(
+                        lone,
+                        c.Block(
+                            [
+                                c.Statement(f"{names.vector_runs(stmt.name)}++"),
+                                c.Statement(f"{lone} = 0"),
+                            ]
+                        ),
                     ),
                 )
             )
@@ -374,7 +387,8 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                     ]
                 )
             )
-        out.append(c.Statement(f"{n} = 0, {runs} = 0, {last} = -1"))
+        lone = names.vector_lone(s)
+        out.append(c.Statement(f"{n} = 0, {runs} = 0, {last} = -1, {lone} = 0"))
         return out
 
 

@@ -15,7 +15,9 @@ simulator's rules (``docs/accelerator.md``):
   costs its steady time and the statement pays the first load and the last tail
   once);
 - a vector operation over ``e`` elements costs ``ceil(e/lanes) x`` its ops'
-  cycles, plus one reduction step per output of a reduction;
+  cycles, plus, for a reduction whose tile has one output, one reduction step
+  (its other tiles run the reduction loops outside the output loops, so each lane
+  accumulates its own element);
 - the scalar core issues every call (``issue_cycles``) and runs unmapped
   statements instance by instance.
 
@@ -51,7 +53,7 @@ from schedules.accel import banks, levels, terms
 from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
-from schedules.accel.tilevars import TileVar, tile_var
+from schedules.accel.tilevars import PrivateTile, TileVar, tile_var
 
 #: slots of an operand buffer copied per tile (streamed through a statement's
 #: reduction loops, or only read by the layer): the next two tiles load while one
@@ -518,7 +520,16 @@ class LayerModel:
             for it in stmt.iterators:
                 if it not in target:
                     red *= self.size(stmt, it)
-            cycles += sp.ceiling(elements / red) * v.cycles["reduce"]
+            # the scheduler runs the reduction loops outside the output loops
+            # (tensorize.vertical_order): lanes accumulate their own elements, and
+            # only a tile of one output folds its run across lanes, one step
+            outputs = elements / red
+            steps = sp.Max(0, 2 - outputs) * sp.Min(1, red - 1)
+            if len(self.layer.stmts) > 1 and any(
+                isinstance(self._var(stmt, it), PrivateTile) for it in stmt.iterators
+            ):
+                steps = sp.ceiling(outputs)  # kept in order (scheduler._vertical)
+            cycles += steps * v.cycles["reduce"]
         return cycles
 
     def scalar_cycles(self, stmt: Statement) -> float:

@@ -41,7 +41,7 @@ from schedules.accel import cache, levels, search
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
-from schedules.accel.tensorize import map_vector, tensorize
+from schedules.accel.tensorize import map_vector, tensorize, vertical_order
 from schedules.accel.tilevars import SharedTile, loop_extent, tile_var
 from schedules.apply import apply_schedule
 from schedules.bands import permute
@@ -330,7 +330,8 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
     if len(layer.stmts) == 1 and not any(
         size < loop_extent(layer, var) for var, size in cand.sizes
     ):
-        return k, {}  # one tile: the statement's own band, copies above it
+        # one tile: the statement's own band, copies above it
+        return _vertical(k, layer, cand, set()), {}
     tile_bands = []
     for s, band in zip(layer.stmts, layer.bands):
         sizes = {}
@@ -347,6 +348,13 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
     if len(layer.stmts) > 1:
         fused = f"L{layer.index}"
         k = fuse(k, [b for _, b, _ in tile_bands], depth=layer.depth, name=fused)
+    private = {
+        s.name
+        for s, _, tiled in tile_bands
+        if len(layer.stmts) > 1
+        and any(s.iterators.index(i) >= layer.depth for i in tiled)
+    }
+    k = _vertical(k, layer, cand, private)
     first = layer.stmts[0]
     members = [f"{first.iterators[p]}_t" for p in range(layer.depth)]
     ordered = [members[p] for p in st.order]
@@ -362,6 +370,20 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
         for pos, it in enumerate(private):
             where[(s.name, it)] = (own, offset + pos)
     return k, where
+
+
+def _vertical(k: Kernel, layer: Layer, cand: search.Candidate, skip) -> Kernel:
+    """Run each vector reduction's reduction loops outside its output loops in its
+    point band (:func:`schedules.accel.tensorize.vertical_order`, what the cost
+    model assumes), but in the statements of ``skip``, whose private tile loops
+    keep their positions in the band of that name (the placement reads them)."""
+    for s, band in zip(layer.stmts, layer.bands):
+        if cand.structure.engine_of(s.name) != "vector" or s.name in skip:
+            continue
+        order = vertical_order(k, band)
+        if order is not None:
+            k = permute(k, band, order)
+    return k
 
 
 def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:

@@ -43,6 +43,7 @@ from polyc.ir import marks as pm
 from polyc.ir import requant, tree
 from polyc.ir.expr import Binary, Cast, Expr, Load
 from polyc.ir.kernel import Kernel, Statement, array_extent
+from schedules import stree
 from schedules.accel import footprint as F
 from schedules.accel import isltree
 from schedules.common import step
@@ -423,6 +424,33 @@ def vector_ok(kernel: Kernel, stmt: Statement, prefix: isl.UnionMap) -> str | No
         f"{stmt.instance(vals[:n])} -> {stmt.instance(vals[n:])} depend on each "
         "other inside one tile"
     )
+
+
+def vertical_order(kernel: Kernel, band: str) -> tuple[str, ...] | None:
+    """The member order of point band ``band`` that runs a vector reduction's
+    reduction loops outside its output loops, or None when the band is not one
+    statement's reduction or is in that order already.
+
+    In that order consecutive instances accumulate into different elements, so the
+    vector unit adds them lane by lane; with a reduction loop innermost, every
+    output's run of contributions needs a horizontal reduction step (the simulator
+    charges one per run of two or more contributions to one element), which costs
+    more than the whole run's arithmetic when the run is short (a depthwise
+    convolution's nine taps). Each element still sums its contributions in the
+    same order, so results are unchanged bit for bit."""
+    _, nb = stree.find(stree.from_isl(kernel.schedule), band, "map_vector")
+    mark = tree.find_band_mark(kernel.schedule, band, "map_vector")
+    names = [s for s in isltree.statements_of(mark) if not s.startswith("pc_")]
+    if len(names) != 1:
+        return None
+    stmt = kernel.statement(names[0])
+    if stmt.reduction is None or not set(nb.members) <= set(stmt.iterators):
+        return None
+    out = {n for a in stmt.target.index for n in a.names()}
+    order = tuple(
+        [m for m in nb.members if m not in out] + [m for m in nb.members if m in out]
+    )
+    return order if order != tuple(nb.members) else None
 
 
 def map_vector(kernel: Kernel, band: str, unit: str = "vector") -> Kernel:

@@ -65,8 +65,10 @@ def reversed_tap_conv1d(C=8, Co=8, T=16, R=3):
 
 @functools.cache
 def dilated_conv2d():
+    # 32 output channels: with 8 the vector unit, accumulating each output in its
+    # own lane, beats the array's few columns on datacenter
     return ops.conv2d(
-        input=(1, 4, 12, 12), weight=(8, 4, 3, 3), padding=2, dilation=2, bias=False
+        input=(1, 4, 12, 12), weight=(32, 4, 3, 3), padding=2, dilation=2, bias=False
     )
 
 
