@@ -282,7 +282,21 @@ def _costs(kernel, compiled, report, mr) -> dict:
         "engines": {e.name: e.utilization for e in report.engines},
         "events_dropped": report.events_dropped,
         "fallbacks": list(report.fallbacks),
+        **_tensors(mr),
         "layers": layers,
+    }
+
+
+def _tensors(mr) -> dict:
+    """The attention score matrices' DRAM bytes (0: on chip) and the tensors that
+    move the most (polyc.studies.tensor_dram), for a placed run."""
+    td = mr.tensors
+    if td is None:
+        return {}
+    return {
+        "attention_score_dram_bytes": td.score_bytes if td.scores else None,
+        "attention_score_tensors": list(td.scores),
+        "dram_bytes_largest_tensors": dict(td.largest(12)),
     }
 
 

@@ -193,6 +193,8 @@ class Compiled:
                     f"      staged whole in {top} (read from DRAM once, tiles "
                     f"copied from there): {', '.join(cand.staged)}"
                 )
+            if lc.note:  # why the layer is grouped as it is (an attention's choice)
+                out.append(f"      {lc.note}")
             if lc.formula:
                 out.append(f"      {lc.formula}")
         return out

@@ -76,6 +76,8 @@ class ModelReport:
     mode: str
     layers: tuple[LayerCost, ...]
     report: object  # accelerator.sim.report.Report
+    #: DRAM bytes per array (polyc.studies.tensor_dram), for a placed run
+    tensors: object = None
 
     @property
     def cycles(self) -> int:
@@ -146,6 +148,7 @@ class ModelReport:
             "macs": self.total.macs,
             "mac_array_macs": self.report.mac_array_macs,
             "utilization": self.total.utilization,
+            "tensors": self.tensors.to_dict() if self.tensors is not None else None,
             "layers": [
                 {
                     "name": c.name,
@@ -182,6 +185,8 @@ class ModelReport:
             rows.append(_row(c.name, c, r.cycles))
         rows.append(_row("total", self.total, r.cycles))
         rows.append("  " + self.summary())
+        if self.tensors is not None:
+            rows.extend(self.tensors.lines())
         if r.events_dropped and self.mode != MODE_DRAM_DIRECT:
             rows.append(
                 f"  note: the run's trace kept {len(r.events):,} events and dropped "
@@ -224,10 +229,18 @@ def model_report(compiled, report=None) -> ModelReport:
             "model_report: there is no run to report on because compiled.run() was "
             "not called. Run it first, or pass its report."
         )
+    import dataclasses
+
+    from codegen.accel.direct import MODE_DRAM_DIRECT
+    from polyc.studies.tensor_dram import dram_by_tensor
+
     units = None
     if compiled.choice is not None:
         units = [[s.name for s in lc.layer.stmts] for lc in compiled.choice.layers]
-    return layer_costs(compiled.kernel, report, compiled.spec, units)
+    out = layer_costs(compiled.kernel, report, compiled.spec, units)
+    if report.mode == MODE_DRAM_DIRECT:
+        return out
+    return dataclasses.replace(out, tensors=dram_by_tensor(compiled, report))
 
 
 def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:

@@ -101,11 +101,17 @@ def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:
 
 
 def split(
-    kernel: Kernel, fusion: bool = True, cuts: frozenset[int] = frozenset()
+    kernel: Kernel,
+    fusion: bool = True,
+    cuts: frozenset[int] = frozenset(),
+    wide: tuple[tuple[int, ...], ...] = (),
 ) -> list[Layer]:
     """The kernel's layers, in program order (see the module docstring); a layer
     never spans a position in ``cuts`` (the top-level child there starts a new
-    one: the scheduler fuses less where a fused group fits nothing)."""
+    one: the scheduler fuses less where a fused group fits nothing). The
+    statements at each tuple of positions in ``wide`` count as one toward
+    :data:`MAX_STATEMENTS` (an attention's QK^T, softmax and PV fit in one
+    layer)."""
     children = top_children(kernel)
     simple = [_simple(kernel, c) for c in children]
     out: list[Layer] = []
@@ -124,11 +130,17 @@ def split(
         if not group:
             group, depth = [item], stmt.depth
             continue
-        related = _related(group, stmt) or _init_for(
-            group, stmt, children, simple, child
+        # a statement of an attention's core joins the core's group: a reshape
+        # that feeds PV reads nothing the group writes, but PV reads it
+        same_core = any(pos in w and group[-1][2] in w for w in wide)
+        related = (
+            _related(group, stmt)
+            or _init_for(group, stmt, children, simple, child)
+            or same_core
         )
         d = 0
-        if fusion and related and len(group) < MAX_STATEMENTS and pos not in cuts:
+        room = _count([g[2] for g in group], wide) < MAX_STATEMENTS or same_core
+        if fusion and related and room and pos not in cuts:
             d = _fusable(kernel, group, item, depth)
         if d:
             group.append(item)
@@ -226,6 +238,12 @@ def sub_kernel(kernel: Kernel, positions) -> Kernel:
 
 #: statements fused into one layer at most
 MAX_STATEMENTS = 12
+
+
+def _count(positions: list[int], wide: tuple[tuple[int, ...], ...]) -> int:
+    """Statements toward the cap: those of one ``wide`` tuple count once."""
+    inside = [next((i for i, w in enumerate(wide) if p in w), None) for p in positions]
+    return sum(i is None for i in inside) + len({i for i in inside if i is not None})
 
 
 def _related(group, stmt: Statement) -> bool:

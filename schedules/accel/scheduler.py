@@ -37,7 +37,7 @@ from polyc.errors import PolycError
 from polyc.ir import macmap
 from polyc.ir.kernel import Kernel
 from schedules import stree
-from schedules.accel import cache, levels, search
+from schedules.accel import attention, cache, levels, search
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
@@ -111,11 +111,14 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
         )
     kernel, whole = per_statement(kernel)
     level = _on_chip(spec)
-    cuts: set[int] = set()
     found: dict = {}  # (children, depth) -> the layer's candidates
+    # attentions first: how to fuse each is a choice among orders and cuts
+    fused = attention.plan(kernel, spec, stage)
+    kernel, wide, cuts = fused.kernel, fused.wide, set(fused.cuts)
+    found.update(fused.searched)
     failed_groups: list[tuple[frozenset, str]] = []
     while True:
-        layers = split(kernel, cuts=frozenset(cuts))
+        layers = split(kernel, cuts=frozenset(cuts), wide=wide)
         options, choices = _search(kernel, layers, spec, stage, found, whole)
         empty = [
             i for i, opts in enumerate(options) if not opts and _splittable(layers[i])
@@ -154,6 +157,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
             if mine < group:
                 choices[i].split_from = why
                 break
+        fused.annotate(choices[i])
     return Choice(result, spec.name, choices)
 
 
