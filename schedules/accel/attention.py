@@ -19,8 +19,9 @@ one tile overlaps the MAC work of the next.
 Whether and how to fuse is the cost model's choice (:func:`choose` over
 :func:`variants`): the scheduler predicts the whole program's cycles with each
 core alone in a layer fused on (batch, head, query) so that the queries can be
-tiled, with each core fused with the reshapes that feed it (per head), and
-with the program as written, and keeps the fastest (a layer of a core that
+tiled, with each core fused with the reshapes that feed it (per head), with
+each core's layer taking every loop nest between its statements (the value's
+projection), and with the program as written, and keeps the fastest (a layer of a core that
 fits nothing counts as infinitely slow). ``print(compiled)`` says which and
 why; what leaves a score matrix to DRAM is listed under its fallbacks. Not
 built yet: the online softmax (running max and sum over blocks of keys) for
@@ -91,6 +92,10 @@ DESCRIBE = {
     "fused with neighbours": (
         "QK^T, softmax and PV fused with the reshapes that feed them, the score "
         "matrix on chip"
+    ),
+    "fused with the value": (
+        "QK^T, softmax and PV fused with the value's projection and reshapes "
+        "the program runs between them, the score matrix on chip"
     ),
     "as written": (
         "the loop nests stay in program order (the softmax's output may go "
@@ -189,7 +194,9 @@ def variants(kernel: Kernel) -> list[Variant]:
     attention core): the cores alone, one layer each, tiled per query (the
     loop nests between a core's statements moved before it); the cores fused
     with the reshapes that feed them (those stay just before PV, the rest
-    moves); and the program as written."""
+    moves); the cores fused with every loop nest between their statements,
+    in program order (when there are some: the value's projection); and the
+    program as written."""
     alone, cores_a = gather(kernel, feeders=False)
     if not cores_a:
         return []
@@ -198,6 +205,9 @@ def variants(kernel: Kernel) -> list[Variant]:
     near, cores_b = gather(kernel, feeders=True)
     if cores_b:
         out.append(Variant("fused with neighbours", near, tuple(cores_b), frozenset()))
+    whole = cores(kernel, whole=True)
+    if whole and whole != cores(kernel):
+        out.append(Variant("fused with the value", kernel, tuple(whole), frozenset()))
     out.append(Variant("as written", kernel, (), frozenset()))
     return out
 
@@ -239,15 +249,16 @@ def _cycles(c: float) -> str:
     return "does not fit" if c == float("inf") else f"{c:,.0f}"
 
 
-def cores(kernel: Kernel) -> list[Core]:
+def cores(kernel: Kernel, whole: bool = False) -> list[Core]:
     """The attention cores of ``kernel`` whose statements are consecutive top-level
     loop nests but for the reshapes that feed them (see the module docstring),
-    in program order."""
+    in program order; with ``whole``, every core with all the loop nests
+    between its statements (the value's projection too)."""
     items = _items(kernel)
     out = []
     for c in range(len(items)):
         found = _found(items, c)
-        if found is not None and set(found.gap) <= set(found.feeders):
+        if found is not None and (whole or set(found.gap) <= set(found.feeders)):
             lo = min(found.members)
             out.append(Core(tuple(range(lo, c + 1)), found.qk, found.pv, found.scores))
     return out

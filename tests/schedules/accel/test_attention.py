@@ -90,8 +90,21 @@ def test_a_core_counts_as_one_statement_toward_the_layer_cap():
 def test_the_variant_with_the_fewest_predicted_cycles_is_chosen():
     kernel, _ = per_statement(_mha()[0])
     options = attention.variants(kernel)
-    assert [v.name for v in options] == ["fused", "fused with neighbours", "as written"]
-    cost = {"fused": 120.0, "fused with neighbours": 100.0, "as written": 150.0}
+    assert [v.name for v in options] == [
+        "fused",
+        "fused with neighbours",
+        "fused with the value",
+        "as written",
+    ]
+    # the last two keep the program's order; the value's statements join the core
+    assert options[2].kernel is options[3].kernel
+    assert len(options[2].cores[0].positions) > len(options[1].cores[0].positions)
+    cost = {
+        "fused": 120.0,
+        "fused with neighbours": 100.0,
+        "fused with the value": 110.0,
+        "as written": 150.0,
+    }
     pick, note = attention.choose(options, lambda v: cost[v.name])
     assert pick.name == "fused with neighbours"
     assert "predicted 100 cycles" in note and "as written 150" in note
