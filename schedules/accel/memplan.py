@@ -59,6 +59,9 @@ class Request:
     slot_bytes: int
     start: int
     end: int
+    #: filled on chip rather than by DMA (an accumulator, an intermediate): the
+    #: engines stream it while the DMA fills the layer's other buffers
+    produced: bool = False
 
     @property
     def bytes(self) -> int:
@@ -221,6 +224,10 @@ def _bank_fit(
     taken = _taken(live, align)
     others = [b for r, off in live for b in _slot_banks(r, off, bank, align)]
     used = {i for b in others for i in b}
+    hot, cold = set(), set()  # banks of buffers produced on chip / filled by DMA
+    for r, off in live:
+        for b in _slot_banks(r, off, bank, align):
+            (hot if r.produced else cold).update(b)
     spare = max(1, level.banks - len(used) - later)
     candidates = {0}
     candidates.update(round_up(hi, align) for _, hi in taken)
@@ -241,8 +248,9 @@ def _bank_fit(
             len(set(a) & set(b)) for i, a in enumerate(mine) for b in mine[i + 1 :]
         )
         cross = sum(len(set(a) & set(b)) for a in mine for b in others)
+        mixed = len({i for b in mine for i in b} & (hot if not req.produced else cold))
         new = len({i for b in mine for i in b} - used)
-        key = (cross, max(0, new - spare), own, offset)
+        key = (mixed, cross, max(0, new - spare), own, offset)
         if best is None or key < best:
             best = key
     return None if best is None else best[-1]
@@ -308,7 +316,16 @@ def replan(spec: Spec, schedule: isl.Schedule, bank_aware: bool = True) -> isl.S
         b = pm.BufferMark.parse(name)
         layer = layer_paths.index(isltree.layer_top(schedule, path))
         requests.append(
-            Request(b.name, b.array, b.level_index, b.slots, b.slot_bytes, layer, layer)
+            Request(
+                b.name,
+                b.array,
+                b.level_index,
+                b.slots,
+                b.slot_bytes,
+                layer,
+                layer,
+                produced=not b.copy_in,
+            )
         )
         per_layer.setdefault(layer, []).append(b.name)
         if b.clamp:

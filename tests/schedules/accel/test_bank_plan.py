@@ -77,3 +77,26 @@ def test_with_one_bank_both_plans_are_the_same():
     """One bank leaves the planner nothing to choose: the same cycles."""
     aware, plain = _both_plans(ops.matmul(64, 64, 64), _tiny(1, 16.0))
     assert aware.cycles == plain.cycles
+
+
+def test_a_buffer_the_dma_fills_keeps_off_the_bank_of_an_accumulator():
+    """edge-npu's four 256 KiB banks, a linear layer's buffers (weights 3 x 16 KiB,
+    accumulator and output 32 KiB each, bias 2 KiB, input 3 x 512 B): every bank
+    holds a buffer before the input's turn. The input went beside the accumulator
+    (one slot against the weights' three), where the MAC array's accumulator
+    traffic takes the whole bank and the input's loads waited through every call:
+    a 128 -> 512 linear + GELU ran 50,338 cycles. It now goes beside a buffer the
+    DMA fills."""
+    spec = load_config("edge-npu")
+    reqs = [
+        Request("w", "w", 1, 3, 16384, 0, 0),
+        Request("acc", "acc", 1, 1, 32768, 0, 0, produced=True),
+        Request("out", "out", 1, 1, 32768, 0, 0, produced=True),
+        Request("bias", "bias", 1, 1, 2048, 0, 0),
+        Request("x", "x", 1, 3, 512, 0, 0),
+    ]
+    got = plan(spec, reqs)
+    bank = spec.memory[1].capacity_bytes // spec.memory[1].banks
+    hot = {got["acc"].offset // bank, got["out"].offset // bank}
+    assert got["x"].offset // bank not in hot
+    assert (got["x"].offset + got["x"].bytes - 1) // bank not in hot
