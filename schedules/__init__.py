@@ -14,6 +14,7 @@ dependences (:mod:`schedules.legality`) and records itself in ``kernel.history``
 
 from __future__ import annotations
 
+from schedules.accel.bias import defer_bias
 from schedules.accel.placement import place
 from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
@@ -29,6 +30,7 @@ TRANSFORMATIONS.update(
         f.__name__: f
         for f in (
             apply_schedule,
+            defer_bias,
             distribute,
             fuse,
             interchange,
@@ -54,6 +56,7 @@ TRANSFORMATIONS.update(
 __all__ = [
     "apply_schedule",
     "auto",
+    "defer_bias",
     "distribute",
     "first_violation",
     "fuse",

@@ -37,7 +37,7 @@ from polyc.errors import PolycError
 from polyc.ir import macmap
 from polyc.ir.kernel import Kernel
 from schedules import stree
-from schedules.accel import attention, cache, levels, search
+from schedules.accel import attention, bias, cache, levels, search
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
@@ -109,6 +109,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
                 f"or -D {p}=VALUE)"
             ),
         )
+    kernel = bias.defer_all(kernel)
     kernel, whole = per_statement(kernel)
     level = _on_chip(spec)
     found: dict = {}  # (children, depth) -> the layer's candidates

@@ -261,6 +261,11 @@ class Work:
     # ... of which the MAC statements pay once per chain of calls back to back
     # (the last tile pays one: its first load and its last tail)
     once: np.ndarray | float = 0.0
+    # one tile's vector work that must precede the MAC calls of its tile (an
+    # init the calls accumulate onto) and follow them (an epilogue reading their
+    # result): the first tile's and the last tile's are not overlapped
+    pro: np.ndarray | float = 0.0
+    epi: np.ndarray | float = 0.0
 
 
 def engines(model: LayerModel, ev, n: int) -> Work:
@@ -297,7 +302,32 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         elif eng == "scalar":
             scalar += model.scalar_cycles(s)
     has_mac = any(model.st.engine_of(s.name) == "mac" for s in model.layer.stmts)
-    return Work(mac, vec, scalar, calls, lead if has_mac else np.inf, once)
+    pro, epi = _chain(model, ev) if has_mac else (0.0, 0.0)
+    return Work(mac, vec, scalar, calls, lead if has_mac else np.inf, once, pro, epi)
+
+
+def _chain(model: LayerModel, ev):
+    """One tile's vector cycles before its MAC calls (statements writing what the
+    calls accumulate onto or read) and after them (statements reading what the
+    calls wrote, and what those wrote in turn), in the layer's order."""
+    stmts = model.layer.stmts
+    kind = [model.st.engine_of(s.name) for s in stmts]
+    macs = [i for i, e in enumerate(kind) if e == "mac"]
+    before = set()
+    for i in macs:
+        s = stmts[i]
+        before |= {s.target.array, *(ld.array for ld in s.reads)}
+    pro, epi = 0.0, 0.0
+    for i in range(macs[0]):
+        if kind[i] == "vector" and stmts[i].target.array in before:
+            pro = pro + ev(model.vector_cycles(stmts[i]))
+    after = {stmts[i].target.array for i in macs}
+    for i in range(macs[-1] + 1, len(stmts)):
+        s = stmts[i]
+        if kind[i] == "vector" and any(ld.array in after for ld in s.reads):
+            epi = epi + ev(model.vector_cycles(s))
+            after.add(s.target.array)
+    return pro, epi
 
 
 @dataclass(frozen=True)
@@ -416,6 +446,11 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
         (work.mac - work.once) / most + work.once, work.vector / most
     )
     cycles = np.maximum(busiest + fill + drain, reads_done + last_tile + drain)
+    # the first tile's init precedes every MAC call and the last tile's epilogue
+    # follows them all: the array's time does not hide them
+    cycles = np.maximum(
+        cycles, fill + work.pro + work.mac + stalls + paced + work.epi + drain
+    )
     return Busy(
         cycles,
         {"mac": work.mac, "vector": work.vector, "dma": dma_time, "scalar": scalar},

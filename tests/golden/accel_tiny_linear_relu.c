@@ -34,7 +34,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   const int pc_b_lin = pc_bind(_pc_ctx, "lin", _pc_lin, (int64_t)(16) * (int64_t)(24) * 2);
   _Float16 (*restrict out)[24] = (_Float16 (*)[24])_pc_out;
   const int pc_b_out = pc_bind(_pc_ctx, "out", _pc_out, (int64_t)(16) * (int64_t)(24) * 2);
-  static const pc_stmt_desc pc_d_S0 = {"S0", "b0,j", {0, 0, 0, 0, 0, 0}, 0, 2, {1, 1}, {2, 2}, {0, 1}};
+  static const pc_stmt_desc pc_d_S0 = {"S0", "b0,j", {0, 0, 0, 0, 0, 0}, 0, 1, {1}, {2}, {1}};
   const int pc_s_S0 = pc_stmt(_pc_ctx, &pc_d_S0);
   int64_t pc_n_S0 = 0;
   uint64_t pc_r_S0 = 0;
@@ -44,7 +44,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   int64_t pc_n_S1 = 0;
   uint64_t pc_r_S1 = 0;
   uint64_t pc_w_S1 = 0;
-  static const pc_stmt_desc pc_d_S2 = {"S2", "i,j", {0, 0, 1, 0, 0, 0}, 0, 2, {1, 1}, {2, 2}, {0, 1}};
+  static const pc_stmt_desc pc_d_S2 = {"S2", "i,j", {1, 0, 1, 0, 0, 0}, 0, 2, {1, 1}, {4, 2}, {0, 1}};
   const int pc_s_S2 = pc_stmt(_pc_ctx, &pc_d_S2);
   int64_t pc_n_S2 = 0;
   uint64_t pc_r_S2 = 0;
@@ -73,12 +73,12 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   long pc_slot_w_l1_0 = -1;
   long pc_o_w_l1_0_0 = 0;
   long pc_o_w_l1_0_1 = 0;
-  int64_t pc_v_S0 = 0, pc_vr_S0 = 0, pc_vp_S0 = -1, pc_vl_S0 = 0;
-  int64_t pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1, pc_vl_S2 = 0;
+  int pc_fresh_S1 = 0;
+  int64_t pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1;
   uint64_t pc_vmask = 0;
   (void)pc_vmask;
   /* @scope b_l1_0, lin_l1_0, out_l1_0, x_l1_0, w_l1_0 */
-  pc_b_b_l1_0 = pc_alloc(_pc_ctx, 1, 4608, 48, "b_l1_0");
+  pc_b_b_l1_0 = pc_alloc(_pc_ctx, 1, 768, 48, "b_l1_0");
   pc_p_b_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_b_l1_0);
   pc_slot_b_l1_0 = -1;
   pc_b_lin_l1_0 = pc_alloc(_pc_ctx, 1, 4096, 512, "lin_l1_0");
@@ -130,23 +130,8 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
       pc_o_out_l1_0_0 = 0;
       pc_o_out_l1_0_1 = 8 * pc_a1;
     }
-    /* @vector S0 */
-    /* band S0 */
-    for (long b0 = 0; b0 <= 15; b0 += 1)
-    {
-      for (long j = 8 * j_t; j <= 8 * j_t + 7; j += 1)
-      {
-        PC_CHECK(_pc_ctx, pc_vmask, pc_b_lin_l1_0, pc_s_S0, 2, ((const int64_t[]){(b0) - pc_o_lin_l1_0_0, (j) - pc_o_lin_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){b0, j}));
-        PC_CHECK(_pc_ctx, pc_vmask, pc_b_b_l1_0, pc_s_S0, 1, ((const int64_t[]){(j) - pc_o_b_l1_0_0}), ((const int64_t[]){8}), 2, ((const int64_t[]){b0, j}));
-        pc_p_lin_l1_0[pc_slot_lin_l1_0 * 128 + 8 * ((b0) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)] = pc_p_b_l1_0[pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0)];
-        pc_v_S0++;
-      }
-    }
-    {
-      pc_vop pc_op = {"S0", pc_v_S0, {0, 0, 0, 0, 0, 0}, 2, {{pc_b_lin_l1_0, 1, pc_slot_lin_l1_0 * 256, pc_slot_lin_l1_0 * 256 + 256}, {pc_b_b_l1_0, 0, pc_slot_b_l1_0 * 16, pc_slot_b_l1_0 * 16 + 16}}};
-      if (pc_v_S0 > 0) pc_vector(_pc_ctx, &pc_op);
-    }
-    pc_v_S0 = 0, pc_vr_S0 = 0, pc_vp_S0 = -1, pc_vl_S0 = 0;
+    /* S0: folded */
+    pc_fresh_S1 = 1;
     /* band S1_t */
     for (long k_t = 0; k_t <= 3; k_t += 1)
     {
@@ -182,7 +167,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
         const long pc_l1 = pc_o_w_l1_0_1, pc_h1 = 8 * pc_a2 + 7;
         pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_w_l1_0, pc_slot_w_l1_0 * 64 + 8 * ((pc_l0) - pc_o_w_l1_0_0) + 1 * ((pc_l1) - pc_o_w_l1_0_1), ((const int64_t[]){8, 1}), pc_b_w, 32 * pc_l0 + 1 * pc_l1, ((const int64_t[]){32, 1}), "w in");
       }
-      /* @tensorize(matmul) S1: m=b0 n=j k=k */
+      /* @tensorize(matmul) S1: m=b0 n=j k=k init=S0 */
       /* pc_mac_S1 */
       {
         const long pc_a0 = 0;
@@ -194,7 +179,8 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
         const long pc_lo_b0 = 0, pc_hi_b0 = 15;
         const long pc_lo_j = 8 * pc_a1, pc_hi_j = 8 * pc_a1 + 7;
         const long pc_lo_k = 8 * pc_a2, pc_hi_k = 8 * pc_a2 + 7;
-        pc_mac(_pc_ctx, 1, ((pc_hi_b0 - pc_lo_b0) * 1 + 1), ((pc_hi_j - pc_lo_j) * 1 + 1), ((pc_hi_k - pc_lo_k) * 1 + 1), 1, ((pc_view){pc_b_x_l1_0, pc_slot_x_l1_0 * 128 + 8 * ((pc_lo_b0) - pc_o_x_l1_0_0) + 1 * ((pc_lo_k) - pc_o_x_l1_0_1), 8, 1}), ((pc_view){pc_b_w_l1_0, pc_slot_w_l1_0 * 64 + 8 * ((pc_lo_j) - pc_o_w_l1_0_0) + 1 * ((pc_lo_k) - pc_o_w_l1_0_1), 1, 8}), ((pc_view){pc_b_lin_l1_0, pc_slot_lin_l1_0 * 128 + 8 * ((pc_lo_b0) - pc_o_lin_l1_0_0) + 1 * ((pc_lo_j) - pc_o_lin_l1_0_1), 8, 1}), "S1");
+        pc_mac(_pc_ctx, 1, ((pc_hi_b0 - pc_lo_b0) * 1 + 1), ((pc_hi_j - pc_lo_j) * 1 + 1), ((pc_hi_k - pc_lo_k) * 1 + 1), !(pc_fresh_S1), ((pc_view){pc_b_x_l1_0, pc_slot_x_l1_0 * 128 + 8 * ((pc_lo_b0) - pc_o_x_l1_0_0) + 1 * ((pc_lo_k) - pc_o_x_l1_0_1), 8, 1}), ((pc_view){pc_b_w_l1_0, pc_slot_w_l1_0 * 64 + 8 * ((pc_lo_j) - pc_o_w_l1_0_0) + 1 * ((pc_lo_k) - pc_o_w_l1_0_1), 1, 8}), ((pc_view){pc_b_lin_l1_0, pc_slot_lin_l1_0 * 128 + 8 * ((pc_lo_b0) - pc_o_lin_l1_0_0) + 1 * ((pc_lo_j) - pc_o_lin_l1_0_1), 8, 1}), "S1");
+        pc_fresh_S1 = 0;
       }
     }
     /* @vector S2 */
@@ -205,15 +191,16 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
       {
         PC_CHECK(_pc_ctx, pc_vmask, pc_b_out_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_out_l1_0_0, (j) - pc_o_out_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){i, j}));
         PC_CHECK(_pc_ctx, pc_vmask, pc_b_lin_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_lin_l1_0_0, (j) - pc_o_lin_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){i, j}));
-        pc_p_out_l1_0[pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)] = pc_max_f16(pc_p_lin_l1_0[pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)], ((_Float16)0.0f));
+        PC_CHECK(_pc_ctx, pc_vmask, pc_b_b_l1_0, pc_s_S2, 1, ((const int64_t[]){(j) - pc_o_b_l1_0_0}), ((const int64_t[]){8}), 2, ((const int64_t[]){i, j}));
+        pc_p_out_l1_0[pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)] = pc_max_f16(((_Float16)((pc_p_lin_l1_0[pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)] + pc_p_b_l1_0[pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0)]))), ((_Float16)0.0f));
         pc_v_S2++;
       }
     }
     {
-      pc_vop pc_op = {"S2", pc_v_S2, {0, 0, 1, 0, 0, 0}, 2, {{pc_b_out_l1_0, 1, pc_slot_out_l1_0 * 256, pc_slot_out_l1_0 * 256 + 256}, {pc_b_lin_l1_0, 0, pc_slot_lin_l1_0 * 256, pc_slot_lin_l1_0 * 256 + 256}}};
+      pc_vop pc_op = {"S2", pc_v_S2, {1, 0, 1, 0, 0, 0}, 3, {{pc_b_out_l1_0, 1, pc_slot_out_l1_0 * 256, pc_slot_out_l1_0 * 256 + 256}, {pc_b_lin_l1_0, 0, pc_slot_lin_l1_0 * 256, pc_slot_lin_l1_0 * 256 + 256}, {pc_b_b_l1_0, 0, pc_slot_b_l1_0 * 16, pc_slot_b_l1_0 * 16 + 16}}};
       if (pc_v_S2 > 0) pc_vector(_pc_ctx, &pc_op);
     }
-    pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1, pc_vl_S2 = 0;
+    pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1;
     /* pc_out_out_l1_0 */
     {
       const long pc_a0 = 0;

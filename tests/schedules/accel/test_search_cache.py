@@ -14,6 +14,7 @@ from torch import nn
 import polyc
 from accelerator.hardware.config import load_config
 from schedules.accel import cache, search
+from schedules.accel.bias import defer_all
 from schedules.accel.layers import per_statement, split
 
 
@@ -29,20 +30,29 @@ def fresh(tmp_path, monkeypatch):
     return tmp_path / "search"
 
 
+class _Block(nn.Module):
+    """A linear layer, a ReLU and a transpose: the transpose reads across the rows,
+    so the blocks do not fuse into one layer."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)).t()
+
+
 def _mlp():
-    """Four linear layers of one width: the middle two are the same layer but for
-    their names (a temporary in, a temporary out that the next layer reads)."""
+    """Four blocks of one width: the middle layers are the same layer but for their
+    names (a temporary in, a temporary out that the next layer reads)."""
     torch.manual_seed(0)
     width = 32
-    layers = []
-    for _ in range(4):
-        layers += [nn.Linear(width, width), nn.ReLU()]
-    model = nn.Sequential(*layers).eval()
-    return polyc.from_torch(model, (torch.randn(8, width),))
+    model = nn.Sequential(*[_Block(width) for _ in range(4)]).eval()
+    return polyc.from_torch(model, (torch.randn(width, width),))
 
 
 def _layers(kernel):
-    kernel, _ = per_statement(kernel)
+    kernel, _ = per_statement(defer_all(kernel))
     return kernel, [layer for layer in split(kernel) if not layer.opaque]
 
 
