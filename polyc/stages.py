@@ -176,7 +176,10 @@ def compile(
             module_kernel = kernel  # the same program: arrays, data, roofline
         else:
             chosen, choice = _schedule(kernel, spec, schedule)
-            module_kernel = chosen
+            # the user's program, as a reused compile has it: the scheduler may
+            # rewrite the program (a bias moved, a copy inlined), and the bounds
+            # judge the run against the program as written
+            module_kernel = kernel
 
     def choice_kernel() -> Kernel:
         return chosen if isinstance(chosen, Kernel) else chosen()

@@ -15,6 +15,7 @@ dependences (:mod:`schedules.legality`) and records itself in ``kernel.history``
 from __future__ import annotations
 
 from schedules.accel.bias import defer_bias
+from schedules.accel.inline import inline_copy
 from schedules.accel.placement import place
 from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
@@ -33,6 +34,7 @@ TRANSFORMATIONS.update(
             defer_bias,
             distribute,
             fuse,
+            inline_copy,
             interchange,
             map_vector,
             merge_bands,
@@ -60,6 +62,7 @@ __all__ = [
     "distribute",
     "first_violation",
     "fuse",
+    "inline_copy",
     "interchange",
     "map_vector",
     "merge_bands",

@@ -146,6 +146,8 @@ def _plan(kernel: Kernel, init: str):
     if len(readers) != 1:
         return None, f"{len(readers)} statements read {c} (one may)"
     reader = readers[0]
+    if reader.reduction:
+        return None, f"{reader.name} reduces over {c} (the add would not fold)"
     if requant.match(reader.body) is not None:
         # the MAC array's output stage requantizes the accumulator as it is
         return None, f"{reader.name} requantizes {c} (the output stage's form)"

@@ -37,7 +37,7 @@ from polyc.errors import PolycError
 from polyc.ir import macmap
 from polyc.ir.kernel import Kernel
 from schedules import stree
-from schedules.accel import attention, bias, cache, levels, search
+from schedules.accel import attention, bias, cache, groups, inline, levels, search
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
@@ -109,7 +109,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
                 f"or -D {p}=VALUE)"
             ),
         )
-    kernel = bias.defer_all(kernel)
+    kernel = inline.inline_all(bias.defer_all(kernel))
     kernel, whole = per_statement(kernel)
     level = _on_chip(spec)
     found: dict = {}  # (children, depth) -> the layer's candidates
@@ -117,6 +117,8 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     fused = attention.plan(kernel, spec, stage)
     kernel, wide, cuts = fused.kernel, fused.wide, set(fused.cuts)
     found.update(fused.searched)
+    # fusion across contractions where the cost model says it pays
+    cuts |= groups.fusion_cuts(kernel, spec, stage, found, cuts, wide)
     failed_groups: list[tuple[frozenset, str]] = []
     while True:
         layers = split(kernel, cuts=frozenset(cuts), wide=wide)

@@ -74,7 +74,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   long pc_o_w_l1_0_0 = 0;
   long pc_o_w_l1_0_1 = 0;
   int pc_fresh_S1 = 0;
-  int64_t pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1;
+  int64_t pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1, pc_vl_S2 = 0;
   uint64_t pc_vmask = 0;
   (void)pc_vmask;
   /* @scope b_l1_0, lin_l1_0, out_l1_0, x_l1_0, w_l1_0 */
@@ -200,7 +200,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
       pc_vop pc_op = {"S2", pc_v_S2, {1, 0, 1, 0, 0, 0}, 3, {{pc_b_out_l1_0, 1, pc_slot_out_l1_0 * 256, pc_slot_out_l1_0 * 256 + 256}, {pc_b_lin_l1_0, 0, pc_slot_lin_l1_0 * 256, pc_slot_lin_l1_0 * 256 + 256}, {pc_b_b_l1_0, 0, pc_slot_b_l1_0 * 16, pc_slot_b_l1_0 * 16 + 16}}};
       if (pc_v_S2 > 0) pc_vector(_pc_ctx, &pc_op);
     }
-    pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1;
+    pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1, pc_vl_S2 = 0;
     /* pc_out_out_l1_0 */
     {
       const long pc_a0 = 0;

@@ -130,8 +130,11 @@ def test_a_fused_group_that_does_not_fit_is_split():
         np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-4, atol=1e-5)
     report = compiled.last_report
     assert report.ratio < 2.0, str(compiled)
+    # the fusion search (schedules/accel/groups.py) cuts the group before the
+    # fallback has to: what is left fits, and no layer runs DRAM-direct
     notes = compiled.fallbacks()
-    assert notes and all("fused less than the program allows" in n for n in notes)
+    assert all("fused less than the program allows" in n for n in notes)
+    assert len(compiled.choice.layers) > 1
     assert all(lc.candidate is not None for lc in compiled.choice.layers)
 
 

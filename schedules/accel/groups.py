@@ -1,0 +1,109 @@
+"""Fusion groups chosen with the cost model.
+
+:func:`schedules.accel.layers.split` fuses consecutive statements whenever that is
+legal, so a chain of contractions (a convolution into the next, a linear layer into
+the next) can become one layer: its intermediates stay on chip, but the layer's
+tiles must suit every statement at once, and a group of a convolution and a
+depthwise convolution ran 2x slower fused than apart. Whether to fuse across a
+contraction is therefore a choice, made here: the kernel is cut before every
+contraction (its init) into pieces, and the pieces are merged back left to right,
+within the groups :func:`split` fuses, while the cost model predicts the merged
+layer faster than the layer so far and the piece apart (each layer searched as the
+scheduler searches it, so the searches are shared with it and the search cache).
+The result is the positions where a layer must start (the scheduler's ``cuts``):
+the groups' own starts and every start of a piece that was not merged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from accelerator.hardware.spec import Spec
+from polyc.ir.kernel import Kernel
+from schedules.accel import cache
+from schedules.accel.layers import MAX_STATEMENTS, Layer, _count, split
+
+
+def fusion_cuts(
+    kernel: Kernel,
+    spec: Spec,
+    stage: bool,
+    found: dict,
+    cuts: set[int] = frozenset(),
+    wide: tuple[tuple[int, ...], ...] = (),
+) -> set[int]:
+    """Top-level positions at which a layer starts so that contractions fuse only
+    where the cost model says it pays (see the module docstring). ``found`` holds
+    the searches by ``(children, depth)``, the scheduler's own; ``cuts`` and
+    ``wide`` are the fused attentions' (:mod:`schedules.accel.attention`): an
+    attention's core is never cut."""
+    layers = split(kernel, cuts=frozenset(cuts), wide=wide)
+    fused = [layer for layer in layers if not layer.opaque]
+    inside = {p for w in wide for p in w}
+    starts = {
+        p for layer in fused for p in _contraction_starts(layer)[1:] if p not in inside
+    }
+    if not starts:
+        return set()
+    # the fused layers' own starts stay: pieces and merges never cross them
+    edges = {layer.children[0] for layer in layers}
+    pieces = split(kernel, cuts=frozenset(starts | edges), wide=wide)
+    owner = {c: i for i, layer in enumerate(fused) for c in layer.children}
+    cuts = set(edges)
+    cur = cost = None
+    for piece in pieces:
+        if piece.opaque:
+            cur = None
+            continue
+        alone = _best(kernel, piece, spec, stage, found)
+        same = (
+            cur is not None
+            and owner.get(piece.children[0]) == owner.get(cur.children[-1])
+            and _count([*cur.children, *piece.children], wide) <= MAX_STATEMENTS
+        )
+        if same:
+            layer = fused[owner[cur.children[-1]]]
+            merged = Layer(
+                cur.index,
+                cur.stmts + piece.stmts,
+                cur.bands + piece.bands,
+                layer.depth,
+                False,
+                cur.children + piece.children,
+            )
+            together = _best(kernel, merged, spec, stage, found)
+            if together < cost + alone:
+                cur, cost = merged, together
+                continue
+        cuts.add(piece.children[0])
+        cur, cost = piece, alone
+    return cuts
+
+
+def _contraction_starts(layer: Layer) -> list[int]:
+    """The top-level position where each contraction of ``layer`` begins: its
+    init's (the statement before it that writes its target reading nothing), else
+    its own."""
+    from schedules.accel.tensorize import contraction
+
+    out = []
+    for i, stmt in enumerate(layer.stmts):
+        if contraction(stmt) is None:
+            continue
+        prev = layer.stmts[i - 1] if i else None
+        init = (
+            prev is not None
+            and prev.target.array == stmt.target.array
+            and not prev.reads
+        )
+        out.append(layer.children[i - 1 if init else i])
+    return out
+
+
+def _best(kernel: Kernel, layer: Layer, spec: Spec, stage: bool, found: dict) -> float:
+    """The predicted cycles of the layer's best candidate (inf when none fits)."""
+    key = (layer.children, layer.depth)
+    if key not in found:
+        found[key] = cache.search(kernel, layer, spec, stage=stage)
+    cands = found[key]
+    return cands[0].cycles if cands else math.inf

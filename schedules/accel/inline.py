@@ -1,0 +1,153 @@
+"""Copies inlined into their readers: views, transposes and permutes cost nothing.
+
+The frontends lower ``view``, ``transpose``, ``permute`` and the like to copy
+statements, ``T[i, j, l, m] = X[i, l, j, m]``. On the accelerator each is a vector
+pass over the tensor, and often a layer of its own whose input and output go
+through DRAM; attention alone has several (the heads split off and merged back, the
+keys transposed). The reader can read ``X`` where it read ``T`` instead, with the
+index composed (``T[h(x)]`` is ``X[g(f^-1(h(x)))]``): the DMA moves the box it
+needs with the strides that come out, and the copy disappears.
+:func:`inline_copy` does that for one copy (a replayable transformation);
+:func:`inline_all` for every copy :func:`inlinable` finds.
+
+A copy inlines when that is an identity on the outputs, and stays affine:
+
+- its body is a load of another array of the same dtype, and its target indexes
+  are distinct iterators (each element written once, by a function of the element);
+- ``T`` is a temporary no other statement writes; the source ``X`` is not written
+  after the copy's loop nest, and every reader is in a later loop nest;
+- no index involved has a floor division (a reshape that splits or merges
+  dimensions keeps its copy: the composed index would not be a box per tile);
+- the kernel's schedule is still its program order, one loop nest per statement
+  (the form the frontends give), so that dropping the copy leaves a program order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from polyc.errors import IllegalTransformError
+from polyc.ir import tree
+from polyc.ir.affine import Aff
+from polyc.ir.expr import Load, loads
+from polyc.ir.kernel import Kernel, Role, Step
+
+
+def inlinable(kernel: Kernel) -> list[str]:
+    """The copy statements :func:`inline_copy` can remove, in program order."""
+    if not _program_order(kernel):
+        return []
+    return [s.name for s in kernel.statements if _why_not(kernel, s.name) is None]
+
+
+def inline_all(kernel: Kernel) -> Kernel:
+    """``kernel`` with every copy that can inline inlined (a chain of copies
+    collapses one by one into the last reader)."""
+    while True:
+        names = inlinable(kernel)
+        if not names:
+            return kernel
+        kernel = inline_copy(kernel, names[0])
+
+
+def inline_copy(kernel: Kernel, copy: str) -> Kernel:
+    """``kernel`` without the copy statement ``copy``: its readers read its source
+    (see the module docstring).
+
+    Raises:
+        IllegalTransformError: when ``copy`` cannot inline, with the reason.
+    """
+    why = (
+        "the schedule is no longer the program order, one loop nest per statement"
+        if not _program_order(kernel)
+        else _why_not(kernel, copy)
+    )
+    if why is not None:
+        raise IllegalTransformError(
+            f"inline_copy: {copy} cannot be inlined into its readers because {why}. "
+            "Leave it in place."
+        )
+    stmt = kernel.statement(copy)
+    target, source = stmt.target, stmt.body
+    position = {str(next(iter(dict(a.terms)))): d for d, a in enumerate(target.index)}
+
+    def read_source(node):
+        if isinstance(node, Load) and node.array == target.array:
+            mapping = {it: node.index[d] for it, d in position.items()}
+            index = tuple(a.substitute(mapping) for a in source.index)
+            return Load(source.array, index, source.dtype)
+        return None
+
+    statements = [
+        dataclasses.replace(s, body=s.body.map(read_source))
+        for s in kernel.statements
+        if s.name != copy
+    ]
+    arrays = {n: a for n, a in kernel.arrays.items() if n != target.array}
+    schedule = tree.initial_schedule(
+        [(s.name, s.domain, s.iterators) for s in statements]
+    )
+    return kernel.replace(
+        arrays=arrays,
+        statements=tuple(statements),
+        schedule=schedule,
+        program_schedule=None,
+        history=kernel.history + (Step("inline_copy", (copy,)),),
+    )
+
+
+def _program_order(kernel: Kernel) -> bool:
+    """Whether the schedule is the initial one (one band per statement, in order)."""
+    initial = tree.initial_schedule(
+        [(s.name, s.domain, s.iterators) for s in kernel.statements]
+    )
+    return str(kernel.schedule) == str(initial)
+
+
+def _plain(aff: Aff) -> bool:
+    return all(isinstance(atom, str) for atom, _ in aff.terms)
+
+
+def _why_not(kernel: Kernel, copy: str) -> str | None:
+    """Why ``copy`` cannot inline, or None when it can."""
+    names = [s.name for s in kernel.statements]
+    if copy not in names:
+        return f"the kernel has no statement {copy}"
+    at = names.index(copy)
+    stmt = kernel.statements[at]
+    target, body = stmt.target, stmt.body
+    t = target.array
+    if stmt.reduction or not isinstance(body, Load) or body.array == t:
+        return f"{copy} is not a copy of another array"
+    if body.dtype != target.dtype:
+        return f"{copy} converts {body.array} to another dtype"
+    if kernel.arrays[t].role != Role.TEMP:
+        return f"{t} is an {kernel.arrays[t].role} of the kernel"
+    its = []
+    for a in target.index:
+        terms = dict(a.terms)
+        if a.const or len(terms) != 1 or next(iter(terms.values())) != 1:
+            return f"{copy} does not index {t} by its iterators, each once"
+        its.append(next(iter(terms)))
+    if not all(isinstance(i, str) for i in its) or len(set(its)) != len(its):
+        return f"{copy} does not index {t} by its iterators, each once"
+    if set(its) != set(stmt.iterators):
+        return f"{copy} does not index {t} by its iterators, each once"
+    if not all(_plain(a) for a in body.index):
+        return f"{copy} reads {body.array} with a floor division"
+    for pos, s in enumerate(kernel.statements):
+        if pos == at:
+            continue
+        if s.target.array == t:
+            return f"{s.name} also writes {t}"
+        if s.target.array == body.array and pos > at:
+            return f"{s.name} writes {body.array} after the copy"
+        reads = [ld for ld in loads(s.body) if ld.array == t]
+        if reads and pos < at:
+            return f"{s.name} reads {t} before the copy"
+        if any(not _plain(a) for ld in reads for a in ld.index):
+            return f"{s.name} reads {t} with a floor division"
+    return None
+
+
+__all__ = ["inline_all", "inline_copy", "inlinable"]
