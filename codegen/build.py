@@ -24,7 +24,9 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +56,44 @@ def opt_flags(default: str = DEFAULT_OPT) -> tuple[str, ...]:
 
 _LINE_FILE = "polyc_kernel.c"
 _loaded: dict[str, object] = {}
+#: one lock per module name: a build started in the background
+#: (:func:`in_background`) and the same build asked for by the caller compile once
+_locks: dict[str, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def jobs() -> int:
+    """How many C compilers run at once: ``$POLYC_JOBS`` when set, else the
+    machine's cores."""
+    try:
+        return max(1, int(os.environ.get("POLYC_JOBS", "")))
+    except ValueError:
+        return max(1, os.cpu_count() or 1)
+
+
+def in_background(build_fn: Callable[[], object]) -> threading.Thread | None:
+    """Run ``build_fn`` (a build) in a daemon thread and return the thread (none
+    with ``POLYC_JOBS=1``: the build runs when it is first asked for). The C
+    compiler is a process of its own, so it runs on another core while Python
+    goes on (the GIL is free while the thread waits for it). A failure is
+    dropped here: the caller's own call of the same build raises it, where the
+    user asked."""
+
+    if jobs() == 1:  # POLYC_JOBS=1: everything in turn, where it is asked for
+        return None
+
+    def quietly() -> None:
+        with contextlib.suppress(Exception):  # the caller's own build reports it
+            build_fn()
+
+    thread = threading.Thread(target=quietly, name="polyc-build", daemon=True)
+    thread.start()
+    return thread
+
+
+def _lock(modname: str) -> threading.Lock:
+    with _locks_lock:
+        return _locks.setdefault(modname, threading.Lock())
 
 
 @dataclass(frozen=True)
@@ -123,6 +163,14 @@ def build(
     if modname in _loaded:
         mod = _loaded[modname]
         return Built(mod.ffi, mod.lib, Path(mod.__file__), True)
+    with _lock(modname):  # a background build of the same module: wait for it
+        if modname in _loaded:
+            mod = _loaded[modname]
+            return Built(mod.ffi, mod.lib, Path(mod.__file__), True)
+        return _build_locked(modname, source, cdef, all_flags, link_flags, files)
+
+
+def _build_locked(modname, source, cdef, all_flags, link_flags, files) -> Built:
     root = cache_dir()
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     path = root / f"{modname}{suffix}"
@@ -206,26 +254,24 @@ def _compile(
             ffi.emit_c_code(str(c_file))
         for fname, text in files.items():
             (tmp / fname).write_text(text)
-        units = [str(tmp / f) for f in files if f.endswith(".c")]
+        units = [c_file, *(tmp / f for f in files if f.endswith(".c"))]
         so_file = tmp / path.name
         include = sysconfig.get_paths()["include"]
-        cmd = [
-            CC,
-            *flags,
-            "-fPIC",
-            "-shared",
-            f"-I{include}",
-            f"-I{tmp}",
-            str(c_file),
-            *units,
-            "-o",
-            str(so_file),
-            *link_flags,
-            "-lm",
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CodegenError(_failure_message(proc.stderr, source, cmd))
+        compile_flags = [*flags, "-fPIC", f"-I{include}", f"-I{tmp}"]
+        if len(units) == 1:  # one process compiles and links
+            cmd = [CC, *compile_flags, "-shared", str(c_file), "-o", str(so_file)]
+            _run([*cmd, *link_flags, "-lm"], source)
+        else:  # one compiler per unit, at once, then the link
+            headers = {f: t for f, t in files.items() if not f.endswith(".c")}
+            key = [list(flags), include, _compiler_id(), sorted(headers.items())]
+            with ThreadPoolExecutor(max_workers=min(jobs(), len(units))) as pool:
+                objects = list(
+                    pool.map(
+                        lambda u: _object(u, compile_flags, key, root, source), units
+                    )
+                )
+            cmd = [CC, *flags, "-shared", *map(str, objects), "-o", str(so_file)]
+            _run([*cmd, *link_flags, "-lm"], source)
         digest = hashlib.sha256(so_file.read_bytes()).hexdigest()
         os.replace(so_file, path)
         man_tmp = tmp / "manifest.json"
@@ -238,6 +284,41 @@ def _compile(
         ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(cmd: list[str], source: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CodegenError(_failure_message(proc.stderr, source, cmd))
+
+
+def object_path(root: Path, unit_text: str, key: list) -> Path:
+    """Where the object file of a translation unit of text ``unit_text`` compiled
+    under ``key`` (flags, headers, compiler) is cached: one file per content, so
+    a unit that recurs (a layer's code, the runtime's files) compiles once."""
+    text = json.dumps([unit_text, key])
+    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+    return root / "objects" / f"{digest}.o"
+
+
+def _object(unit: Path, compile_flags: list[str], key: list, root: Path, source):
+    """The object file of ``unit``: from the object cache, else compiled into it
+    (written under a temporary name and renamed, like every cache entry)."""
+    text = unit.read_text()  # cffi's wrapper names its module: never shared
+    cached = object_path(root, text, key)
+    if cached.is_file():
+        return cached
+    out = unit.with_suffix(".o")
+    _run([CC, *compile_flags, "-c", str(unit), "-o", str(out)], source)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".obj.", dir=cached.parent)
+        os.close(fd)
+        shutil.copyfile(out, tmp)
+        os.replace(tmp, cached)
+    except OSError:
+        return out  # a read-only or full cache only costs a compile next time
+    return cached
 
 
 def _failure_message(stderr: str, source: str, cmd: list[str]) -> str:

@@ -84,33 +84,114 @@ def enabled() -> bool:
 
 
 def search(
-    kernel: Kernel, layer: Layer, spec: Spec, stage: bool = True, keep: int = 8
+    kernel: Kernel,
+    layer: Layer,
+    spec: Spec,
+    stage: bool = True,
+    keep: int = 8,
+    found: list[_search.Candidate] | None = None,
 ) -> list[_search.Candidate]:
     """:func:`schedules.accel.search.search`, from the cache when a layer of the
     same signature was searched before (in this process or, with the same code and
-    hardware, any earlier one)."""
+    hardware, any earlier one). ``found``: the layer's search, already run (by
+    :func:`search_layers`' workers), used where the search would run."""
+
+    def run() -> list[_search.Candidate]:
+        if found is not None:
+            return list(found)
+        return _search.search(kernel, layer, spec, keep=keep, stage=stage)
+
     sig = signature(kernel, layer, spec, stage, keep) if enabled() else None
     if sig is None:
         STATS["uncached"] += 1
-        return _search.search(kernel, layer, spec, keep=keep, stage=stage)
-    entries = _MEMORY.get(sig.digest)
-    stored = _lookup(sig, entries)
-    if stored is not None:
-        STATS["memory"] += 1
-    else:
+        return run()
+    stored = _known(sig)
+    if stored is None:
         entries = _read(sig)
         stored = _lookup(sig, entries)
         if stored is not None:
             STATS["disk"] += 1
         else:
             STATS["searched"] += 1
-            found = _search.search(kernel, layer, spec, keep=keep, stage=stage)
-            stored = tuple(_search.renamed(c, sig.names) for c in found)
+            stored = tuple(_search.renamed(c, sig.names) for c in run())
             entries = [*(entries or []), (sig.domains, stored)]
             _write(sig, entries)
         _MEMORY[sig.digest] = entries
+    else:
+        STATS["memory"] += 1
     back = sig.inverse
     return [_search.renamed(c, back) for c in stored]
+
+
+def _known(sig: Signature) -> tuple | None:
+    return _lookup(sig, _MEMORY.get(sig.digest))
+
+
+def search_layers(
+    kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool = True, keep: int = 8
+) -> list[list[_search.Candidate]]:
+    """:func:`search` of each layer, the same result in the same order; the
+    distinct layers that neither cache knows are searched at once in worker
+    processes (:func:`codegen.build.jobs` of them, forked: they share the
+    kernel and its analyses), when there are two or more."""
+    from codegen.build import jobs
+
+    sigs = [
+        signature(kernel, la, spec, stage, keep) if enabled() else None for la in layers
+    ]
+    todo: dict[object, int] = {}  # one layer per distinct search, by its key
+    for i, sig in enumerate(sigs):
+        if sig is None:
+            todo[("layer", i)] = i
+        elif _known(sig) is None and _lookup(sig, _read(sig)) is None:
+            todo.setdefault((sig.digest, sig.domains), i)
+    found: dict[int, list] = {}
+    if len(todo) >= 2 and jobs() > 1:
+        found = _in_workers(kernel, layers, list(todo.values()), spec, stage, keep)
+    out = []
+    for i, (layer, sig) in enumerate(zip(layers, sigs)):
+        key = ("layer", i) if sig is None else (sig.digest, sig.domains)
+        mine = found.get(todo[key]) if key in todo else None
+        out.append(search(kernel, layer, spec, stage, keep, found=mine))
+    return out
+
+
+#: what a forked worker searches: (kernel, layers, spec, stage, keep)
+_JOB: tuple | None = None
+
+
+def _in_workers(kernel, layers, indices, spec, stage, keep) -> dict[int, list]:
+    """``{index: candidates}`` of the layers at ``indices``, searched in forked
+    worker processes; a layer whose worker failed is missing (the caller's own
+    search of it raises, or not, as it would have)."""
+    import multiprocessing
+    import pickle
+
+    from codegen.build import jobs
+
+    global _JOB
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform: search in turn
+        return {}
+    _JOB = (kernel, layers, spec, stage, keep)
+    try:
+        with context.Pool(min(jobs(), len(indices))) as pool:
+            done = pool.map(_work, indices, chunksize=1)
+    finally:
+        _JOB = None
+    return {i: pickle.loads(r) for i, r in zip(indices, done) if r is not None}
+
+
+def _work(index: int) -> bytes | None:
+    import pickle
+
+    kernel, layers, spec, stage, keep = _JOB
+    try:
+        found = _search.search(kernel, layers[index], spec, keep=keep, stage=stage)
+        return pickle.dumps(found)
+    except Exception:  # the parent's own search of the layer reports it
+        return None
 
 
 def signature(

@@ -168,6 +168,13 @@ def _search(kernel, layers, spec, stage, found, whole):
     """Candidates and an explanation per layer (searched once per layer shape)."""
     options: list[list[search.Candidate]] = []
     choices: list[LayerChoice] = []
+    new = {}  # the layers not searched yet, at once (in parallel where it pays)
+    for layer in layers:
+        key = (layer.children, layer.depth)
+        if not layer.opaque and key not in found:
+            new.setdefault(key, layer)
+    got = cache.search_layers(kernel, list(new.values()), spec, stage=stage)
+    found.update(zip(new, got))
     for layer in layers:
         if layer.opaque:
             options.append([])
@@ -175,10 +182,7 @@ def _search(kernel, layers, spec, stage, found, whole):
             note = f"its loop nest stays whole because {why}"
             choices.append(LayerChoice(layer, None, note=note))
             continue
-        key = (layer.children, layer.depth)
-        if key not in found:
-            found[key] = cache.search(kernel, layer, spec, stage=stage)
-        cands = found[key]
+        cands = found[(layer.children, layer.depth)]
         options.append(cands)
         level = _on_chip(spec)
         note = "" if cands else f"no tiling of the statement fits {level}"

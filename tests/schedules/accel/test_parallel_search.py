@@ -1,0 +1,69 @@
+"""The scheduler's layers searched at once in forked workers
+(schedules/accel/cache.py search_layers): the same candidates, the same schedule and
+the same C as one search after the other, and the cache counts the same."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import polyc
+from accelerator.hardware.config import load_config
+from codegen.accel import placed
+from schedules.accel import cache, search
+from schedules.accel.layers import per_statement, split
+from schedules.accel.scheduler import schedule
+
+
+def _mlp():
+    """Four linear layers: three distinct searches (the middle two are one)."""
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(32, 32), nn.ReLU()]
+    model = nn.Sequential(*layers).eval()
+    return polyc.from_torch(model, (torch.randn(8, 32),))
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "1")
+    monkeypatch.setattr(cache, "_MEMORY", {})
+    cache.STATS.clear()
+    return tmp_path
+
+
+def _scheduled(monkeypatch, jobs: str):
+    monkeypatch.setenv("POLYC_JOBS", jobs)
+    monkeypatch.setattr(cache, "_MEMORY", {})
+    cache.STATS.clear()
+    choice = schedule(_mlp(), load_config("edge-npu"))
+    source, mode = placed.generate(choice.kernel)
+    cands = [lc.candidate for lc in choice.layers]
+    return cands, source.text, mode, dict(cache.STATS)
+
+
+@pytest.mark.parametrize("cached", ["1", "0"])
+def test_layers_searched_in_workers_schedule_as_one_after_the_other(
+    tmp_path, monkeypatch, cached
+):
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", cached)
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path / "serial"))
+    serial = _scheduled(monkeypatch, "1")
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path / "parallel"))
+    parallel = _scheduled(monkeypatch, "2")
+    assert parallel == serial
+    if cached == "1":
+        assert serial[3]["searched"] == 3 and serial[3]["memory"] == 1
+
+
+def test_search_layers_gives_each_layer_its_own_search(fresh, monkeypatch):
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    spec = load_config("edge-npu")
+    kernel, _ = per_statement(_mlp())
+    layers = [layer for layer in split(kernel) if not layer.opaque]
+    got = cache.search_layers(kernel, layers, spec)
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
+    assert got == [search.search(kernel, layer, spec) for layer in layers]
