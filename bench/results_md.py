@@ -80,6 +80,13 @@ SECTIONS: tuple[Section, ...] = (
         "table",
         key="results",
     ),
+    Section(
+        "compile_time-stages",
+        "compile_time.json",
+        "bench.compile_time",
+        "stages_table",
+        key="results",
+    ),
     Section("study", "study.json", "bench.study", "table"),
     Section("models", "models.json", "bench.models", "table"),
     Section("models-summary", "models.json", "bench.models", "summary"),

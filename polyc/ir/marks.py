@@ -307,11 +307,24 @@ class VectorMark:
 
 
 def pw_multi_aff(text: str) -> isl.PwMultiAff:
-    """Read isl text of a mark field.
+    """Read isl text of a mark field (each text once: isl objects are values, and
+    placement and codegen read the same marks again and again).
 
     Raises:
         CodegenError: on text isl cannot read (a hand-edited mark).
     """
+    got = _READ.get(text)
+    if got is None:
+        got = _READ[text] = _read_pw_multi_aff(text)
+        if len(_READ) > 4096:  # a long process: forget the oldest
+            del _READ[next(iter(_READ))]
+    return got
+
+
+_READ: dict[str, isl.PwMultiAff] = {}
+
+
+def _read_pw_multi_aff(text: str) -> isl.PwMultiAff:
     try:
         return isl.PwMultiAff(text)
     except isl.Error:

@@ -31,6 +31,7 @@ import os
 import re
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import islpy as isl
@@ -128,12 +129,18 @@ def _known(sig: Signature) -> tuple | None:
 
 
 def search_layers(
-    kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool = True, keep: int = 8
+    kernel: Kernel,
+    layers: list[Layer],
+    spec: Spec,
+    stage: bool = True,
+    keep: int = 8,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[list[_search.Candidate]]:
     """:func:`search` of each layer, the same result in the same order; the
     distinct layers that neither cache knows are searched at once in worker
     processes (:func:`codegen.build.jobs` of them, forked: they share the
-    kernel and its analyses), when there are two or more."""
+    kernel and its analyses), when there are two or more. ``meanwhile`` is
+    called while they work (the caller's next step, on a core of its own)."""
     from codegen.build import jobs
 
     sigs = [
@@ -147,7 +154,9 @@ def search_layers(
             todo.setdefault((sig.digest, sig.domains), i)
     found: dict[int, list] = {}
     if len(todo) >= 2 and jobs() > 1:
-        found = _in_workers(kernel, layers, list(todo.values()), spec, stage, keep)
+        found = _in_workers(
+            kernel, layers, list(todo.values()), spec, stage, keep, meanwhile
+        )
     out = []
     for i, (layer, sig) in enumerate(zip(layers, sigs)):
         key = ("layer", i) if sig is None else (sig.digest, sig.domains)
@@ -160,7 +169,9 @@ def search_layers(
 _JOB: tuple | None = None
 
 
-def _in_workers(kernel, layers, indices, spec, stage, keep) -> dict[int, list]:
+def _in_workers(
+    kernel, layers, indices, spec, stage, keep, meanwhile=None
+) -> dict[int, list]:
     """``{index: candidates}`` of the layers at ``indices``, searched in forked
     worker processes; a layer whose worker failed is missing (the caller's own
     search of it raises, or not, as it would have)."""
@@ -177,7 +188,10 @@ def _in_workers(kernel, layers, indices, spec, stage, keep) -> dict[int, list]:
     _JOB = (kernel, layers, spec, stage, keep)
     try:
         with context.Pool(min(jobs(), len(indices))) as pool:
-            done = pool.map(_work, indices, chunksize=1)
+            running = pool.map_async(_work, indices, chunksize=1)
+            if meanwhile is not None:
+                meanwhile()
+            done = running.get()
     finally:
         _JOB = None
     return {i: pickle.loads(r) for i, r in zip(indices, done) if r is not None}

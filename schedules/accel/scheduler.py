@@ -173,7 +173,9 @@ def _search(kernel, layers, spec, stage, found, whole):
         key = (layer.children, layer.depth)
         if not layer.opaque and key not in found:
             new.setdefault(key, layer)
-    got = cache.search_layers(kernel, list(new.values()), spec, stage=stage)
+    got = cache.search_layers(
+        kernel, list(new.values()), spec, stage=stage, meanwhile=lambda: _deps(kernel)
+    )
     found.update(zip(new, got))
     for layer in layers:
         if layer.opaque:
@@ -188,6 +190,13 @@ def _search(kernel, layers, spec, stage, found, whole):
         note = "" if cands else f"no tiling of the statement fits {level}"
         choices.append(LayerChoice(layer, None, note=note))
     return options, choices
+
+
+def _deps(kernel: Kernel) -> None:
+    """The program's dependences, which applying the choice checks against (and
+    placement reads), computed while workers search the layers."""
+    deps = kernel.deps
+    deps.validity, deps.live_in_accesses, deps.live_out_instances  # noqa: B018
 
 
 def _build_first(kernel, layers, options, choices, spec):

@@ -14,7 +14,13 @@ import numpy as np
 
 from accelerator.hardware.spec import Spec
 from polyc.ir import requant
-from polyc.ir.kernel import Kernel, Statement, array_extent, params_head
+from polyc.ir.kernel import (
+    Kernel,
+    Statement,
+    access_map,
+    array_extent,
+    params_head,
+)
 from polyc.ir.macmap import Refusal
 from schedules.accel import levels
 from schedules.accel.evaluate import candidates
@@ -134,11 +140,27 @@ def requantizes(layer: Layer, stmt: Statement) -> Statement | None:
 
 def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
     def compute(k: Kernel) -> bool:
+        if not _may_self_depend(k, stmt):
+            return False  # decided without the whole program's dependences
         mine = isl.UnionSet.from_set(stmt.domain)
         deps = k.deps.validity.intersect_domain(mine).intersect_range(mine)
         return not deps.is_empty()
 
     return kernel.analysis(("accel.self_dependent", stmt.name), compute)
+
+
+def _may_self_depend(kernel: Kernel, stmt: Statement) -> bool:
+    """Whether two instances of ``stmt`` access one element, one of them writing
+    it: a superset of the statement's dependences on itself (no write of another
+    statement kills any), decided on its own accesses, so that an element-wise
+    statement does not wait for the whole program's dataflow analysis."""
+    write = access_map(stmt, stmt.target, kernel.params)
+    pairs = write.apply_range(write.reverse())
+    for ld in stmt.reads:
+        if ld.array == stmt.target.array:
+            read = access_map(stmt, ld, kernel.params)
+            pairs = pairs.union(write.apply_range(read.reverse()))
+    return not pairs.subtract(isl.Map.identity(pairs.get_space())).is_empty()
 
 
 def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
@@ -458,12 +480,17 @@ def renamed(obj, names: dict[str, str]):
         return names.get(obj, obj)
     if isinstance(obj, tuple):
         return tuple(renamed(x, names) for x in obj)
-    if dataclasses.is_dataclass(obj):
-        fields = dataclasses.fields(obj)
-        return dataclasses.replace(
-            obj, **{f.name: renamed(getattr(obj, f.name), names) for f in fields}
-        )
-    return obj
+    fields = _FIELDS.get(type(obj))
+    if fields is None:
+        if not dataclasses.is_dataclass(obj):
+            return obj
+        fields = _FIELDS[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
+    # the class itself, as dataclasses.replace would call it (no field is init=False)
+    return type(obj)(**{f: renamed(getattr(obj, f), names) for f in fields})
+
+
+#: the field names of each dataclass :func:`renamed` has met (it runs per candidate)
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def capacities(kernel: Kernel, layer: Layer, spec: Spec) -> dict[int, int]:
