@@ -264,14 +264,22 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
     Raises:
         CodegenError: when compilation fails.
     """
+    from codegen.accel import units
+
     flags = FLAGS + (() if checks else NO_CHECKS)
     rt = build_runtime()
+    # a large kernel as several units, compiled at once (the same statements)
+    split = units.split(
+        source.text, source.function.removesuffix("_run"), cbuild.jobs()
+    )
+    text, files = split if split is not None else (source.text, None)
     built = cbuild.build(
-        source.text,
+        text,
         source.cdef,
         name=kernel.name,
         flags=flags,
         link_flags=(str(rt.path),),
+        files=files,
         opt=cbuild.opt_flags(cbuild.SIM_KERNEL_OPT),
     )
     return SimModule(kernel, source, built, checks)
