@@ -322,14 +322,20 @@ def _flows(kernel: Kernel, prefix: isl.UnionMap, array: str) -> tuple[bool, bool
     live-in); a value written in a tile flows out of it (or is live-out)."""
     deps = kernel.deps
     below = prefix.domain()
-    same = prefix.apply_range(prefix.reverse())
     need_in = need_out = False
     flow = kernel.analysis("placement.flow", lambda k: k.deps.by_array("flow")).get(
         array
     )
     if flow is not None:
-        need_in = not flow.intersect_range(below).subtract(same).is_empty()
-        need_out = not flow.intersect_domain(below).subtract(same).is_empty()
+        # a flow crosses the tile boundary when one end is outside the position,
+        # or both are below it in different tiles: decided on the tiles' prefix
+        # values rather than on the pairs of instances that share a tile
+        into, out_of = flow.intersect_range(below), flow.intersect_domain(below)
+        inside = out_of.intersect_range(below)
+        tiles = inside.apply_domain(prefix).apply_range(prefix)
+        crossing = not tiles.is_subset(tiles.domain().identity())
+        need_in = crossing or not into.subtract_domain(below).is_empty()
+        need_out = crossing or not out_of.subtract_range(below).is_empty()
     live_in = deps.live_in_accesses
     if not need_in and not live_in.is_empty():
         readers = _readers_of(live_in, array)
