@@ -60,16 +60,17 @@ def split(text: str, function: str, parts: int) -> tuple[str, dict[str, str]] | 
     items = _items(lines[n:])
     if items is None or len(items) < parts:
         return None
-    chunks = _chunks(items, parts)
+    chunks = _chunks(items, parts, extra=n)
     frame = _frame(decls)
-    main = [preamble, f'#include "{FRAME}"\n']
+    framed = {name for name, _, assign in decls if assign}
+    # the first part stays in the main unit (one header less to compile)
+    main = [preamble, frame, _part(0, chunks[0], framed)]
     main += [
         f"void pc_part_{i}(pc_ctx *_pc_ctx, struct pc_frame *pc_F);\n"
-        for i in range(len(chunks))
+        for i in range(1, len(chunks))
     ]
     main.append(f"{signature}\n{{\n  struct pc_frame pc_F_s;\n")
     main.append("  struct pc_frame *pc_F = &pc_F_s;\n")
-    framed = {name for name, _, assign in decls if assign}
     for _, _, assign in decls:
         if assign:
             main.append(f"  {_through_frame(assign, framed)}\n")
@@ -78,14 +79,20 @@ def split(text: str, function: str, parts: int) -> tuple[str, dict[str, str]] | 
     main.append("}\n")
     main.append(text[body_end + 3 :])
     files = {FRAME: frame}
-    for i, chunk in enumerate(chunks):
-        files[f"pc_part_{i}.c"] = (
-            f'{preamble}#include "{FRAME}"\n'
-            f"void pc_part_{i}(pc_ctx *_pc_ctx, struct pc_frame *pc_F)\n{{\n"
-            + _through_frame("\n".join(chunk), framed)
-            + "\n}\n"
+    for i, chunk in enumerate(chunks[1:], start=1):
+        files[f"pc_part_{i}.c"] = f'{preamble}#include "{FRAME}"\n' + _part(
+            i, chunk, framed
         )
     return "".join(main), files
+
+
+def _part(i: int, chunk: list[str], framed: set[str]) -> str:
+    static = "static " if i == 0 else ""
+    return (
+        f"{static}void pc_part_{i}(pc_ctx *_pc_ctx, struct pc_frame *pc_F)\n{{\n"
+        + _through_frame("\n".join(chunk), framed)
+        + "\n}\n"
+    )
 
 
 def _prologue(lines: list[str]):
@@ -235,13 +242,18 @@ def _items(lines: list[str]) -> list[list[str]] | None:
     return items
 
 
-def _chunks(items: list[list[str]], parts: int) -> list[list[str]]:
-    total = sum(len(i) for i in items)
+def _chunks(items: list[list[str]], parts: int, extra: int) -> list[list[str]]:
+    """``parts`` runs of consecutive items of about equal lines, the first one
+    shorter by ``extra`` (the prologue, which stays in the main unit with it)."""
+    total = sum(len(i) for i in items) + extra
     out: list[list[str]] = [[]]
+    size = extra
     for item in items:
-        if len(out[-1]) >= total / parts and len(out) < parts:
+        if size >= total / parts and len(out) < parts:
             out.append([])
+            size = 0
         out[-1].extend(item)
+        size += len(item)
     return out
 
 
