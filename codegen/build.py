@@ -137,6 +137,7 @@ def build(
     link_flags: tuple[str, ...] = (),
     files: Mapping[str, str] | None = None,
     opt: tuple[str, ...] | None = None,
+    split: tuple[str, Callable[[str], tuple[str, dict] | None]] | None = None,
 ) -> Built:
     """Compile ``source`` (C) exposing the declarations ``cdef``; return the module.
 
@@ -151,6 +152,10 @@ def build(
             translation units of their own and linked into the module. Their
             content is part of the cache key.
         opt: the optimisation flags (default :func:`opt_flags`).
+        split: ``(tag, fn)``: only when the module is compiled, ``fn(source)`` gives
+            the main unit and more files to compile instead (or ``None``: as it
+            is); the key holds ``source`` and ``tag``, so a cached module is found
+            without splitting.
 
     Raises:
         CodegenError: when the C compiler fails; the message quotes the offending
@@ -159,7 +164,8 @@ def build(
     files = dict(sorted((files or {}).items()))
     flags = tuple(flags)
     all_flags = (opt_flags() if opt is None else tuple(opt)) + BASE_FLAGS + flags
-    modname = module_name(name, source, cdef, all_flags, link_flags, files)
+    keyed = {**files, "split": split[0]} if split is not None else files
+    modname = module_name(name, source, cdef, all_flags, link_flags, keyed)
     if modname in _loaded:
         mod = _loaded[modname]
         return Built(mod.ffi, mod.lib, Path(mod.__file__), True)
@@ -167,10 +173,12 @@ def build(
         if modname in _loaded:
             mod = _loaded[modname]
             return Built(mod.ffi, mod.lib, Path(mod.__file__), True)
-        return _build_locked(modname, source, cdef, all_flags, link_flags, files)
+        return _build_locked(modname, source, cdef, all_flags, link_flags, files, split)
 
 
-def _build_locked(modname, source, cdef, all_flags, link_flags, files) -> Built:
+def _build_locked(
+    modname, source, cdef, all_flags, link_flags, files, split=None
+) -> Built:
     root = cache_dir()
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     path = root / f"{modname}{suffix}"
@@ -178,6 +186,10 @@ def _build_locked(modname, source, cdef, all_flags, link_flags, files) -> Built:
     mod = _load_verified(modname, path, manifest)
     cached = mod is not None
     if mod is None:
+        parts = split[1](source) if split is not None else None
+        if parts is not None:
+            source, more = parts
+            files = dict(sorted({**files, **more}.items()))
         _compile(
             modname, source, cdef, all_flags, link_flags, files, path, manifest, root
         )

@@ -268,19 +268,24 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
 
     flags = FLAGS + (() if checks else NO_CHECKS)
     rt = build_runtime()
-    # a large kernel as several units, compiled at once (the same statements)
-    split = units.split(
-        source.text, source.function.removesuffix("_run"), cbuild.jobs()
-    )
-    text, files = split if split is not None else (source.text, None)
+    # a large kernel as several units, compiled at once (the same statements);
+    # split only when it compiles, so that a cached module is found without it
+    jobs = cbuild.jobs()
+    function = source.function.removesuffix("_run")
+    split = None
+    if units.worth_splitting(source.text, jobs):
+        split = (
+            f"units {units.VERSION} parts {jobs}",
+            lambda text: units.split(text, function, jobs),
+        )
     built = cbuild.build(
-        text,
+        source.text,
         source.cdef,
         name=kernel.name,
         flags=flags,
         link_flags=(str(rt.path),),
-        files=files,
         opt=cbuild.opt_flags(cbuild.SIM_KERNEL_OPT),
+        split=split,
     )
     return SimModule(kernel, source, built, checks)
 

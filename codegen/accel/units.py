@@ -24,6 +24,8 @@ import re
 MIN_LINES = 2500
 #: the frame's file, included by every part
 FRAME = "pc_frame.h"
+#: in the module's cache key (codegen/build.py): bumped when the split changes
+VERSION = 1
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _VIEW = re.compile(r"\(\*\s*restrict\s+([A-Za-z_]\w*)\)")
@@ -36,7 +38,7 @@ def split(text: str, function: str, parts: int) -> tuple[str, dict[str, str]] | 
     kernel function is ``function``) as a main unit and ``parts`` more ``.c``
     files plus the frame header; ``None`` when it is not worth it or not safe.
     """
-    if parts < 2 or text.count("\n") < MIN_LINES:
+    if not worth_splitting(text, parts):
         return None
     head = f"void {function}(pc_ctx *_pc_ctx"
     start = text.find(head)
@@ -93,6 +95,12 @@ def _part(i: int, chunk: list[str], framed: set[str]) -> str:
         + _through_frame("\n".join(chunk), framed)
         + "\n}\n"
     )
+
+
+def worth_splitting(text: str, parts: int) -> bool:
+    """Whether :func:`split` would try ``text`` in ``parts`` (a large kernel,
+    several compilers)."""
+    return parts >= 2 and text.count("\n") >= MIN_LINES
 
 
 def _prologue(lines: list[str]):
