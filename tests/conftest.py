@@ -13,6 +13,10 @@ from tests.support.paths import GOLDEN
 # correctness tests do not need -O3's compile time; results are the same (no FMA
 # contraction, wrapping integers). Benchmarks use the default -O3 -march=native.
 os.environ.setdefault("POLYC_OPT", "-O2")
+# the suite runs in two workers already: each compile searches and builds in turn
+# (tests/schedules/accel/test_parallel_search.py and tests/codegen/test_*units.py
+# run the parallel paths with POLYC_JOBS=2)
+os.environ.setdefault("POLYC_JOBS", "1")
 
 settings.register_profile(  # the suite: the same examples on every run
     "ci",

@@ -183,8 +183,10 @@ def _pool_round(
 def _worker_init() -> None:
     """Ctrl-C reaches every process of the terminal's group: workers leave it to the
     sweeping process, which stops them. On Linux a worker also ends with the
-    sweeping process if that one is killed outright."""
+    sweeping process if that one is killed outright. The points already use every
+    core: a worker's own compiles run their searches and gcc in turn."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.setdefault("POLYC_JOBS", "1")
     if sys.platform.startswith("linux"):
         import ctypes
 

@@ -181,6 +181,8 @@ def _in_workers(
     from codegen.build import jobs
 
     global _JOB
+    if multiprocessing.current_process().daemon:
+        return {}  # a pool's worker may not have children: search in turn
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: search in turn
