@@ -42,7 +42,7 @@ from codegen.accel import names
 from codegen.accel.names import CTX
 from codegen.cexpr import PRELUDE, CExpr
 from codegen.emit import CEmitter, CSource, raw_name
-from polyc.errors import SimulationError
+from polyc.errors import CodegenError, SimulationError
 from polyc.ir.expr import Load, ops_count
 from polyc.ir.inputs import prepare
 from polyc.ir.kernel import Kernel, Statement
@@ -278,15 +278,24 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
             f"units {units.VERSION} parts {jobs}",
             lambda text: units.split(text, function, jobs),
         )
-    built = cbuild.build(
-        source.text,
-        source.cdef,
-        name=kernel.name,
-        flags=flags,
-        link_flags=(str(rt.path),),
-        opt=cbuild.opt_flags(cbuild.SIM_KERNEL_OPT),
-        split=split,
-    )
+
+    def compiled(split):
+        return cbuild.build(
+            source.text,
+            source.cdef,
+            name=kernel.name,
+            flags=flags,
+            link_flags=(str(rt.path),),
+            opt=cbuild.opt_flags(cbuild.SIM_KERNEL_OPT),
+            split=split,
+        )
+
+    try:
+        built = compiled(split)
+    except CodegenError:
+        if split is None:
+            raise
+        built = compiled(None)  # the one-unit C, whose error (if any) is the user's
     return SimModule(kernel, source, built, checks)
 
 

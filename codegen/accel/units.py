@@ -236,6 +236,8 @@ def _items(lines: list[str]) -> list[list[str]] | None:
     cur: list[str] = []
     depth = 0
     for line in lines:
+        if not cur and items and line.lstrip().startswith("else"):
+            cur = items.pop()  # an else stays with its if
         cur.append(line)
         depth += line.count("{") - line.count("}")
         if depth < 0:

@@ -160,7 +160,8 @@ def search_layers(
     out = []
     for i, (layer, sig) in enumerate(zip(layers, sigs)):
         key = ("layer", i) if sig is None else (sig.digest, sig.domains)
-        mine = found.get(todo[key]) if key in todo else None
+        # a repeated layer finds its first one's result in memory, renamed
+        mine = found.get(i) if todo.get(key) == i else None
         out.append(search(kernel, layer, spec, stage, keep, found=mine))
     return out
 

@@ -56,6 +56,11 @@ def test_the_parts_read_the_variables_through_the_frame():
     assert "pc_part_1(_pc_ctx, pc_F);" in main
 
 
+def test_an_else_stays_with_its_if():
+    lines = ["  if (a)", "  {", "    x = 1;", "  }", "  else", "  {", "  }", "  y = 2;"]
+    assert units._items(lines) == [lines[:7], lines[7:]]
+
+
 def test_the_splitter_declines_a_name_a_header_macro_uses():
     text = _kernel_text().replace("#define TWICE(x)", "#define TWICE(x) acc +")
     assert units.split(text, "polyc_k", 2) is None
