@@ -138,11 +138,9 @@ def search_layers(
 ) -> list[list[_search.Candidate]]:
     """:func:`search` of each layer, the same result in the same order; the
     distinct layers that neither cache knows are searched at once in worker
-    processes (:func:`codegen.build.jobs` of them, forked: they share the
+    processes (:func:`jobs` of them, forked: they share the
     kernel and its analyses), when there are two or more. ``meanwhile`` is
     called while they work (the caller's next step, on a core of its own)."""
-    from codegen.build import jobs
-
     sigs = [
         signature(kernel, la, spec, stage, keep) if enabled() else None for la in layers
     ]
@@ -166,6 +164,15 @@ def search_layers(
     return out
 
 
+def jobs() -> int:
+    """How many worker processes search at once: ``$POLYC_JOBS`` when set, else
+    the machine's cores (the variable :func:`codegen.build.jobs` reads too)."""
+    try:
+        return max(1, int(os.environ.get("POLYC_JOBS", "")))
+    except ValueError:
+        return max(1, os.cpu_count() or 1)
+
+
 #: what a forked worker searches: (kernel, layers, spec, stage, keep)
 _JOB: tuple | None = None
 
@@ -178,8 +185,6 @@ def _in_workers(
     search of it raises, or not, as it would have)."""
     import multiprocessing
     import pickle
-
-    from codegen.build import jobs
 
     global _JOB
     if multiprocessing.current_process().daemon:
