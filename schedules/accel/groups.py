@@ -48,6 +48,10 @@ def fusion_cuts(
     # the fused layers' own starts stay: pieces and merges never cross them
     edges = {layer.children[0] for layer in layers}
     pieces = split(kernel, cuts=frozenset(starts | edges), wide=wide)
+    # every piece is searched alone below: at once (in parallel where it pays)
+    new = [p for p in pieces if not p.opaque and (p.children, p.depth) not in found]
+    for piece, got in zip(new, cache.search_layers(kernel, new, spec, stage=stage)):
+        found[(piece.children, piece.depth)] = got
     owner = {c: i for i, layer in enumerate(fused) for c in layer.children}
     cuts = set(edges)
     cur = cost = None
