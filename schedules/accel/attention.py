@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from accelerator.hardware.spec import Spec
 from polyc.errors import PolycError
+from polyc.ir.expr import Unary
 from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.accel import cache
@@ -423,7 +424,7 @@ def _back(items, c: int, array: str):
         for p in range(lo, c)
         if items[p] is not None and items[p].target.array in arrays
     }
-    if not any(items[p].reduction == "max" for p in middle):
+    if not _softmax([items[p] for p in middle]):
         return None
     window = range(min(members), c + 1)
     if any(items[p] is None for p in window):
@@ -444,6 +445,19 @@ def _back(items, c: int, array: str):
     made_in_order = dict.fromkeys(items[p].target.array for p in sorted(members))
     scores = tuple(a for a in made_in_order if a != pv.target.array)
     return _Found(tuple(sorted(members)), gap, feeders, items[qk].name, pv.name, scores)
+
+
+def _softmax(stmts: list[Statement]) -> bool:
+    """Whether ``stmts`` hold a softmax: a max reduction, an ``exp`` and a sum
+    reduction (a max reduction alone is also a max pooling, which a CNN feeds
+    to its next convolution)."""
+    return (
+        any(s.reduction == "max" for s in stmts)
+        and any(s.reduction == "add" for s in stmts)
+        and any(
+            isinstance(n, Unary) and n.op == "exp" for s in stmts for n in s.body.walk()
+        )
+    )
 
 
 def _writes(stmt: Statement | None, array: str) -> bool:

@@ -176,3 +176,20 @@ def test_an_attention_whose_score_rows_do_not_fit_says_why_it_falls_back():
     assert len(falls) == 1
     assert "no variant's layers fit on chip" in falls[0]
     assert "no online softmax yet" in falls[0]
+
+
+def test_a_max_pooling_between_two_convolutions_is_not_an_attention():
+    """conv -> relu -> max pool -> conv: a contraction fed through a max reduction
+    by another contraction, as attention's PV is by QK^T. ResNet's stem was taken
+    for an attention core (its conv, relu and pooling reported as "attention
+    score matrices" in the model suite); a softmax also needs its exp and sum."""
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 8, 3, padding=1),
+    ).eval()
+    torch.manual_seed(0)
+    kernel, _ = per_statement(polyc.from_torch(module, (torch.randn(1, 3, 8, 8),)))
+    assert attention.cores(kernel, whole=True) == []
+    assert attention.variants(kernel) == []
