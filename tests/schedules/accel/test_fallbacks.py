@@ -169,3 +169,24 @@ def test_a_loop_chain_that_must_stay_whole_says_why():
     assert f"fallbacks (1):\n    {note}" in str(report)
     want = polyc.interpret(kernel, {"A": a.copy(), "B": b.copy()})
     np.testing.assert_array_equal(out["A"], want["A"])
+
+
+def test_a_softmax_whose_rows_do_not_fit_is_split_and_says_why():
+    """The fallback split itself (the fusion search cuts contraction groups before
+    it can): a softmax over rows of 8,192 floats on tiny's 16 KiB L1 fits no tiling
+    fused, so its groups are cut, the run still matches the interpreter, and each
+    layer says what it was cut from."""
+    from polyc import compute as pc
+    from polyc.ops import nn
+
+    a = pc.placeholder("a", (2, 8192))
+    kernel = pc.kernel("sm", outputs=[nn.softmax(a, -1, name="s")])
+    compiled = polyc.compile(kernel, config="tiny", verify=True)
+    compiled.run(a=np.random.default_rng(0).standard_normal((2, 8192), "float32"))
+    assert len(compiled.choice.layers) > 2
+    notes = compiled.fallbacks()
+    assert notes and all(
+        "fused less than the program allows, because" in n
+        and "no tiling of its 3 fused statements fits l1" in n
+        for n in notes
+    )
