@@ -43,10 +43,10 @@ import dataclasses
 
 from polyc.errors import IllegalTransformError
 from polyc.ir import requant
-from polyc.ir.affine import Aff
 from polyc.ir.expr import Binary, Const, Load, loads
 from polyc.ir.kernel import Kernel, Role, Statement, Step, access_map
 from schedules import stree
+from schedules.accel.inline import target_iterators
 
 
 def deferrable(kernel: Kernel) -> list[str]:
@@ -82,7 +82,7 @@ def defer_bias(kernel: Kernel, init: str) -> Kernel:
     zero = Const(0, target.dtype)
     # the bias index as a function of the element: the init's iterator at
     # target position d is the element's index d
-    by_iterator = {_iterator(aff): d for d, aff in enumerate(target.index)}
+    by_iterator = {it: d for d, it in enumerate(target_iterators(s0))}
 
     def add_bias(node):
         if isinstance(node, Load) and node.array == target.array:
@@ -102,14 +102,6 @@ def defer_bias(kernel: Kernel, init: str) -> Kernel:
     return kernel.replace(statements=tuple(statements), history=history)
 
 
-def _iterator(aff: Aff) -> str | None:
-    """The iterator ``aff`` is, when it is one alone with coefficient 1."""
-    if aff.const or len(aff.terms) != 1:
-        return None
-    ((atom, coeff),) = aff.terms
-    return atom if isinstance(atom, str) and coeff == 1 else None
-
-
 def _plan(kernel: Kernel, init: str):
     """``((init, bias load, reader), "")`` when ``init`` can move, else
     ``(None, why)``."""
@@ -126,8 +118,7 @@ def _plan(kernel: Kernel, init: str):
         return None, f"{init} does not set {c} to a load of another array"
     if kernel.arrays[c].role != Role.TEMP:
         return None, f"{c} is an {kernel.arrays[c].role} of the kernel"
-    its = [_iterator(a) for a in s0.target.index]
-    if None in its or len(set(its)) != len(its) or set(its) != set(s0.iterators):
+    if target_iterators(s0) is None:
         return None, f"{init} does not index {c} by its iterators, each once"
     bias = body
     if any(s.target.array == bias.array for s in kernel.statements):
@@ -164,11 +155,7 @@ def _plan(kernel: Kernel, init: str):
 
 def _written(kernel: Kernel, stmt: Statement):
     """The elements ``stmt`` writes, as an isl set."""
-    return (
-        access_map(stmt, stmt.target, kernel.params)
-        .intersect_domain(stmt.domain)
-        .range()
-    )
+    return access_map(stmt, stmt.target, kernel.params).range()
 
 
 __all__ = ["defer_all", "defer_bias", "deferrable"]

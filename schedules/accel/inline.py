@@ -30,24 +30,33 @@ from polyc.errors import IllegalTransformError
 from polyc.ir import tree
 from polyc.ir.affine import Aff
 from polyc.ir.expr import Load, loads
-from polyc.ir.kernel import Kernel, Role, Step
+from polyc.ir.kernel import Kernel, Role, Statement, Step
 
 
 def inlinable(kernel: Kernel) -> list[str]:
     """The copy statements :func:`inline_copy` can remove, in program order."""
     if not _program_order(kernel):
         return []
-    return [s.name for s in kernel.statements if _why_not(kernel, s.name) is None]
+    stmts, arrays = list(kernel.statements), kernel.arrays
+    return [s.name for s in stmts if _why_not(stmts, arrays, s.name) is None]
 
 
 def inline_all(kernel: Kernel) -> Kernel:
     """``kernel`` with every copy that can inline inlined (a chain of copies
-    collapses one by one into the last reader)."""
+    collapses one by one into the last reader); the program order is rebuilt
+    once, at the end."""
+    if not _program_order(kernel):
+        return kernel
+    stmts, arrays, done = list(kernel.statements), dict(kernel.arrays), []
     while True:
-        names = inlinable(kernel)
-        if not names:
-            return kernel
-        kernel = inline_copy(kernel, names[0])
+        name = next(
+            (s.name for s in stmts if _why_not(stmts, arrays, s.name) is None), None
+        )
+        if name is None:
+            break
+        stmts, arrays = _without(stmts, arrays, name)
+        done.append(name)
+    return _rebuilt(kernel, stmts, arrays, done) if done else kernel
 
 
 def inline_copy(kernel: Kernel, copy: str) -> Kernel:
@@ -57,19 +66,44 @@ def inline_copy(kernel: Kernel, copy: str) -> Kernel:
     Raises:
         IllegalTransformError: when ``copy`` cannot inline, with the reason.
     """
+    stmts = list(kernel.statements)
     why = (
         "the schedule is no longer the program order, one loop nest per statement"
         if not _program_order(kernel)
-        else _why_not(kernel, copy)
+        else _why_not(stmts, kernel.arrays, copy)
     )
     if why is not None:
         raise IllegalTransformError(
             f"inline_copy: {copy} cannot be inlined into its readers because {why}. "
             "Leave it in place."
         )
-    stmt = kernel.statement(copy)
+    stmts, arrays = _without(stmts, kernel.arrays, copy)
+    return _rebuilt(kernel, stmts, arrays, [copy])
+
+
+def target_iterators(stmt: Statement) -> list[str] | None:
+    """The iterators indexing ``stmt``'s target, one per dimension, when the target
+    is indexed by distinct iterators, each once and all of them (each element is
+    written once, by a function of the element); else None."""
+    its = []
+    for aff in stmt.target.index:
+        if aff.const or len(aff.terms) != 1:
+            return None
+        ((atom, coeff),) = aff.terms
+        if not isinstance(atom, str) or coeff != 1:
+            return None
+        its.append(atom)
+    if len(set(its)) != len(its) or set(its) != set(stmt.iterators):
+        return None
+    return its
+
+
+def _without(stmts: list[Statement], arrays, copy: str):
+    """The statements and arrays with the copy ``copy`` gone, its readers reading
+    its source."""
+    stmt = next(s for s in stmts if s.name == copy)
     target, source = stmt.target, stmt.body
-    position = {str(next(iter(dict(a.terms)))): d for d, a in enumerate(target.index)}
+    position = {it: d for d, it in enumerate(target_iterators(stmt))}
 
     def read_source(node):
         if isinstance(node, Load) and node.array == target.array:
@@ -78,21 +112,25 @@ def inline_copy(kernel: Kernel, copy: str) -> Kernel:
             return Load(source.array, index, source.dtype)
         return None
 
-    statements = [
+    kept = [
         dataclasses.replace(s, body=s.body.map(read_source))
-        for s in kernel.statements
+        for s in stmts
         if s.name != copy
     ]
-    arrays = {n: a for n, a in kernel.arrays.items() if n != target.array}
-    schedule = tree.initial_schedule(
-        [(s.name, s.domain, s.iterators) for s in statements]
-    )
+    return kept, {n: a for n, a in arrays.items() if n != target.array}
+
+
+def _rebuilt(kernel: Kernel, stmts, arrays, copies: list[str]) -> Kernel:
+    """``kernel`` with ``stmts`` and ``arrays`` in program order, one history step
+    per inlined copy."""
+    schedule = tree.initial_schedule([(s.name, s.domain, s.iterators) for s in stmts])
+    steps = tuple(Step("inline_copy", (c,)) for c in copies)
     return kernel.replace(
         arrays=arrays,
-        statements=tuple(statements),
+        statements=tuple(stmts),
         schedule=schedule,
         program_schedule=None,
-        history=kernel.history + (Step("inline_copy", (copy,)),),
+        history=kernel.history + steps,
     )
 
 
@@ -108,34 +146,27 @@ def _plain(aff: Aff) -> bool:
     return all(isinstance(atom, str) for atom, _ in aff.terms)
 
 
-def _why_not(kernel: Kernel, copy: str) -> str | None:
-    """Why ``copy`` cannot inline, or None when it can."""
-    names = [s.name for s in kernel.statements]
+def _why_not(stmts: list[Statement], arrays, copy: str) -> str | None:
+    """Why ``copy`` cannot inline from the program ``stmts`` (in program order)
+    over ``arrays``, or None when it can."""
+    names = [s.name for s in stmts]
     if copy not in names:
         return f"the kernel has no statement {copy}"
     at = names.index(copy)
-    stmt = kernel.statements[at]
+    stmt = stmts[at]
     target, body = stmt.target, stmt.body
     t = target.array
     if stmt.reduction or not isinstance(body, Load) or body.array == t:
         return f"{copy} is not a copy of another array"
     if body.dtype != target.dtype:
         return f"{copy} converts {body.array} to another dtype"
-    if kernel.arrays[t].role != Role.TEMP:
-        return f"{t} is an {kernel.arrays[t].role} of the kernel"
-    its = []
-    for a in target.index:
-        terms = dict(a.terms)
-        if a.const or len(terms) != 1 or next(iter(terms.values())) != 1:
-            return f"{copy} does not index {t} by its iterators, each once"
-        its.append(next(iter(terms)))
-    if not all(isinstance(i, str) for i in its) or len(set(its)) != len(its):
-        return f"{copy} does not index {t} by its iterators, each once"
-    if set(its) != set(stmt.iterators):
+    if arrays[t].role != Role.TEMP:
+        return f"{t} is an {arrays[t].role} of the kernel"
+    if target_iterators(stmt) is None:
         return f"{copy} does not index {t} by its iterators, each once"
     if not all(_plain(a) for a in body.index):
         return f"{copy} reads {body.array} with a floor division"
-    for pos, s in enumerate(kernel.statements):
+    for pos, s in enumerate(stmts):
         if pos == at:
             continue
         if s.target.array == t:
@@ -150,4 +181,4 @@ def _why_not(kernel: Kernel, copy: str) -> str | None:
     return None
 
 
-__all__ = ["inline_all", "inline_copy", "inlinable"]
+__all__ = ["inline_all", "inline_copy", "inlinable", "target_iterators"]
