@@ -174,13 +174,8 @@ def compile(
         if reused is not None:  # the scheduled kernel loads when it is asked for
             timing["note"] = REUSED
             chosen, choice, source, mode = reused
-            module_kernel = kernel  # the same program: arrays, data, roofline
         else:
             chosen, choice = _schedule(kernel, spec, schedule)
-            # the user's program, as a reused compile has it: the scheduler may
-            # rewrite the program (a bias moved, a copy inlined), and the bounds
-            # judge the run against the program as written
-            module_kernel = kernel
 
     def choice_kernel() -> Kernel:
         return chosen if isinstance(chosen, Kernel) else chosen()
@@ -195,7 +190,10 @@ def compile(
                 reuse.store(kernel, spec, checks, chosen, choice, source, mode)
         else:
             timing["note"] = REUSED
-    module = _build(module_kernel, source, mode, checks, debug, seconds)
+    # the module keeps the user's program, reused or not: the scheduler may rewrite
+    # it (a bias moved, a copy inlined), and the bounds judge the run against the
+    # program as written
+    module = _build(kernel, source, mode, checks, debug, seconds)
     limit = DEFAULT_TRACE_LIMIT if trace_limit is None else trace_limit
     return Compiled(
         kernel=chosen,
