@@ -121,6 +121,20 @@ SECTIONS: tuple[Section, ...] = (
         doc="fidelity.md",
     ),
     Section(
+        "fusion-models",
+        "peers_models.json",
+        "bench.peers_models",
+        "render",
+        doc="fidelity.md",
+    ),
+    Section(
+        "fusion-groups",
+        "peers_models.json",
+        "bench.peers_models",
+        "render_groups",
+        doc="fidelity.md",
+    ),
+    Section(
         "fidelity-errors",
         "fidelity.json",
         "bench.peers.report",

@@ -84,3 +84,34 @@ def write_inputs(lay: Layer, folder: Path, hw: Hardware = HWA) -> dict:
         "shape": asdict(lay),
         "time_limit_s": 120,
     }
+
+
+#: Stream's fusion choices for a whole model: one group per layer, or the groups
+#: and fused tiling its mapping generator derives
+FUSIONS = ("per-layer", "auto")
+
+
+def write_graph_inputs(g, folder: Path, fusion: str, hw: Hardware = HWA) -> dict:
+    """The job of a whole model (a :class:`bench.peers.graph.Graph`) run with
+    ``fusion`` (one of :data:`FUSIONS`): the accelerator files under ``folder`` and
+    the graph's ONNX description (the driver writes the ONNX)."""
+    from bench.peers import graph
+
+    if fusion not in FUSIONS:
+        raise ValueError(f"stream job: fusion {fusion!r} is not one of {FUSIONS}")
+    job = write_inputs(_model_layer(g.name), folder, hw)
+    name = f"{g.name}-{fusion}"
+    job.update(
+        layer=name,
+        onnx=str(folder / f"{name}.onnx"),
+        out=str(folder / "out" / name),
+        graph=graph.onnx_spec(g),
+        fusion=fusion,
+        time_limit_s=300,
+    )
+    del job["shape"]
+    return job
+
+
+def _model_layer(name: str) -> Layer:
+    return Layer(name, name, "a whole model")
