@@ -211,6 +211,11 @@ def _group(gr: dict) -> str:
     total, per = lat.get("total"), lat.get("per_iteration")
     overlap, fill = lat.get("overlap_between_iterations"), lat.get("fill")
     layers = "+".join(gr["layers"])
+    dims = gr.get("dims", {})
+    tiled = [t for t in gr.get("tiling") or () if t["tile"] < dims.get(t["dim"], 0)]
+    if tiled:  # Stream names global dimensions z<n>; their sizes say which
+        cuts = ", ".join(f"{dims[t['dim']]} in {t['tile']}" for t in tiled)
+        layers = f"{layers} (tiled: {cuts})"
     if None in (total, per, overlap, fill) or per == overlap:
         return f"{layers} {_num(total)}"
     tiles = round((total - fill - overlap) / (per - overlap))

@@ -123,6 +123,11 @@ def test_the_table():
                         "groups": [
                             {
                                 "layers": ["conv1", "conv2"],
+                                "tiling": [
+                                    {"dim": "z6", "tile": 4},
+                                    {"dim": "z1", "tile": 64},
+                                ],
+                                "dims": {"z6": 28, "z1": 64},
                                 "latency": {
                                     "total": 66_466,
                                     "per_iteration": 3_141,
@@ -139,4 +144,5 @@ def test_the_table():
     table = peers_models.render(data)
     assert "| 70,000 | - | 80,000 | 66,466 | 1.05 | 0.83 |" in table
     groups = peers_models.render_groups(data)
-    assert "conv1+conv2 66,466 = 28 x 3,141 - 27 x 809 + 360" in groups
+    # an untiled dimension (64 in 64) is not shown
+    assert "conv1+conv2 (tiled: 28 in 4) 66,466 = 28 x 3,141 - 27 x 809 + 360" in groups

@@ -151,13 +151,20 @@ def _groups(ctx) -> list:
     accesses = _get(ctx, "group_memory_accesses") or {}
     for i, sub in enumerate(workloads):
         group = {"layers": [n.name for n in sub.get_computation_nodes()]}
-        try:
+        try:  # the fused tiling: (global dimension, tile size) per fused group
             group["tiling"] = [
-                {"dim": str(k), "tile": _plain(v)}
-                for k, v in dict(mappings[i].intra_core_tiling).items()
+                {"dim": str(dim), "tile": int(tile)}
+                for fused in mappings[i].fused_groups
+                for dim, tile in fused.intra_core_tiling
             ]
+            group["dims"] = {
+                str(dim): int(sub.get_dimension_size(dim))
+                for dim in {
+                    d for f in mappings[i].fused_groups for d, _ in f.intra_core_tiling
+                }
+            }
         except (AttributeError, TypeError, ValueError):
-            group["tiling"] = str(getattr(mappings[i], "intra_core_tiling", None))
+            group["tiling"] = None
         try:
             latency = allocations[i]["latency"]
             group["latency"] = {k: _plain(v) for k, v in dict(latency).items()}
