@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 
 #: ops every tool is given
 OPS = ("conv", "matmul", "add", "softmax")
-#: ops the Stream graph leaves out (none: Stream 2.1.1 parses all of :data:`OPS`)
-STREAM_DROPS: tuple[str, ...] = ()
 #: the ONNX op of each op (a matmul with a weight is a Gemm)
 ONNX_OPS = {"conv": "Conv", "add": "Add", "softmax": "Softmax"}
 
@@ -248,16 +246,12 @@ def polyc_kernel(g: Graph):
 # Stream --------------------------------------------------------------------------
 def onnx_spec(g: Graph) -> dict:
     """The graph as the Stream driver builds it in ONNX: nodes with their ONNX op,
-    inputs, output and attributes, and every tensor's shape. An op of
-    :data:`STREAM_DROPS` is left out, its consumers reading its input."""
+    inputs, output and attributes, the weights (initializers) and every tensor's
+    shape (Stream 2.1.1 parses every op of :data:`OPS`)."""
     shapes = check(g)
-    rename: dict[str, str] = {}
     nodes, initializers = [], {}
     for node in g.nodes:
-        ins = [rename.get(t, t) for t in node.inputs]
-        if node.op in STREAM_DROPS:
-            rename[node.out] = ins[0]
-            continue
+        ins = list(node.inputs)
         entry = {"name": node.name, "inputs": ins, "output": node.out, "attrs": {}}
         entry["op"] = ONNX_OPS.get(node.op, "MatMul")
         if node.op == "conv":
@@ -291,5 +285,4 @@ def onnx_spec(g: Graph) -> dict:
         "initializers": initializers,
         "nodes": nodes,
         "shapes": {name: list(s) for name, s in shapes.items()},
-        "dropped": [n.name for n in g.nodes if n.op in STREAM_DROPS],
     }
