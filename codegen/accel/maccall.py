@@ -4,7 +4,9 @@ In one tile every access of the contraction is an affine function of the
 iterators, so its element offset in its buffer is ``base + sum(coef[i] * x_i)``
 with constant ``coef`` (array strides of the buffer times the index
 coefficients). A K fused over a convolution's filter rows reads A with two
-strides (``pc_view`` ``span`` and ``ps``, an im2col window of the input buffer). Whether the MAC dimensions of the ``@tensorize`` mark can run as
+strides (``pc_view`` ``span`` and ``ps``, an im2col window of the input buffer),
+and so does an M fused over output rows into a compact output (``rspan`` and
+``rps``: A's rows at the input's own pitch). Whether the MAC dimensions of the ``@tensorize`` mark can run as
 such views over the placed buffers is :func:`polyc.ir.macmap.check`, the predicate
 the scheduler's search applies too, so what the scheduler proposes is what this
 module emits; a refusal here comes from a hand schedule. The remaining iterators
@@ -57,8 +59,13 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
     def view(key: str, rows: dict, cols: dict) -> str:
         b, off = views[key]
         row, col = rows.get(key, 0), cols.get(key, 0)
-        split = dims["k"].split_of(key) if key == "a" else None
-        tail = f", {split[0]}, {split[1]}" if split else ""
+        cols_split = dims["k"].split_of(key) if key == "a" else None
+        rows_split = dims["m"].split_of(key) if key == "a" else None
+        tail = ""
+        if cols_split or rows_split:
+            tail = ", {}, {}".format(*(cols_split or (0, 0)))
+        if rows_split:
+            tail += ", {}, {}".format(*rows_split)
         return f"((pc_view){{{names.buffer(b.name)}, {off}, {row}, {col}{tail}}})"
 
     acc = "1"

@@ -22,6 +22,14 @@ realisable when, in the two operands that use it:
   dimension of the output box has more than one element, else the rows of the
   gap are other outputs, which the call would overwrite.
 
+M has one too, several output rows of a convolution per call over a compact
+output: a group of two iterators (an output row over its columns) whose inner
+one is whole in every tile may step the output by exactly the inner one's span
+while it steps A by A's own row pitch. A's view then splits its row index ``m``
+into ``m // span`` steps of that pitch and ``m % span`` steps of the inner
+stride (``pc_view`` ``rspan`` / ``rps``), and the call runs over no padding: a
+4x4 output tile is 16 rows of the array, not the 22 of a pitch of 6.
+
 K has one exception, the im2col read of a convolution's input: the outermost
 iterator of a fused K (a filter row ``rh`` over ``(rw, rc)``) may step A by its
 own pitch (the input row's) while it steps B by exactly the span of the
@@ -80,7 +88,7 @@ class Dimension:
     group: tuple[str, ...]
     ratios: tuple[int, ...]
     unit: tuple[tuple[str, int], ...]
-    # K only: per operand read with two strides, (span, pitch): the fused index
+    # K and M: per operand read with two strides, (span, pitch): the fused index
     # k is at (k // span) * pitch + (k % span) * unit (see the module docstring)
     split: tuple[tuple[str, int, int], ...] = ()
 
@@ -173,6 +181,10 @@ def _dimension(stmt, role, group, operands, extents, exact):
         split = _k_split(stmt, group, operands, extents, exact, coef)
         if split is not None:
             return split
+    if role == "m" and len(group) == 2:
+        split = _m_split(group, operands, extents, exact, coef)
+        if split is not None:
+            return split
     ratios = []
     for it in group:
         per = {k: divmod(coef[k, it], coef[k, inner]) for k in users}
@@ -219,6 +231,32 @@ def _k_split(stmt, group, operands, extents, exact, coef):
     unit = tuple((k, coef[k, inner]) for k in USERS["k"])
     split = (("a", span, coef["a", outer]),)
     return Dimension(group, (span, *rest.ratios), unit, split)
+
+
+def _m_split(group, operands, extents, exact, coef):
+    """M read by A with two strides (see the module docstring): the output is
+    compact, its outer row stepping exactly the span of the inner iterator, whole
+    in every tile, while A steps it by its own row pitch. None when that is not
+    the case (the group then fuses by one ratio, over a padded output, or not at
+    all)."""
+    outer, inner = group
+    if not exact[inner]:
+        return None
+    ratio = {}
+    for key in USERS["m"]:
+        q, r = divmod(coef[key, outer], coef[key, inner])
+        if r or q <= 0:
+            return None
+        ratio[key] = q
+    span = extents[inner]
+    if ratio["c"] != span or ratio["a"] == span or ratio["a"] < span:
+        return None
+    c = operands["c"]
+    if _gap_refusal("", "m", group, c, (span, 1), extents) is not None:
+        return None
+    unit = tuple((k, coef[k, inner]) for k in USERS["m"])
+    split = (("a", span, coef["a", outer]),)
+    return Dimension(group, (span, 1), unit, split)
 
 
 def _gap_refusal(stmt, role, group, c: Operand, ratios, extents) -> Refusal | None:

@@ -419,9 +419,11 @@ class LayerModel:
                 ext[role] = sp.Integer(1)
             elif len(g) == 1:
                 ext[role] = self.size(stmt, g[0])
-            elif role == "k":
+            elif role == "k" or stmt.name not in self.st.pitched:
                 # a fused K is whole in every tile (its pitches are exact spans,
-                # also when A reads its outer iterator by another pitch)
+                # also when A reads its outer iterator by another pitch); so is
+                # the inner iterator of an M fused over a compact output, which
+                # A reads at its own pitch (polyc.ir.macmap, the M split)
                 ext[role] = sp.Mul(*(self.size(stmt, it) for it in g))
             else:
                 pitch = self.pitch(stmt)

@@ -167,8 +167,9 @@ def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
     """MAC mappings to try: ``((m, n, k), pitched, layouts, phased)``.
 
     Each dimension is the longest iterator of its role (a convolution's channels,
-    not its filter taps). M may also fuse its two innermost iterators over a padded
-    output pitch (several output rows per call). K may fuse the filter-row tap with
+    not its filter taps). M may also fuse its two innermost iterators (several output rows
+    per call), over an output padded to the input's pitch or over a compact output
+    whose rows A reads at its own pitch. K may fuse the filter-row tap with
     the channels when the operands sit channels-last in their buffers (``layouts``
     moves the channel dimension innermost), so that one call covers a row of taps,
     and the filter row with both (:func:`_filter_rows`), one call per window,
@@ -190,7 +191,11 @@ def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
 
     m, n, k = longest("m"), longest("n"), longest("k")
     ms = con.members("m")
-    ms_options = [(m, False)] + ([(ms[-2:], True)] if len(ms) >= 2 else [])
+    # fused M over a padded output (pitched), or over a compact one that A reads
+    # at its own row pitch (not pitched: polyc.ir.macmap's M split)
+    ms_options = [(m, False)]
+    if len(ms) >= 2:
+        ms_options += [(ms[-2:], True), (ms[-2:], False)]
     k_options = [(k, ())]
     fused = _channels_last(layer, stmt, con)
     if fused is not None:

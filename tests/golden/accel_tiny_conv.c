@@ -67,145 +67,150 @@ void polyc_conv2d(pc_ctx *_pc_ctx, void * _pc_input, void * _pc_weight, void * _
   pc_b_pc_zero_l1 = pc_alloc(_pc_ctx, 1, 16368, 16, "pc_zero_l1");
   pc_zero_fill(_pc_ctx, pc_b_pc_zero_l1);
   /* @scope weight_l1_0, input_l1_0, out_l1_0 */
-  pc_b_weight_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 576, "weight_l1_0");
+  pc_b_weight_l1_0 = pc_alloc(_pc_ctx, 1, 3520, 864, "weight_l1_0");
   pc_p_weight_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_weight_l1_0);
   pc_slot_weight_l1_0 = -1;
-  pc_b_input_l1_0 = pc_alloc(_pc_ctx, 1, 3712, 576, "input_l1_0");
+  pc_b_input_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 768, "input_l1_0");
   pc_p_input_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_input_l1_0);
   pc_slot_input_l1_0 = -1;
   pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 12288, 192, "out_l1_0");
   pc_p_out_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_out_l1_0);
   pc_slot_out_l1_0 = -1;
-  /* @buffer weight_l1_0: weight[8x4x3x3] in l1, 1 slot, copy in */
-  /* pc_in_weight_l1_0 */
-  {
-    pc_slot_weight_l1_0 = (pc_slot_weight_l1_0 + 1) % 1;
-    pc_o_weight_l1_0_0 = 0;
-    pc_o_weight_l1_0_1 = 0;
-    pc_o_weight_l1_0_2 = 0;
-    pc_o_weight_l1_0_3 = 0;
-    const long pc_l0 = pc_o_weight_l1_0_0, pc_h0 = 7;
-    const long pc_l1 = pc_o_weight_l1_0_1, pc_h1 = 3;
-    const long pc_l2 = pc_o_weight_l1_0_2, pc_h2 = 2;
-    const long pc_l3 = pc_o_weight_l1_0_3, pc_h3 = 2;
-    pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1, pc_h2 - pc_l2 + 1, pc_h3 - pc_l3 + 1}), pc_b_weight_l1_0, pc_slot_weight_l1_0 * 288 + 36 * ((pc_l0) - pc_o_weight_l1_0_0) + 1 * ((pc_l1) - pc_o_weight_l1_0_1) + 12 * ((pc_l2) - pc_o_weight_l1_0_2) + 4 * ((pc_l3) - pc_o_weight_l1_0_3), ((const int64_t[]){36, 1, 12, 4}), pc_b_weight, 36 * pc_l0 + 9 * pc_l1 + 3 * pc_l2 + 1 * pc_l3, ((const int64_t[]){36, 9, 3, 1}), "weight in");
-  }
   /* band L0 */
-  for (long h_t = 0; h_t <= 5; h_t += 1)
+  for (long o_t = 0; o_t <= 1; o_t += 1)
   {
-    /* @buffer input_l1_0: input[1x4x3x8] in l1, 3 slots, copy in */
-    /* @buffer out_l1_0: out[1x8x1x6] in l1, 2 slots, copy out */
-    /* pc_in_input_l1_0 */
+    /* @buffer weight_l1_0: weight[4x4x3x3] in l1, 3 slots, copy in */
+    /* pc_in_weight_l1_0 */
     {
       const long pc_a0 = 0;
-      const long pc_a1 = 0;
-      const long pc_a2 = h_t;
+      const long pc_a1 = o_t;
       (void)pc_a0;
       (void)pc_a1;
-      (void)pc_a2;
-      pc_slot_input_l1_0 = (pc_slot_input_l1_0 + 1) % 3;
-      pc_o_input_l1_0_0 = 0;
-      pc_o_input_l1_0_1 = 0;
-      pc_o_input_l1_0_2 = (pc_a2 == 0 ? 0 : pc_a2 - 1);
-      pc_o_input_l1_0_3 = -1;
-      const long pc_l0 = max(pc_o_input_l1_0_0, 0), pc_h0 = min(0, 0);
-      const long pc_l1 = max(pc_o_input_l1_0_1, 0), pc_h1 = min(3, 3);
-      const long pc_l2 = max(pc_o_input_l1_0_2, 0), pc_h2 = min((pc_a2 >= 4 ? 5 : pc_a2 + 1), 5);
-      const long pc_l3 = max(pc_o_input_l1_0_3, 0), pc_h3 = min(6, 5);
-      if (pc_l0 > pc_o_input_l1_0_0)
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_l0 - (pc_o_input_l1_0_0), (3) - (pc_o_input_l1_0_1) + 1, ((pc_a2 >= 4 ? 5 : pc_a2 + 1)) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      if (pc_h0 < 0)
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - pc_h0, (3) - (pc_o_input_l1_0_1) + 1, ((pc_a2 >= 4 ? 5 : pc_a2 + 1)) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_h0 + 1) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      if (pc_l1 > pc_o_input_l1_0_1)
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, pc_l1 - (pc_o_input_l1_0_1), ((pc_a2 >= 4 ? 5 : pc_a2 + 1)) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      if (pc_h1 < 3)
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - pc_h1, ((pc_a2 >= 4 ? 5 : pc_a2 + 1)) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_h1 + 1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      if (pc_l2 > pc_o_input_l1_0_2)
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, pc_l2 - (pc_o_input_l1_0_2), (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      if (pc_h2 < (pc_a2 >= 4 ? 5 : pc_a2 + 1))
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, ((pc_a2 >= 4 ? 5 : pc_a2 + 1)) - pc_h2, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_h2 + 1) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      if (pc_l3 > pc_o_input_l1_0_3)
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, ((pc_a2 >= 4 ? 5 : pc_a2 + 1)) - (pc_o_input_l1_0_2) + 1, pc_l3 - (pc_o_input_l1_0_3)}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      if (pc_h3 < 6)
-      {
-        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, ((pc_a2 >= 4 ? 5 : pc_a2 + 1)) - (pc_o_input_l1_0_2) + 1, (6) - pc_h3}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_h3 + 1) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-      }
-      pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1, pc_h2 - pc_l2 + 1, pc_h3 - pc_l3 + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_l0) - pc_o_input_l1_0_0) + 1 * ((pc_l1) - pc_o_input_l1_0_1) + 32 * ((pc_l2) - pc_o_input_l1_0_2) + 4 * ((pc_l3) - pc_o_input_l1_0_3), ((const int64_t[]){96, 1, 32, 4}), pc_b_input, 144 * pc_l0 + 36 * pc_l1 + 6 * pc_l2 + 1 * pc_l3, ((const int64_t[]){144, 36, 6, 1}), "input in");
+      pc_slot_weight_l1_0 = (pc_slot_weight_l1_0 + 1) % 3;
+      pc_o_weight_l1_0_0 = 4 * pc_a1;
+      pc_o_weight_l1_0_1 = 0;
+      pc_o_weight_l1_0_2 = 0;
+      pc_o_weight_l1_0_3 = 0;
+      const long pc_l0 = pc_o_weight_l1_0_0, pc_h0 = 4 * pc_a1 + 3;
+      const long pc_l1 = pc_o_weight_l1_0_1, pc_h1 = 3;
+      const long pc_l2 = pc_o_weight_l1_0_2, pc_h2 = 2;
+      const long pc_l3 = pc_o_weight_l1_0_3, pc_h3 = 2;
+      pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1, pc_h2 - pc_l2 + 1, pc_h3 - pc_l3 + 1}), pc_b_weight_l1_0, pc_slot_weight_l1_0 * 144 + 36 * ((pc_l0) - pc_o_weight_l1_0_0) + 1 * ((pc_l1) - pc_o_weight_l1_0_1) + 12 * ((pc_l2) - pc_o_weight_l1_0_2) + 4 * ((pc_l3) - pc_o_weight_l1_0_3), ((const int64_t[]){36, 1, 12, 4}), pc_b_weight, 36 * pc_l0 + 9 * pc_l1 + 3 * pc_l2 + 1 * pc_l3, ((const int64_t[]){36, 9, 3, 1}), "weight in");
     }
-    /* pc_in_out_l1_0 */
+    /* band L0_h_t */
+    for (long h_t = 0; h_t <= 2; h_t += 1)
     {
-      const long pc_a0 = 0;
-      const long pc_a1 = 0;
-      const long pc_a2 = h_t;
-      (void)pc_a0;
-      (void)pc_a1;
-      (void)pc_a2;
-      pc_slot_out_l1_0 = (pc_slot_out_l1_0 + 1) % 2;
-      pc_o_out_l1_0_0 = 0;
-      pc_o_out_l1_0_1 = 0;
-      pc_o_out_l1_0_2 = pc_a2;
-      pc_o_out_l1_0_3 = 0;
-    }
-    /* band L0_w_t */
-    /* S0: folded */
-    pc_fresh_S1 = 1;
-    /* @tensorize(matmul) S1: m=w n=o k=rw*rc loops=n,h,rh init=S0 */
-    /* pc_mac_S1 */
-    {
-      const long pc_a0 = 0;
-      const long pc_a1 = 0;
-      const long pc_a2 = h_t;
-      const long pc_a3 = 0;
-      (void)pc_a0;
-      (void)pc_a1;
-      (void)pc_a2;
-      (void)pc_a3;
-      const long pc_lo_n = 0, pc_hi_n = 0;
-      const long pc_lo_o = 0, pc_hi_o = 7;
-      const long pc_lo_h = pc_a2, pc_hi_h = pc_a2;
-      const long pc_lo_w = 0, pc_hi_w = 5;
-      const long pc_lo_rc = 0, pc_hi_rc = 3;
-      const long pc_lo_rh = (pc_a2 >= 1 ? 0 : 1), pc_hi_rh = (pc_a2 <= 3 ? 2 : -pc_a2 + 6);
-      const long pc_lo_rw = 0, pc_hi_rw = 2;
-      for (long pc_x_n = pc_lo_n; pc_x_n <= pc_hi_n; pc_x_n++)
+      /* @buffer input_l1_0: input[1x4x4x8] in l1, 3 slots, copy in */
+      /* @buffer out_l1_0: out[1x4x2x6] in l1, 2 slots, copy out */
+      /* pc_in_input_l1_0 */
       {
-        for (long pc_x_h = pc_lo_h; pc_x_h <= pc_hi_h; pc_x_h++)
+        const long pc_a0 = 0;
+        const long pc_a1 = o_t;
+        const long pc_a2 = h_t;
+        (void)pc_a0;
+        (void)pc_a1;
+        (void)pc_a2;
+        pc_slot_input_l1_0 = (pc_slot_input_l1_0 + 1) % 3;
+        pc_o_input_l1_0_0 = 0;
+        pc_o_input_l1_0_1 = 0;
+        pc_o_input_l1_0_2 = 2 * pc_a2 - 1;
+        pc_o_input_l1_0_3 = -1;
+        const long pc_l0 = max(pc_o_input_l1_0_0, 0), pc_h0 = min(0, 0);
+        const long pc_l1 = max(pc_o_input_l1_0_1, 0), pc_h1 = min(3, 3);
+        const long pc_l2 = max(pc_o_input_l1_0_2, 0), pc_h2 = min(2 * pc_a2 + 2, 5);
+        const long pc_l3 = max(pc_o_input_l1_0_3, 0), pc_h3 = min(6, 5);
+        if (pc_l0 > pc_o_input_l1_0_0)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_l0 - (pc_o_input_l1_0_0), (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        if (pc_h0 < 0)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - pc_h0, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_h0 + 1) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        if (pc_l1 > pc_o_input_l1_0_1)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, pc_l1 - (pc_o_input_l1_0_1), (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        if (pc_h1 < 3)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - pc_h1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_h1 + 1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        if (pc_l2 > pc_o_input_l1_0_2)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, pc_l2 - (pc_o_input_l1_0_2), (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        if (pc_h2 < 2 * pc_a2 + 2)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - pc_h2, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_h2 + 1) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        if (pc_l3 > pc_o_input_l1_0_3)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, pc_l3 - (pc_o_input_l1_0_3)}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        if (pc_h3 < 6)
+        {
+          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - pc_h3}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_h3 + 1) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+        }
+        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1, pc_h2 - pc_l2 + 1, pc_h3 - pc_l3 + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_l0) - pc_o_input_l1_0_0) + 1 * ((pc_l1) - pc_o_input_l1_0_1) + 32 * ((pc_l2) - pc_o_input_l1_0_2) + 4 * ((pc_l3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_input, 144 * pc_l0 + 36 * pc_l1 + 6 * pc_l2 + 1 * pc_l3, ((const int64_t[]){144, 36, 6, 1}), "input in");
+      }
+      /* pc_in_out_l1_0 */
+      {
+        const long pc_a0 = 0;
+        const long pc_a1 = o_t;
+        const long pc_a2 = h_t;
+        (void)pc_a0;
+        (void)pc_a1;
+        (void)pc_a2;
+        pc_slot_out_l1_0 = (pc_slot_out_l1_0 + 1) % 2;
+        pc_o_out_l1_0_0 = 0;
+        pc_o_out_l1_0_1 = 4 * pc_a1;
+        pc_o_out_l1_0_2 = 2 * pc_a2;
+        pc_o_out_l1_0_3 = 0;
+      }
+      /* band L0_w_t */
+      /* S0: folded */
+      pc_fresh_S1 = 1;
+      /* @tensorize(matmul) S1: m=h*w n=o k=rw*rc loops=n,rh init=S0 */
+      /* pc_mac_S1 */
+      {
+        const long pc_a0 = 0;
+        const long pc_a1 = o_t;
+        const long pc_a2 = h_t;
+        const long pc_a3 = 0;
+        (void)pc_a0;
+        (void)pc_a1;
+        (void)pc_a2;
+        (void)pc_a3;
+        const long pc_lo_n = 0, pc_hi_n = 0;
+        const long pc_lo_o = 4 * pc_a1, pc_hi_o = 4 * pc_a1 + 3;
+        const long pc_lo_h = 2 * pc_a2, pc_hi_h = 2 * pc_a2 + 1;
+        const long pc_lo_w = 0, pc_hi_w = 5;
+        const long pc_lo_rc = 0, pc_hi_rc = 3;
+        const long pc_lo_rh = 0, pc_hi_rh = 2;
+        const long pc_lo_rw = 0, pc_hi_rw = 2;
+        for (long pc_x_n = pc_lo_n; pc_x_n <= pc_hi_n; pc_x_n++)
         {
           for (long pc_x_rh = pc_lo_rh; pc_x_rh <= pc_hi_rh; pc_x_rh++)
           {
-            pc_mac(_pc_ctx, 1, ((pc_hi_w - pc_lo_w) * 1 + 1), ((pc_hi_o - pc_lo_o) * 1 + 1), ((pc_hi_rw - pc_lo_rw) * 4 + (pc_hi_rc - pc_lo_rc) * 1 + 1), !(pc_fresh_S1 && pc_x_rh == pc_lo_rh), ((pc_view){pc_b_input_l1_0, pc_slot_input_l1_0 * 96 + 96 * ((pc_x_n) - pc_o_input_l1_0_0) + 1 * ((pc_lo_rc) - pc_o_input_l1_0_1) + 32 * ((pc_x_h + pc_x_rh - 1) - pc_o_input_l1_0_2) + 4 * ((pc_lo_rw + pc_lo_w - 1) - pc_o_input_l1_0_3), 4, 1}), ((pc_view){pc_b_weight_l1_0, pc_slot_weight_l1_0 * 288 + 36 * ((pc_lo_o) - pc_o_weight_l1_0_0) + 1 * ((pc_lo_rc) - pc_o_weight_l1_0_1) + 12 * ((pc_x_rh) - pc_o_weight_l1_0_2) + 4 * ((pc_lo_rw) - pc_o_weight_l1_0_3), 1, 36}), ((pc_view){pc_b_out_l1_0, pc_slot_out_l1_0 * 48 + 48 * ((pc_x_n) - pc_o_out_l1_0_0) + 6 * ((pc_lo_o) - pc_o_out_l1_0_1) + 6 * ((pc_x_h) - pc_o_out_l1_0_2) + 1 * ((pc_lo_w) - pc_o_out_l1_0_3), 1, 6}), "S1");
+            pc_mac(_pc_ctx, 1, ((pc_hi_h - pc_lo_h) * 6 + (pc_hi_w - pc_lo_w) * 1 + 1), ((pc_hi_o - pc_lo_o) * 1 + 1), ((pc_hi_rw - pc_lo_rw) * 4 + (pc_hi_rc - pc_lo_rc) * 1 + 1), !(pc_fresh_S1 && pc_x_rh == pc_lo_rh), ((pc_view){pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_x_n) - pc_o_input_l1_0_0) + 1 * ((pc_lo_rc) - pc_o_input_l1_0_1) + 32 * ((pc_lo_h + pc_x_rh - 1) - pc_o_input_l1_0_2) + 4 * ((pc_lo_rw + pc_lo_w - 1) - pc_o_input_l1_0_3), 4, 1, 0, 0, 6, 32}), ((pc_view){pc_b_weight_l1_0, pc_slot_weight_l1_0 * 144 + 36 * ((pc_lo_o) - pc_o_weight_l1_0_0) + 1 * ((pc_lo_rc) - pc_o_weight_l1_0_1) + 12 * ((pc_x_rh) - pc_o_weight_l1_0_2) + 4 * ((pc_lo_rw) - pc_o_weight_l1_0_3), 1, 36}), ((pc_view){pc_b_out_l1_0, pc_slot_out_l1_0 * 48 + 48 * ((pc_x_n) - pc_o_out_l1_0_0) + 12 * ((pc_lo_o) - pc_o_out_l1_0_1) + 6 * ((pc_lo_h) - pc_o_out_l1_0_2) + 1 * ((pc_lo_w) - pc_o_out_l1_0_3), 1, 12}), "S1");
           }
         }
+        pc_fresh_S1 = 0;
       }
-      pc_fresh_S1 = 0;
-    }
-    /* pc_out_out_l1_0 */
-    {
-      const long pc_a0 = 0;
-      const long pc_a1 = 0;
-      const long pc_a2 = h_t;
-      (void)pc_a0;
-      (void)pc_a1;
-      (void)pc_a2;
-      const long pc_l0 = 0, pc_h0 = 0;
-      const long pc_l1 = 0, pc_h1 = 7;
-      const long pc_l2 = pc_a2, pc_h2 = pc_a2;
-      const long pc_l3 = 0, pc_h3 = 5;
-      pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1, pc_h2 - pc_l2 + 1, pc_h3 - pc_l3 + 1}), pc_b_out, 288 * pc_l0 + 36 * pc_l1 + 6 * pc_l2 + 1 * pc_l3, ((const int64_t[]){288, 36, 6, 1}), pc_b_out_l1_0, pc_slot_out_l1_0 * 48 + 48 * ((pc_l0) - pc_o_out_l1_0_0) + 6 * ((pc_l1) - pc_o_out_l1_0_1) + 6 * ((pc_l2) - pc_o_out_l1_0_2) + 1 * ((pc_l3) - pc_o_out_l1_0_3), ((const int64_t[]){48, 6, 6, 1}), "out out");
+      /* pc_out_out_l1_0 */
+      {
+        const long pc_a0 = 0;
+        const long pc_a1 = o_t;
+        const long pc_a2 = h_t;
+        (void)pc_a0;
+        (void)pc_a1;
+        (void)pc_a2;
+        const long pc_l0 = 0, pc_h0 = 0;
+        const long pc_l1 = 4 * pc_a1, pc_h1 = 4 * pc_a1 + 3;
+        const long pc_l2 = 2 * pc_a2, pc_h2 = 2 * pc_a2 + 1;
+        const long pc_l3 = 0, pc_h3 = 5;
+        pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1, pc_h2 - pc_l2 + 1, pc_h3 - pc_l3 + 1}), pc_b_out, 288 * pc_l0 + 36 * pc_l1 + 6 * pc_l2 + 1 * pc_l3, ((const int64_t[]){288, 36, 6, 1}), pc_b_out_l1_0, pc_slot_out_l1_0 * 48 + 48 * ((pc_l0) - pc_o_out_l1_0_0) + 12 * ((pc_l1) - pc_o_out_l1_0_1) + 6 * ((pc_l2) - pc_o_out_l1_0_2) + 1 * ((pc_l3) - pc_o_out_l1_0_3), ((const int64_t[]){48, 12, 6, 1}), "out out");
+      }
     }
   }
   pc_free(_pc_ctx, pc_b_weight_l1_0);

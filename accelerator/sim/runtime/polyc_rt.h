@@ -164,7 +164,10 @@ typedef struct {
 /* a 2-D window of a buffer, in elements: element (r, c) is at off + r*rs + c*cs.
  * With span > 0 (pc_mac's A operand only: an im2col read of a convolution's
  * input) the column splits in two strides: (r, c) is at
- * off + r*rs + (c / span)*ps + (c % span)*cs. */
+ * off + r*rs + (c / span)*ps + (c % span)*cs. With rspan > 0 (pc_mac's A operand
+ * only: several output rows of a convolution per call, the input read at its own
+ * row pitch while the output is compact) the row splits the same way: the row
+ * part is (r / rspan)*rps + (r % rspan)*rs. */
 typedef struct {
   int buf;
   int64_t off;
@@ -172,6 +175,8 @@ typedef struct {
   int64_t cs;
   int64_t span;
   int64_t ps;
+  int64_t rspan;
+  int64_t rps;
 } pc_view;
 
 /* a byte range [lo, hi) of a buffer that an operation reads or writes */

@@ -21,18 +21,27 @@ static const char *pc_label(const char *label) { return label ? label : ""; }
 static int pc_view_range(pc_ctx *ctx, pc_view v, int64_t rows, int64_t cols,
                          int esize, int is_write, pc_range *out, const char *op,
                          const char *label) {
-  int64_t size[3] = {rows, cols, 1}, stride[3] = {v.rs, v.cs, 0};
+  /* dimensions 0-1 the rows (outer, inner), 2-3 the columns */
+  int64_t size[4] = {1, rows, cols, 1}, stride[4] = {0, v.rs, v.cs, 0};
   if (v.span > 0) {
     if (cols % v.span)
       return pc__fail(ctx, "%s %s: the view's %lld columns do not split into "
                           "whole spans because its span is %lld. Pass a multiple "
                           "of the span.",
                      op, pc_label(label), (long long)cols, (long long)v.span);
-    size[1] = cols / v.span, size[2] = v.span, stride[1] = v.ps, stride[2] = v.cs;
+    size[2] = cols / v.span, size[3] = v.span, stride[2] = v.ps, stride[3] = v.cs;
+  }
+  if (v.rspan > 0) {
+    if (rows % v.rspan)
+      return pc__fail(ctx, "%s %s: the view's %lld rows do not split into whole "
+                          "spans because its row span is %lld. Pass a multiple "
+                          "of the row span.",
+                     op, pc_label(label), (long long)rows, (long long)v.rspan);
+    size[0] = rows / v.rspan, size[1] = v.rspan, stride[0] = v.rps;
   }
   out->buf = v.buf;
   out->is_write = is_write;
-  pc__block_range(3, size, stride, v.off, esize, &out->lo, &out->hi);
+  pc__block_range(4, size, stride, v.off, esize, &out->lo, &out->hi);
   return pc__check_range(ctx, out, op, label);
 }
 
@@ -61,10 +70,12 @@ static void pc_account_bytes(pc_ctx *ctx, const pc_range *r, int64_t bytes) {
 
 #define PC_AT(T, base, v, r, c) (((T *)(base))[(v).off + (r) * (v).rs + (c) * (v).cs])
 
-/* A's element (r, c), its column split in two strides when a.span > 0 */
+/* A's element (r, c), its row split in two strides when a.rspan > 0 and its
+ * column when a.span > 0 */
 static inline int64_t pc_a_at(pc_view a, int64_t r, int64_t c) {
-  if (a.span <= 0) return a.off + r * a.rs + c * a.cs;
-  return a.off + r * a.rs + (c / a.span) * a.ps + (c % a.span) * a.cs;
+  int64_t row = a.rspan <= 0 ? r * a.rs : (r / a.rspan) * a.rps + (r % a.rspan) * a.rs;
+  if (a.span <= 0) return a.off + row + c * a.cs;
+  return a.off + row + (c / a.span) * a.ps + (c % a.span) * a.cs;
 }
 
 /* One output row accumulates in row[] (as TR: int32 for int32, float for fp16 and
@@ -203,10 +214,11 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
                               "the vector unit or use a config that supports it.",
                          pc_label(label), names[in_type[mode]]);
   if (m <= 0 || n <= 0 || k <= 0) return;
-  if (b.span > 0 || c.span > 0)
-    return (void)pc__fail(ctx, "pc_mac %s: the %s view splits its columns because "
-                              "its span is set. Split only A's columns.",
-                         pc_label(label), b.span > 0 ? "B" : "C");
+  if (b.span > 0 || c.span > 0 || b.rspan > 0 || c.rspan > 0)
+    return (void)pc__fail(ctx, "pc_mac %s: the %s view splits its rows or columns "
+                              "because its span is set. Split only A's rows and "
+                              "columns.",
+                         pc_label(label), b.span > 0 || b.rspan > 0 ? "B" : "C");
   pc_range acc[4];
   if (pc_view_range(ctx, a, m, k, in_size[mode], 0, &acc[0], "pc_mac", label) ||
       pc_view_range(ctx, b, k, n, in_size[mode], 0, &acc[1], "pc_mac", label) ||

@@ -138,10 +138,50 @@ def test_the_benchmark_baseline_formula_is_the_dram_direct_simulation(rng):
             assert baseline_cycles(kernel, load_config(config)) == report.cycles
 
 
-def test_a_stride_2_conv_reads_its_input_in_phases(rng):
+def test_a_stride_2_conv_fuses_output_rows_over_a_compact_output(rng):
+    """M = (h, w) over a compact output: A's rows are read with two strides (2
+    elements within an input row, two input rows from one output row to the
+    next), so the input needs no phases and the calls run over no padding."""
+    from polyc.ir import macmap
     from schedules.accel.memplan import buffers
     from tests.support.placecheck import check
 
+    kernel = ops.conv2d(
+        (1, 32, 28, 28), (64, 32, 3, 3), bias=False, stride=2, padding=1
+    )
+    compiled = polyc.compile(kernel, config="datacenter", checks=True)
+    (inp,) = [b for b in buffers(compiled.kernel.schedule) if b.array == "input"]
+    assert inp.phases == ()
+    (name,) = [s for s, (tm, _) in macmap.placed(compiled.kernel).items()]
+    tm, bufs = macmap.placed(compiled.kernel)[name]
+    dims = macmap.from_marks(compiled.kernel.statement(name), tm, bufs)
+    assert dims["m"].group == ("h", "w")
+    span, pitch = dims["m"].split_of("a")
+    assert span == 14  # the whole output row, in every tile
+    # two elements along an input row per output column, two input rows per
+    # output row (NCHW input: dimension 2 its rows, 3 its columns)
+    assert dims["m"].stride("a") == 2 * inp.strides[3]
+    assert pitch == 2 * inp.strides[2]
+    data = _inputs(kernel, rng)
+    out, _ = compiled.run(data)
+    check(kernel, out, data, "compact M over a strided input")
+
+
+def test_a_stride_2_conv_reads_its_input_in_phases(rng, monkeypatch):
+    """Without the compact M (the mapping withheld from the search), fused
+    output rows over a padded output need the input in phases."""
+    from schedules.accel import search
+    from schedules.accel.memplan import buffers
+    from tests.support.placecheck import check
+
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    groups = search.mac_groups
+
+    def no_compact_m(*args, **kwargs):
+        return [g for g in groups(*args, **kwargs) if len(g[0][0]) < 2 or g[1]]
+
+    monkeypatch.setattr(search, "mac_groups", no_compact_m)
     # float32: the interpreter's order of fp16 roundings is not the array's
     kernel = ops.conv2d(
         (1, 32, 28, 28), (64, 32, 3, 3), bias=False, stride=2, padding=1
