@@ -335,13 +335,28 @@ def test_a_recurrence_runs_on_the_scalar_core_from_its_buffer(rng):
     assert report.level("l1").bytes_read > 0
 
 
-def test_fusing_mac_rows_needs_matching_pitches():
+def test_fusing_mac_rows_needs_matching_pitches_or_whole_rows():
     from polyc.errors import CodegenError
 
     kernel = ops.conv2d((1, 4, 8, 8), (8, 4, 3, 3), bias=False, padding=1)
+    rng = np.random.default_rng(1)
+    x = _inputs(kernel, rng)
+    # a compact output (row pitch 8) under an input of pitch 10: A's rows are
+    # read with two strides (the M split), the output rows whole in every tile
     k = S.tile(kernel, "S0", {"n": 1, "o": 8})
     k = S.tile(k, "S1", {"n": 1, "o": 8})
     k = S.fuse(k, ["S0_t", "S1_t"], depth=2, name="T")
+    k = S.tensorize(k, "S1", m=("h", "w"), n=("o",), k=("rc",))
+    k = S.map_vector(k, "S0")
+    k = S.place(k, "T", ["input", "weight", "out"], "l1", config="tiny")
+    out, report = polyc.compile(kernel, config="tiny", schedule=k).run(x)
+    check(kernel, out, x, "compact rows")
+    assert len([e for e in report.events if e.kind == "mac"]) == 9  # one per tap
+    # output rows cut into tiles of 3 of 8 columns: the last tile's rows are
+    # shorter, so no one span splits A's rows, and the pitches differ
+    k = S.tile(kernel, "S0", {"n": 1, "o": 8, "w": 3})
+    k = S.tile(k, "S1", {"n": 1, "o": 8, "w": 3})
+    k = S.fuse(k, ["S0_t", "S1_t"], depth=3, name="T")
     k = S.tensorize(k, "S1", m=("h", "w"), n=("o",), k=("rc",))
     k = S.map_vector(k, "S0")
     k = S.place(k, "T", ["input", "weight", "out"], "l1", config="tiny")
@@ -360,8 +375,6 @@ def test_fusing_mac_rows_needs_matching_pitches():
     k = S.map_vector(k, "S0")
     k = S.place(k, "T", ["input", "weight"], "l1", config="tiny", plan=False)
     k = S.place(k, "T", "out", "l1", config="tiny", pad={"out": {3: 10}})
-    rng = np.random.default_rng(1)
-    x = _inputs(kernel, rng)
     out, report = polyc.compile(kernel, config="tiny", schedule=k).run(x)
     check(kernel, out, x, "pitched")
     assert len([e for e in report.events if e.kind == "mac"]) == 9  # one per tap
