@@ -20,7 +20,7 @@ import math
 
 from accelerator.hardware.spec import Spec
 from polyc.ir.kernel import Kernel
-from schedules.accel import cache
+from schedules.accel import boundary, cache
 from schedules.accel.layers import MAX_STATEMENTS, Layer, _count, split
 
 
@@ -60,6 +60,8 @@ def fusion_cuts(
             cur = None
             continue
         alone = _best(kernel, piece, spec, stage, found)
+        # apart, the piece's first loads may run under cur's last tile
+        apart = alone - _overlap(kernel, cur, piece, spec, stage, found)
         same = (
             cur is not None
             and owner.get(piece.children[0]) == owner.get(cur.children[-1])
@@ -76,12 +78,24 @@ def fusion_cuts(
                 cur.children + piece.children,
             )
             together = _best(kernel, merged, spec, stage, found)
-            if together < cost + alone:
+            if together < cost + apart:
                 cur, cost = merged, together
                 continue
         cuts.add(piece.children[0])
         cur, cost = piece, alone
     return cuts
+
+
+def _overlap(kernel, cur, piece, spec, stage, found) -> float:
+    """Predicted cycles ``piece``'s best candidate overlaps with ``cur``'s when
+    it starts a layer after it (:func:`schedules.accel.boundary.credit`)."""
+    if cur is None:
+        return 0.0
+    _best(kernel, cur, spec, stage, found)
+    a, b = found[(cur.children, cur.depth)], found[(piece.children, piece.depth)]
+    if not a or not b:
+        return 0.0
+    return boundary.credit(spec, a[0], boundary.written(cur), b[0])
 
 
 def _contraction_starts(layer: Layer) -> list[int]:

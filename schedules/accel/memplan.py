@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -118,6 +118,77 @@ def plan(
     raise AssertionError  # pragma: no cover
 
 
+def plan_overlapped(
+    spec: Spec,
+    requests: Sequence[Request],
+    zero_levels: Sequence[int] = (),
+    bank_aware: bool = True,
+) -> dict[str, Allocation]:
+    """Offsets for ``requests`` of one layer each (``start == end``) where each
+    layer's buffers also keep off the bytes of the layer before, in every level
+    where the two layers fit together: the next layer's first loads then wait
+    for no write-after-read hazard on the bytes the previous layer still reads,
+    and its first tiles may run beside the previous layer's last ones (what
+    really depends on the previous layer still waits, through DRAM's hazards).
+    A (layer, level) whose extended lifetime leaves some buffer no gap is planned
+    as before, one at a time. The bank-aware packing (:func:`plan`) is tried
+    first, with overlap and then without; first fit with overlap only where the
+    bank rule finds no gap even without it. With nothing left to extend this is
+    :func:`plan`: it never fails where :func:`plan` succeeds.
+
+    Raises:
+        PlacementError: as :func:`plan`.
+    """
+    together: dict[tuple[int, int], int] = {}
+    for r in requests:
+        align = spec.memory[r.level_index].alignment_bytes
+        for layer in (r.end, r.end + 1):
+            key = (layer, r.level_index)
+            together[key] = together.get(key, 0) + round_up(r.bytes, align)
+    extend = {
+        (r.end, r.level_index)
+        for r in requests
+        if r.start == r.end
+        and r.end > 0
+        and together[(r.end, r.level_index)]
+        <= _capacity(spec, r.level_index, zero_levels)
+    }
+    if bank_aware:  # the bank rule is a preference, as in plan
+        got = _extended(spec, requests, zero_levels, extend, banked=True)
+        if got is not None:
+            return got
+        try:  # today's bank-aware plan rather than overlap without banks
+            return _pack(spec, requests, zero_levels, banked=True)
+        except _NoGap:
+            pass
+    got = _extended(spec, requests, zero_levels, extend, banked=False)
+    if got is not None:
+        return got
+    return plan(spec, requests, zero_levels, bank_aware)
+
+
+def _extended(spec, requests, zero_levels, extend, banked: bool):
+    """The plan with the requests of each (layer, level) of ``extend`` live from
+    the layer before, dropping from ``extend`` what leaves a buffer no gap; None
+    when none is left or the gap is not theirs."""
+    extend = set(extend)
+    while extend:
+        extended = [
+            replace(r, start=r.start - 1) if (r.end, r.level_index) in extend else r
+            for r in requests
+        ]
+        try:
+            return _pack(spec, extended, zero_levels, banked=banked)
+        except _NoGap as gap:
+            key = (gap.req.end, gap.req.level_index)
+            if key not in extend:  # a buffer of a layer planned alone: the next
+                key = (gap.req.end + 1, gap.req.level_index)  # layer's is in the way
+            if key not in extend:
+                return None
+            extend.discard(key)
+    return None
+
+
 class _NoGap(Exception):
     def __init__(self, req, live, capacity):
         self.req, self.live, self.capacity = req, live, capacity
@@ -131,7 +202,9 @@ def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
         _NoGap: naming the first buffer that finds no gap.
     """
     out: dict[str, Allocation] = {}
-    order = sorted(requests, key=lambda r: (r.level_index, r.start, -r.bytes, r.name))
+    # by layer (a lifetime's end: a layer's buffers before those of the next
+    # one that keep off its bytes), then decreasing size
+    order = sorted(requests, key=lambda r: (r.level_index, r.end, -r.bytes, r.name))
     placed: list[tuple[Request, int]] = []
     for i, req in enumerate(order):
         level = spec.memory[req.level_index]
@@ -145,13 +218,15 @@ def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
         ]
         size = round_up(req.bytes, level.alignment_bytes)
         if banked and level.banks > 1:
+            # banks are shared out among the buffers of one layer; those of the
+            # layer before only take their bytes (they overlap at the boundary)
             later = sum(
-                r.level_index == req.level_index
-                and r.start <= req.end
-                and req.start <= r.end
+                r.level_index == req.level_index and r.end == req.end
                 for r in order[i + 1 :]
             )
-            offset = _bank_fit(req, live, later, level, capacity)
+            mine = [(r, off) for r, off in live if r.end == req.end]
+            taken = _taken(live, level.alignment_bytes)
+            offset = _bank_fit(req, mine, later, level, capacity, taken)
         else:
             offset = _first_fit(req, live, level.alignment_bytes)
         if offset is None or offset + size > capacity:
@@ -208,6 +283,7 @@ def _bank_fit(
     later: int,
     level: MemoryLevel,
     capacity: int,
+    taken: list[tuple[int, int]] | None = None,
 ) -> int | None:
     """The bank-aware offset of ``req`` (see the module docstring), None if no
     offset keeps each one-bank slot in one bank. ``later`` buffers live beside it
@@ -218,10 +294,12 @@ def _bank_fit(
     engines, or the array's two operands, at once), then by the free banks it
     takes beyond its share, then by the banks its own slots share (the DMA filling
     one slot beside the engine reading another, at the DMA's lower rate), then low
-    offset first."""
+    offset first. ``taken``: the byte ranges to keep off (by default those of
+    ``live``)."""
     align, bank = level.alignment_bytes, level.capacity_bytes // level.banks
     size = round_up(req.bytes, align)
-    taken = _taken(live, align)
+    if taken is None:
+        taken = _taken(live, align)
     others = [b for r, off in live for b in _slot_banks(r, off, bank, align)]
     used = {i for b in others for i in b}
     hot, cold = set(), set()  # banks of buffers produced on chip / filled by DMA
@@ -330,7 +408,7 @@ def replan(spec: Spec, schedule: isl.Schedule, bank_aware: bool = True) -> isl.S
         per_layer.setdefault(layer, []).append(b.name)
         if b.clamp:
             zero_levels.add(b.level_index)
-    allocs = plan(spec, requests, sorted(zero_levels), bank_aware)
+    allocs = plan_overlapped(spec, requests, sorted(zero_levels), bank_aware)
     for layer in sorted(per_layer, reverse=True):
         scope = pm.ScopeMark(tuple(allocs[n] for n in per_layer[layer]))
         node = tree.at(schedule, layer_paths[layer])

@@ -137,6 +137,7 @@ class Estimate:
     transfers: np.ndarray | None = None  # DMA calls
     staged: dict = field(default_factory=dict)  # array -> staged at each point
     level_bytes: dict = field(default_factory=dict)  # level index -> its bytes
+    edges: dict = field(default_factory=dict)  # terms.Busy.edges
 
 
 @dataclass(frozen=True)
@@ -623,6 +624,7 @@ class LayerModel:
             traffic.transfers,
             staged_at,
             per_level,
+            busy.edges,
         )
 
     def tile_box(self, buf: TileBuffer, ev, n: int) -> TileBox:

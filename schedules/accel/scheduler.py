@@ -37,7 +37,16 @@ from polyc.errors import PolycError
 from polyc.ir import macmap
 from polyc.ir.kernel import Kernel
 from schedules import stree
-from schedules.accel import attention, bias, cache, groups, inline, levels, search
+from schedules.accel import (
+    attention,
+    bias,
+    boundary,
+    cache,
+    groups,
+    inline,
+    levels,
+    search,
+)
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
@@ -88,7 +97,14 @@ class Choice:
 
     @property
     def predicted_cycles(self) -> float:
-        return sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
+        """The layers' predicted cycles, less what consecutive layers overlap
+        (:func:`schedules.accel.boundary.program_cycles`)."""
+        spec = next((lc.context[1] for lc in self.layers if lc.context), None)
+        if spec is None:
+            return sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
+        return boundary.program_cycles(
+            spec, [(lc.layer, lc.candidate) for lc in self.layers]
+        )
 
 
 def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:

@@ -57,9 +57,18 @@ class Candidate:
     engines: tuple[tuple[str, float], ...] = ()  # predicted busy cycles per engine
     transfers: float = 0.0  # DMA calls
     staged: tuple[str, ...] = ()  # operands staged whole in the level above
+    # what the next and the previous layer may overlap (terms.Busy.edges): the
+    # figures named by EDGES, and (array, time of its first copy) per load
+    edges: tuple[float, ...] = ()
+    first_loads: tuple[tuple[str, float], ...] = ()
 
     def size_of(self, var: TileVar) -> int | None:
         return dict(self.sizes).get(var)
+
+
+#: the figures of :attr:`Candidate.edges`, in order (numbers only: a candidate's
+#: strings are names, which :func:`renamed` replaces)
+EDGES = ("fill", "fill_bytes", "fill_calls", "tail", "tail_bytes", "tail_calls")
 
 
 def engine_level(spec: Spec) -> int:
@@ -588,6 +597,12 @@ def _best(
                 tuple((e, float(v[i])) for e, v in est.engines.items()),
                 float(est.transfers[i]),
                 tuple(a for a, use in est.staged.items() if use[i]),
+                tuple(float(est.edges[e][i]) for e in EDGES if est.edges),
+                tuple(
+                    (e[3:], float(v[i]))
+                    for e, v in est.edges.items()
+                    if e.startswith("in:")
+                ),
             )
         )
     return out
@@ -636,6 +651,7 @@ def _staged(one, two):
         engines={e: pick(v, two.engines[e]) for e, v in one.engines.items()},
         transfers=pick(one.transfers, two.transfers),
         staged={a: u & use for a, u in two.staged.items()},
+        edges={e: pick(v, two.edges[e]) for e, v in one.edges.items()},
     )
 
 

@@ -206,6 +206,8 @@ class Traffic:
     loads: list = field(default_factory=list)  # (copies, alone, fixed) per load
     # (copies, alone, fixed, bytes, calls) per store
     stores: list = field(default_factory=list)
+    # array -> the time of its copy before the first tile (copied-in buffers)
+    first_loads: dict = field(default_factory=dict)
 
     @classmethod
     def zeros(cls, n: int) -> Traffic:
@@ -229,6 +231,9 @@ class Traffic:
         if buf.copy_in:
             self.first_in += np.where(use, buf.whole_bytes, box.moved_bytes)
             self.first_time = np.maximum(self.first_time, alone)
+            self.first_loads[buf.name] = np.maximum(
+                self.first_loads.get(buf.name, 0.0), alone
+            )
             self.first_fixed = np.maximum(self.first_fixed, moves[0].fixed)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
             self.first_calls += calls
@@ -332,10 +337,17 @@ def _chain(model: LayerModel, ev):
 
 @dataclass(frozen=True)
 class Busy:
-    """The layer's predicted cycles, and each engine's busy cycles."""
+    """The layer's predicted cycles, and each engine's busy cycles; ``edges``:
+    what the layer before and the layer after may overlap (see
+    :mod:`schedules.accel.boundary`): ``fill``, the first tile's loads before
+    anything starts, ``tail``, the last tile's compute and stores, the DRAM
+    bytes and DMA calls of each (``fill_bytes``, ``tail_bytes``, ``fill_calls``,
+    ``tail_calls``), and per copied-in array
+    ``in:<array>``, its first copy."""
 
     cycles: np.ndarray
     engines: dict
+    edges: dict = field(default_factory=dict)
 
 
 def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
@@ -451,9 +463,19 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     cycles = np.maximum(
         cycles, fill + work.pro + work.mac + stalls + paced + work.epi + drain
     )
+    edges = {
+        "fill": fill,
+        "fill_bytes": fill_bytes,
+        "tail": last_tile + drain,
+        "tail_bytes": traffic.last_out,
+        "fill_calls": traffic.first_calls,
+        "tail_calls": sum((c[4] for c in traffic.stores), np.zeros(len(issues))),
+    }
+    edges.update({f"in:{a}": t for a, t in traffic.first_loads.items()})
     return Busy(
         cycles,
         {"mac": work.mac, "vector": work.vector, "dma": dma_time, "scalar": scalar},
+        edges,
     )
 
 

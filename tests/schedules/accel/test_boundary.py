@@ -1,0 +1,182 @@
+"""Consecutive layers overlap at their boundary: the memory planner keeps a
+layer's buffers off the previous layer's bytes where both fit
+(``memplan.plan_overlapped``), so the next layer's first loads need not wait for
+the previous layer's last reads, and the cost model credits that overlap
+(``schedules/accel/boundary.py``).
+
+Cost model tolerance: the whole program's predicted cycles within 25% of the
+simulated ones, as for single layers (tests/schedules/accel/test_scheduler.py).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import polyc
+from accelerator.hardware.config import load_config
+from polyc.errors import PlacementError
+from schedules.accel import boundary
+from schedules.accel.memplan import Request, plan, plan_overlapped
+
+TOLERANCE = 0.25
+
+
+def _mlp():
+    """Linear 64 -> 128, ReLU, linear 128 -> 128, GELU, linear 128 -> 10 on 4
+    rows (the model suite's ``mlp``): on datacenter the scheduler fuses the first
+    two linear layers and runs the third as a layer of its own."""
+    from polyc.frontends.torch.models import MLP
+
+    torch.manual_seed(0)
+    model = MLP(64, 128, 10).eval()
+    x = torch.randn(4, 64)
+    return polyc.from_torch(model, (x,)), {"arg0": x.numpy()}
+
+
+@pytest.fixture(scope="module")
+def mlp_run():
+    kernel, feeds = _mlp()
+    compiled = polyc.compile(kernel, config="datacenter", trace_limit=100_000)
+    out, report = compiled.run(**feeds)
+    return kernel, feeds, compiled, out, report
+
+
+def test_the_next_layers_weights_load_while_the_previous_layer_computes(mlp_run):
+    """The third linear layer's weights and bias are loaded while the first
+    layer's MAC calls still run. Before, its buffers took the bytes of the
+    previous layer's weights and inputs, and their loads waited for the last MAC
+    call that read those bytes (the bias at 1,084, the weights at 1,952; the last
+    MAC call of the fused layer ends at 1,826)."""
+    _, _, compiled, _, report = mlp_run
+    layers = [lc.layer for lc in compiled.choice.layers]
+    assert len(layers) == 2
+    first = {s.name for s in layers[0].stmts}
+    last_mac = max(e.end for e in report.events if e.kind == "mac" and e.label in first)
+    loads = [
+        e
+        for e in report.events
+        if e.kind == "dma" and e.label in ("p_fc3_weight in", "p_fc3_bias in")
+    ]
+    assert loads
+    assert min(e.start for e in loads) < last_mac
+    assert max(e.start for e in loads) < last_mac
+
+
+def test_the_overlapped_layers_compute_what_the_interpreter_does(mlp_run):
+    kernel, feeds, _, out, _ = mlp_run
+    want = polyc.interpret(kernel, feeds)
+    for name, value in want.items():
+        np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+
+
+def test_the_program_prediction_counts_the_overlap_within_the_tolerance(mlp_run):
+    _, _, compiled, _, report = mlp_run
+    choice = compiled.choice
+    alone = sum(lc.candidate.cycles for lc in choice.layers)
+    assert choice.predicted_cycles <= alone
+    assert abs(choice.predicted_cycles / report.cycles - 1) <= TOLERANCE
+
+
+def test_a_conv_and_a_depthwise_conv_apart_are_predicted_within_the_tolerance():
+    """Two layers on edge-npu (the depthwise one on the vector unit): equal to
+    the interpreter, and the program's prediction within the tolerance."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 16, 3, padding=1, groups=16),
+        nn.ReLU(),
+    ).eval()
+    x = torch.randn(1, 3, 16, 16)
+    kernel = polyc.from_torch(model, (x,))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    assert len(compiled.choice.layers) == 2
+    out, report = compiled.run(arg0=x.numpy())
+    (got,) = out.values()
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    ratio = compiled.choice.predicted_cycles / report.cycles
+    assert abs(ratio - 1) <= TOLERANCE
+
+
+def _spec():
+    return load_config("tiny")  # one 16 KiB L1 in banks, alignment 64
+
+
+def test_layers_that_fit_together_get_disjoint_bytes():
+    spec = _spec()
+    reqs = [
+        Request("a", "a", 1, 2, 2048, 0, 0),
+        Request("b", "b", 1, 1, 4096, 1, 1),
+    ]
+    got = plan_overlapped(spec, reqs)
+    a, b = got["a"], got["b"]
+    assert a.offset + a.bytes <= b.offset or b.offset + b.bytes <= a.offset
+    # without the overlap the planner reuses layer 0's bytes
+    old = plan(spec, reqs, bank_aware=False)
+    assert old["a"].offset == old["b"].offset == 0
+
+
+def test_the_plan_falls_back_when_two_layers_do_not_fit_together():
+    """Two layers of 12 KiB each in 16 KiB: they cannot keep apart, so the plan
+    is the one without overlap (the second layer reuses the first's bytes)."""
+    spec = _spec()
+    reqs = [
+        Request("a", "a", 1, 1, 12 * 1024, 0, 0),
+        Request("b", "b", 1, 1, 12 * 1024, 1, 1),
+    ]
+    assert plan_overlapped(spec, reqs) == plan(spec, reqs)
+
+
+def test_the_overlapped_plan_never_fails_where_the_plan_succeeds():
+    """Random layers of buffers: where :func:`plan` succeeds so does
+    :func:`plan_overlapped`, no two buffers of the same or of consecutive
+    layers that it keeps apart share a byte, and it refuses what :func:`plan`
+    refuses."""
+    spec = _spec()
+    rng = random.Random(7)
+    for _ in range(200):
+        reqs = []
+        for layer in range(rng.randint(1, 5)):
+            for j in range(rng.randint(1, 4)):
+                size = rng.choice([64, 256, 1024, 3000, 4096, 6000])
+                slots = rng.randint(1, 3)
+                reqs.append(Request(f"l{layer}b{j}", "x", 1, slots, size, layer, layer))
+        try:
+            want = plan(spec, reqs)
+        except PlacementError:
+            with pytest.raises(PlacementError):
+                plan_overlapped(spec, reqs)
+            continue
+        got = plan_overlapped(spec, reqs)
+        assert set(got) == set(want)
+        for r in reqs:  # within a layer no two buffers share a byte
+            for s in reqs:
+                if r is s or r.end != s.end:
+                    continue
+                x, y = got[r.name], got[s.name]
+                assert x.offset + x.bytes <= y.offset or y.offset + y.bytes <= x.offset
+
+
+def test_no_credit_when_two_layers_do_not_fit_together():
+    from schedules.accel.search import Candidate
+
+    spec = load_config("edge-npu")
+    # fill, its bytes and calls; tail, its bytes and calls (search.EDGES)
+    edges = (400.0, 1024.0, 1.0, 500.0, 0.0, 0.0)
+
+    def cand(sram):
+        loads = (("w", 400.0),)
+        return Candidate(None, (), 1000.0, 0.0, sram, edges=edges, first_loads=loads)
+
+    # the fill (400 cycles) hides under the tail (500): DRAM moves its 1 KiB in
+    # 64 cycles and both channels are free
+    assert boundary.credit(spec, cand(1024), (), cand(1024)) == 400.0
+    # what waits for the previous layer's stores does not hide
+    assert boundary.credit(spec, cand(1024), ("w",), cand(1024)) == 0.0
+    # nor anything when the two layers do not fit together
+    assert boundary.credit(spec, cand(600_000), (), cand(600_000)) == 0.0
