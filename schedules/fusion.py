@@ -46,6 +46,35 @@ def fuse(
     """
     op = "fuse"
     bands = list(bands)
+    root, seq_path, positions, nbs, depth, fused_name, new = _fusion(
+        kernel, bands, name, depth, op
+    )
+    what = f"bands {', '.join(repr(b) for b in bands)} cannot be fused"
+    shortest = min(len(nb.members) for nb in nbs)
+    return finish(
+        kernel,
+        new,
+        seq_path,
+        step(op, tuple(bands), name=name, depth=depth if depth != shortest else None),
+        what,
+        lambda v: _shift_fix(kernel, root, seq_path, positions, nbs, depth, fused_name),
+    )
+
+
+def can_fuse(kernel: Kernel, bands: Sequence[str], *, depth: int | None = None) -> bool:
+    """Whether :func:`fuse` of ``bands`` at ``depth`` is legal: the same check,
+    without building the kernel or the error's hint (which searches for a shift).
+
+    Raises:
+        ScheduleError: as :func:`fuse` does for bands it cannot fuse at all.
+    """
+    _, seq_path, _, _, _, _, new = _fusion(kernel, bands, None, depth, "fuse")
+    return is_legal(kernel, new, seq_path)
+
+
+def _fusion(kernel, bands, name, depth, op):
+    """The tree :func:`fuse` checks, with what it was built from."""
+    bands = list(bands)
     if len(bands) < 2 or len(set(bands)) != len(bands):
         raise ScheduleError(
             f"{op}: needs at least two different bands because fusion merges loops, "
@@ -65,15 +94,7 @@ def fuse(
     if fused_name in taken:
         stree.fresh_name(root, fused_name, op)
     new = _fused_tree(root, seq_path, positions, nbs, depth, fused_name)
-    what = f"bands {', '.join(repr(b) for b in bands)} cannot be fused"
-    return finish(
-        kernel,
-        new,
-        seq_path,
-        step(op, tuple(bands), name=name, depth=depth if depth != shortest else None),
-        what,
-        lambda v: _shift_fix(kernel, root, seq_path, positions, nbs, depth, fused_name),
-    )
+    return root, seq_path, positions, nbs, depth, fused_name, new
 
 
 def _siblings(root, bands, op):

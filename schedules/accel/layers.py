@@ -25,7 +25,7 @@ from polyc.ir import tree
 from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.apply import apply_schedule
-from schedules.fusion import fuse
+from schedules.fusion import can_fuse
 
 
 @dataclass(frozen=True)
@@ -327,10 +327,9 @@ def _aligned(group, stmt: Statement, d: int) -> bool:
 
 def _fusable(kernel: Kernel, group, item, depth: int) -> int:
     """The largest depth at which ``item`` fuses with the group (0: it does not)."""
-    stmt, band, _ = item
+    stmt = item[0]
     first = group[0][0]
     d = min(depth, stmt.depth)
-    part = None
     while d > 0:
         same = all(
             _bounds(first)[first.iterators[p]] == _bounds(stmt)[stmt.iterators[p]]
@@ -338,13 +337,24 @@ def _fusable(kernel: Kernel, group, item, depth: int) -> int:
         )
         if same and _aligned(group, stmt, d):
             return d
-        if same:
-            if part is None:
-                part = sub_kernel(kernel, [g[2] for g in group] + [item[2]])
-            try:
-                fuse(part, [g[1] for g in group] + [band], depth=d)
-                return d
-            except PolycError:
-                pass
+        if same and _can_fuse(kernel, group, item, d):
+            return d
         d -= 1
     return 0
+
+
+def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
+    """Whether the group's bands and ``item``'s fuse at depth ``d``, checked on
+    their sub-kernel; memoised with the program, since the scheduler splits the
+    same kernel several times (fusion groups, attentions, the final layers)."""
+    positions = (*(g[2] for g in group), item[2])
+
+    def compute(_: Kernel) -> bool:
+        part = sub_kernel(kernel, positions)
+        try:
+            return can_fuse(part, [g[1] for g in group] + [item[1]], depth=d)
+        except PolycError:
+            return False
+
+    key = ("layers.can_fuse", kernel.schedule.get_root().to_str(), positions, d)
+    return kernel.analysis(key, compute)
