@@ -49,32 +49,22 @@ def numeric(e: sp.Expr, env: dict, memo: dict):
 def descriptors(ext: list[np.ndarray], shape, max_dims: int) -> np.ndarray:
     """DMA descriptors of a box copy: dimensions that stay after merging the ones the
     box covers fully, beyond the descriptor's dimensions, need one each (computed
-    for every candidate at once)."""
+    for every candidate at once). Walking the dimensions innermost first, one of
+    extent 1 is skipped, one after a fully covered kept dimension merges into it,
+    any other starts a new kept dimension; the count is the product of the extents
+    that went into kept dimensions past the first ``max_dims``."""
     if not ext:
         return np.ones(1)
-    n, nd = len(ext[0]), len(ext)
-    rows = np.arange(n)
-    kept = np.ones((n, nd + 1))  # sizes of the dimensions kept, innermost first
-    count = np.zeros(n, dtype=int)
-    full = np.zeros(n, dtype=bool)
-    for d in reversed(range(nd)):
+    count = np.zeros(len(ext[0]), dtype=int)  # kept dimensions so far
+    full = np.zeros(len(ext[0]), dtype=bool)  # the last kept one is covered whole
+    out = np.ones(len(ext[0]))
+    for d in reversed(range(len(ext))):
         e = np.minimum(ext[d], shape[d])
         skip = e <= 1
-        merge = ~skip & (count > 0) & full
-        new = ~skip & ~merge
-        last = np.maximum(count - 1, 0)
-        kept[rows, last] = np.where(merge, kept[rows, last] * e, kept[rows, last])
-        kept[rows, count] = np.where(new, e, kept[rows, count])
-        count = count + new
+        count = count + (~skip & ~((count > 0) & full))
+        out = np.where(~skip & (count > max_dims), out * e, out)
         full = np.where(skip, full, e >= shape[d])
-    extra = count - max_dims
-    pos = np.arange(nd + 1)[None, :]
-    mask = (
-        (pos >= (count - extra)[:, None])
-        & (pos < count[:, None])
-        & (extra > 0)[:, None]
-    )
-    return np.prod(np.where(mask, kept, 1.0), axis=1)
+    return out
 
 
 def candidates(extent: int, cap: int = 11) -> list[int]:

@@ -470,6 +470,9 @@ def search(
                 )
         break
     best = min((c.cycles for c in found), default=1.0)
+    # the last tie-break, once per structure (candidates share their structure)
+    text = {id(st): st for st in (c.structure for c in found)}
+    text = {i: repr(renamed(st, layer.canonical_names)) for i, st in text.items()}
     found.sort(
         key=lambda c: (
             round(c.cycles / (TIE * best)),
@@ -477,7 +480,7 @@ def search(
             -c.structure.stream_slots,
             c.dram_bytes,
             c.sram_bytes,
-            repr(renamed(c.structure, layer.canonical_names)),
+            text[id(c.structure)],
         )
     )
     return found[:keep]
