@@ -184,3 +184,14 @@ def test_parallel_mark_on_a_band_whose_outer_loop_isl_elides_is_not_moved_inward
     assert "for i_t in 1..2" in k.loop_nest() and "@parallel" not in k.loop_nest()
     assert "omp parallel" not in generate(k).text
     assert_same(k.original, k)
+
+
+def test_can_fuse_is_fuse_check_without_the_kernel():
+    from schedules.fusion import can_fuse
+
+    k = ex.producer_consumer(7, "int32")
+    assert can_fuse(k, ["S0", "S1"])
+    jacobi = ex.jacobi2d(None, None)
+    assert not can_fuse(jacobi, ["L1", "L2"])  # fuse refuses it (test_errors)
+    with pytest.raises(IllegalTransformError):
+        S.fuse(jacobi, ["L1", "L2"])
