@@ -193,6 +193,17 @@ def _max(a, b):
     return sp.Max(a, b, evaluate=False)
 
 
+def _unevaluated(fn, *args):
+    """``fn(*args)`` (``sp.ceiling``, ``sp.Max``, ``sp.Min``) left as written unless
+    every argument is a number: sympy's simplification of a symbolic one asks its
+    assumptions about the arguments' signs and order, which took a third of
+    building a model, and :func:`numeric` gives the same values either way."""
+    args = [sp.sympify(a) for a in args]
+    if all(a.is_Number for a in args):
+        return fn(*args)
+    return fn(*args, evaluate=False)
+
+
 class LayerModel:
     """Expressions of one layer and structure (see the module docstring)."""
 
@@ -452,7 +463,7 @@ class LayerModel:
 
     @staticmethod
     def _padded(ph: Polyphase, extent):
-        return ph.multiple * sp.ceiling(extent / ph.multiple)
+        return ph.multiple * _unevaluated(sp.ceiling, extent / ph.multiple)
 
     # the MAC mapping at one point ------------------------------------------------------
     def mac_mapping(self, stmt: Statement, point: dict):
@@ -516,7 +527,7 @@ class LayerModel:
             elements *= self.size(stmt, it)
         ops = ops_count(stmt.body)
         per = sum(ops.get(k, 0) * v.cycles[k] for k in OP_CLASSES) or 1
-        cycles = sp.ceiling(elements / v.lanes) * per
+        cycles = _unevaluated(sp.ceiling, elements / v.lanes) * per
         if stmt.reduction is not None:
             red = sp.Integer(1)
             target = {n for a in stmt.target.index for n in a.names()}
@@ -527,11 +538,15 @@ class LayerModel:
             # (tensorize.vertical_order): lanes accumulate their own elements, and
             # only a tile of one output folds its run across lanes, one step
             outputs = elements / red
-            steps = sp.Max(0, 2 - outputs) * sp.Min(1, red - 1)
+            steps = _unevaluated(sp.Max, 0, 2 - outputs) * _unevaluated(
+                sp.Min, 1, red - 1
+            )
             if len(self.layer.stmts) > 1 and any(
                 isinstance(self._var(stmt, it), PrivateTile) for it in stmt.iterators
             ):
-                steps = sp.ceiling(outputs)  # kept in order (scheduler._vertical)
+                steps = _unevaluated(
+                    sp.ceiling, outputs
+                )  # kept in order (scheduler._vertical)
             cycles += steps * v.cycles["reduce"]
         return cycles
 
@@ -729,7 +744,7 @@ class LayerModel:
 def _trips(extent: int, size: sp.Expr) -> sp.Expr:
     """``ceiling(extent / size)``: the models of one layer's structures ask for the
     same few thousand times, and sympy's ceiling is slow to build."""
-    return sp.ceiling(sp.Integer(extent) / size)
+    return _unevaluated(sp.ceiling, sp.Integer(extent) / size)
 
 
 def read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
