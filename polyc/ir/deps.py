@@ -248,7 +248,14 @@ class Deps:
         return self.anti.union(self.output)
 
     def by_array(self, kind: str) -> dict[str, isl.UnionMap]:
-        """``{array: relation}`` for kind ``flow``, ``anti`` or ``output``."""
+        """``{array: relation}`` for kind ``flow``, ``anti`` or ``output`` (split
+        once per kind: the scheduler asks for it per layer it tensorizes)."""
+        per = self.__dict__.setdefault("_by_array", {})
+        if kind not in per:
+            per[kind] = self._split_by_array(kind)
+        return dict(per[kind])
+
+    def _split_by_array(self, kind: str) -> dict[str, isl.UnionMap]:
         tagged = getattr(self, f"{kind}_tagged")
         out: dict[str, isl.UnionMap] = {}
         maps: list[isl.Map] = []
