@@ -30,19 +30,21 @@ score rows that do not fit the engines' level.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import islpy as isl
+
 from accelerator.hardware.spec import Spec
-from polyc.errors import PolycError
 from polyc.ir.expr import Unary
 from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.accel import cache
 from schedules.accel.layers import split, top_children
 from schedules.accel.tensorize import contraction
-from schedules.apply import apply_schedule
+from schedules.apply import to_yaml
+from schedules.common import step
+from schedules.legality import dependences
 
 #: predictions within this fraction of the best count as a tie, broken by the
 #: order of :func:`variants` (the core alone first: it tiles the queries)
@@ -293,11 +295,28 @@ def gather(kernel: Kernel, feeders: bool = False) -> tuple[Kernel, list[Core]]:
         moved = True
     if not moved:
         return kernel, cores(kernel)
-    root = children[0] if len(children) == 1 else stree.Sequence_(tuple(children))
     # one check for every move; a refused one leaves the cores unfused
-    with contextlib.suppress(PolycError):
-        kernel = apply_schedule(kernel, stree.to_isl(root))
+    if _runs_forward(kernel, children):
+        root = children[0] if len(children) == 1 else stree.Sequence_(tuple(children))
+        new = stree.to_isl(stree.name_bands(root))
+        kernel = kernel.with_schedule(new, step("apply_schedule", to_yaml(new)))
     return kernel, cores(kernel)
+
+
+def _runs_forward(kernel: Kernel, children) -> bool:
+    """Whether the program's top-level loop nests, each unchanged, in the order
+    of ``children`` keep every dependence forward: exactly when no dependence
+    runs from a loop nest to one now before it (two instances of one loop nest
+    keep their order, and the sequence runs a loop nest's instances all before
+    the next one's). The check apply_schedule would make on the whole tree,
+    decided per pair of statements; recorded as apply_schedule records it, so
+    a replay of the history checks it again."""
+    where = {n: i for i, c in enumerate(children) for n in stree.statements(c)}
+    for _, _, m in dependences(kernel):
+        src = where[m.get_tuple_name(isl.dim_type.in_)]
+        if src > where[m.get_tuple_name(isl.dim_type.out)]:
+            return False
+    return True
 
 
 def _before(items, lo: int, end: int, gap: list[int]) -> int:

@@ -76,6 +76,24 @@ def test_the_core_is_found_by_dataflow_and_the_value_moves_before_it():
     np.testing.assert_allclose(polyc.interpret(gathered, inputs)["o"], want, 1e-6)
 
 
+def test_gather_moves_are_checked_as_apply_schedule_checks_them():
+    import schedules as S
+    from polyc import IllegalTransformError
+
+    kernel, _ = per_statement(_projected())
+    gathered, _ = attention.gather(kernel)
+    # recorded as apply_schedule, whose replay checks the whole tree again
+    assert gathered.history[-1].name == "apply_schedule"
+    replayed = S.apply_schedule(kernel, gathered.history[-1].args[0])
+    assert replayed.schedule.plain_is_equal(gathered.schedule)
+    children = list(top_children(kernel))
+    assert attention._runs_forward(kernel, children)
+    backwards = children[::-1]  # every consumer before its producer
+    assert not attention._runs_forward(kernel, backwards)
+    with pytest.raises(IllegalTransformError):
+        S.apply_schedule(kernel, stree.to_isl(stree.Sequence_(tuple(backwards))))
+
+
 def test_a_core_counts_as_one_statement_toward_the_layer_cap():
     kernel, _ = per_statement(_mha()[0])
     v = next(x for x in attention.variants(kernel) if x.name == "fused with neighbours")
