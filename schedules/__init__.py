@@ -17,6 +17,7 @@ from __future__ import annotations
 from schedules.accel.bias import defer_bias
 from schedules.accel.inline import inline_copy
 from schedules.accel.placement import place
+from schedules.accel.split import split_layer
 from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
 from schedules.bands import interchange, merge_bands, permute, shift, skew, split_band
@@ -44,6 +45,7 @@ TRANSFORMATIONS.update(
             reorder,
             shift,
             skew,
+            split_layer,
             split_band,
             strip_mine,
             tensorize,
@@ -73,6 +75,7 @@ __all__ = [
     "replay",
     "shift",
     "skew",
+    "split_layer",
     "split_band",
     "strip_mine",
     "tensorize",

@@ -65,6 +65,12 @@ def vector_runs(stmt: str) -> str:
     return f"pc_vr_{stmt}"
 
 
+def vector_span(stmt: str, k: int) -> tuple[str, str]:
+    """The lowest and highest element offset (slot included) that a
+    vector-mapped statement touches in its ``k``-th buffer in the current tile."""
+    return f"pc_vlo_{stmt}_{k}", f"pc_vhi_{stmt}_{k}"
+
+
 def vector_lone(stmt: str) -> str:
     """Set while the vector reduction's current run has one contribution."""
     return f"pc_vl_{stmt}"

@@ -83,6 +83,9 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                     f"{names.vector_last(s)} = -1, {names.vector_lone(s)} = 0;"
                 )
             )
+            for k in range(len(self._vector_arrays(self.stmts[s]))):
+                lo, hi = names.vector_span(s, k)
+                out.append(c.Line(f"int64_t {lo} = INT64_MAX, {hi} = -1;"))
         if vec:
             out.append(c.Line(f"uint64_t {VMASK} = 0;"))
             out.append(c.Statement(f"(void){VMASK}"))
@@ -309,6 +312,17 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         out = [self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)]
         out.append(c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"))
         out.append(c.Statement(f"{names.vector_count(stmt.name)}++"))
+        # the bytes the operation touches: the hull of its elements in each buffer
+        # (not the whole slot: the MAC array may work on the rest of it meanwhile)
+        arrays = self._vector_arrays(stmt)
+        for ld in accesses:
+            buf = self._buffer_of(ld.array)
+            if buf is None:
+                continue
+            where = self._offset(buf, [r.aff(x) for x in ld.index])
+            lo, hi = names.vector_span(stmt.name, arrays.index(ld.array))
+            out.append(c.Statement(f"if (({where}) < {lo}) {lo} = {where}"))
+            out.append(c.Statement(f"if (({where}) > {hi}) {hi} = {where}"))
         if stmt.reduction is not None:
             buf = self._buffer_of(stmt.target.array)
             idx = [r.aff(x) for x in stmt.target.index]
@@ -344,16 +358,13 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         counts = ", ".join(str(ops.get(k, 0)) for k in OP_CLASSES) + ", 0"
         ranges = []
         active = self.info.active.get(stmt.name, {})
-        seen = set()
-        for ld in (stmt.target, *stmt.reads):
-            if ld.array in seen:
-                continue
-            seen.add(ld.array)
-            b = self.info.buffers[active[ld.array]]
-            lo = f"{names.slot(b.name)} * {b.slot_bytes}"
-            w = int(ld.array == stmt.target.array)
+        for k, array in enumerate(self._vector_arrays(stmt)):
+            b = self.info.buffers[active[array]]
+            lo, hi = names.vector_span(stmt.name, k)
+            w = int(array == stmt.target.array)
             ranges.append(
-                f"{{{names.buffer(b.name)}, {w}, {lo}, {lo} + {b.slot_bytes}}}"
+                f"{{{names.buffer(b.name)}, {w}, {lo} * {b.elem_bytes}, "
+                f"({hi} + 1) * {b.elem_bytes}}}"
             )
         s = stmt.name
         # a requantization fused into the MAC array's output path is charged there
@@ -389,6 +400,19 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             )
         lone = names.vector_lone(s)
         out.append(c.Statement(f"{n} = 0, {runs} = 0, {last} = -1, {lone} = 0"))
+        for k in range(len(ranges)):
+            lo, hi = names.vector_span(s, k)
+            out.append(c.Statement(f"{lo} = INT64_MAX, {hi} = -1"))
+        return out
+
+    @staticmethod
+    def _vector_arrays(stmt: Statement) -> list[str]:
+        """The arrays a vector statement touches, its target first (one byte
+        range each in its ``pc_vector``)."""
+        out: list[str] = []
+        for ld in (stmt.target, *stmt.reads):
+            if ld.array not in out:
+                out.append(ld.array)
         return out
 
 

@@ -46,6 +46,7 @@ from schedules.accel import (
     inline,
     levels,
     search,
+    share,
 )
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
 from schedules.accel.model import polyphase
@@ -89,6 +90,7 @@ class Choice:
     config: str
     layers: list[LayerChoice] = field(default_factory=list)
     note: str = ""
+    shared: list[str] = field(default_factory=list)  # layers split across engines
 
     @property
     def kernel(self) -> Kernel:
@@ -128,11 +130,15 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
         )
     kernel = inline.inline_all(bias.defer_all(kernel))
     kernel, whole = per_statement(kernel)
+    # a depthwise layer's channels shared by the vector unit and the MAC array
+    shared = share.plan(kernel, spec, stage)
+    kernel = shared.kernel
     level = _on_chip(spec)
     found: dict = {}  # (children, depth) -> the layer's candidates
     # attentions first: how to fuse each is a choice among orders and cuts
     fused = attention.plan(kernel, spec, stage)
     kernel, wide, cuts = fused.kernel, fused.wide, set(fused.cuts)
+    cuts |= shared.cuts(kernel)
     found.update(fused.searched)
     # fusion across contractions where the cost model says it pays
     cuts |= groups.fusion_cuts(kernel, spec, stage, found, cuts, wide)
@@ -178,7 +184,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
                 choices[i].split_from = why
                 break
         fused.annotate(choices[i])
-    return Choice(result, spec.name, choices)
+    return Choice(result, spec.name, choices, shared=list(shared.notes))
 
 
 def _search(kernel, layers, spec, stage, found, whole):

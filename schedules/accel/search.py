@@ -27,6 +27,7 @@ from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
 from schedules.accel.model import STREAM_SLOTS, LayerModel, Structure, polyphase
+from schedules.accel.split import split_groups, split_side
 from schedules.accel.tensorize import contraction
 from schedules.accel.tilevars import PrivateTile, SharedTile, TileVar
 
@@ -93,13 +94,19 @@ def upper_level(spec: Spec) -> int | None:
 def engines(kernel: Kernel, stmt: Statement, spec: Spec) -> list[str]:
     """Engines that can run ``stmt``: the MAC array for a contraction of a dtype it
     takes, the vector unit for element-wise and reduction work, else the scalar
-    core."""
+    core. A contraction cut in two by :func:`schedules.accel.split.split_layer`
+    runs its first part on the MAC array and its second on the vector unit."""
     out = []
     con = contraction(stmt)
     if con is not None and con.operand in spec.mac_array.dtypes:
         out.append("mac")
     if stmt.reduction is not None or not _self_dependent(kernel, stmt):
         out.append("vector")
+    side = split_side(kernel, stmt.name)
+    if side is not None and out == ["mac", "vector"]:
+        # a layer split across engines: its first part on the MAC array, the
+        # second on the vector unit, running beside each other in each tile
+        out = [out[1 - side]]
     return out or ["scalar"]
 
 
@@ -548,6 +555,7 @@ def _best(
         for name, eng in st.engine
         if eng == "fold"
     }
+    groups = split_groups(kernel)
     for var in st.free:
         stmt, it = var.loop(layer)
         ext = layer.extent(stmt, it)
@@ -563,6 +571,12 @@ def _best(
             vals = [ext]
         if (stmt.name, it) in exact:
             vals = [v for v in vals if ext % v == 0]
+        if isinstance(var, SharedTile) and it in groups:
+            # one group of a layer split across engines per tile: several would
+            # interleave the two engines' elements in its buffers
+            vals = [1]
+        elif isinstance(var, SharedTile) and split_layer_of(layer, groups):
+            vals = [ext]
         values.append(vals)
     cap = 11
     while values and np.prod([len(v) for v in values]) > MAX_POINTS and cap > 3:
@@ -609,6 +623,10 @@ def _best(
             )
         )
     return out
+
+
+def split_layer_of(layer: Layer, groups) -> bool:
+    return any(it in groups for s in layer.stmts for it in s.iterators)
 
 
 def _writes_along(stmt: Statement, it: str) -> bool:

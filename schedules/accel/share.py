@@ -1,0 +1,242 @@
+"""Whether and where a layer splits its work between the MAC array and the vector
+unit: the cost model's choice.
+
+A contraction with no N iterator (a depthwise convolution: each channel is its own
+product, so the MAC array fills one column) runs on the MAC array at a rate
+comparable to the vector unit's. The engine bound
+(:mod:`accelerator.hardware.bound`) lets the two share it; :func:`plan` tries
+that with :func:`schedules.accel.split.split_layer`: the layer's channel iterator
+is strip-mined by a period ``T`` and cut at ``T - p`` in each period, so each tile
+holds ``T - p`` channels for the vector unit and the next ``p`` for the MAC
+array, which then run at once. The share ``p / T`` starts at the engine bound's
+(the vector unit's per-instance time over the sum of both engines'), and is set
+again from the searched split layer's predicted busy cycles per channel on each
+engine (the MAC array's mapping of a depthwise convolution reaches a fraction of
+the bound's rate). Of those points and the unsplit layer, the layer with the
+fewest predicted cycles is kept; a split must win by :data:`MARGIN`, since the
+cost model does not see every stall the split adds (more commands per tile).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelerator.hardware.bound import ENGINES, engine_bound
+from accelerator.hardware.spec import Spec
+from polyc.errors import PolycError
+from polyc.ir.affine import var
+from polyc.ir.kernel import Kernel
+from schedules import stree
+from schedules.accel import cache, search
+from schedules.accel.layers import Layer, split, top_children
+from schedules.accel.split import _program_order, split_layer
+from schedules.accel.tensorize import contraction
+
+#: a split layer must be predicted this much faster than the unsplit one
+MARGIN = 0.05
+#: the longest period tried (channels per tile of both engines together)
+MAX_PERIOD = 16
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`plan` chose: the kernel, the statements of each split layer
+    (both parts), and one line per split saying what against what."""
+
+    kernel: Kernel
+    layers: tuple[tuple[str, ...], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def cuts(self, kernel: Kernel) -> set[int]:
+        """The top-level positions of ``kernel`` (the program after later
+        rewrites) where a split layer starts and where the next layer does: each
+        split layer is a fusion group of its own, fused on the iterators its
+        parts share (a group fused wider, on fewer iterators, would tile it on
+        those alone)."""
+        where = {}
+        children = top_children(kernel)
+        for pos, child in enumerate(children):
+            for n in stree.statements(child):
+                where[n] = pos
+        out: set[int] = set()
+        for names in self.layers:
+            pos = [where[n] for n in names if n in where]
+            if len(pos) != len(names):
+                continue
+            out.add(min(pos))
+            if max(pos) + 1 < len(children):
+                out.add(max(pos) + 1)
+        return out
+
+
+def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
+    """``kernel`` with each layer that the cost model predicts faster split
+    across the MAC array and the vector unit (see the module docstring)."""
+    if not _program_order(kernel):
+        return Plan(kernel)
+    notes: list[str] = []
+    groups: list[tuple[str, ...]] = []
+    done: set[str] = set()
+    while True:
+        layers = _pieces(kernel)
+        todo = [
+            (layer, found)
+            for layer in layers
+            if layer.stmts[0].name not in done
+            and (found := _splittable(kernel, layer, spec)) is not None
+        ]
+        if not todo:
+            return Plan(kernel, tuple(groups), tuple(notes))
+        layer, (stmts, iterator, extent) = todo[0]
+        done.add(layer.stmts[0].name)
+        chosen = _choose(kernel, layer, spec, stage, stmts, iterator, extent)
+        if chosen is None:
+            continue
+        kernel, note = chosen
+        done |= {f"{n}_1" for n in stmts}
+        notes.append(note)
+        groups.append((*stmts, *(f"{n}_1" for n in stmts)))
+
+
+def _pieces(kernel: Kernel, joined: frozenset[str] = frozenset()) -> list[Layer]:
+    """The layers cut before every contraction, as the fusion groups start
+    (:mod:`schedules.accel.groups`): a depthwise convolution with its init and
+    epilogue. No cut before the statements ``joined`` (the second part of a
+    split layer stays with the first)."""
+    from schedules.accel.groups import _contraction_starts
+
+    names = [s.name for s in kernel.statements]
+    starts = {
+        p
+        for la in split(kernel)
+        for p in _contraction_starts(la)[1:]
+        if names[p] not in joined
+    }
+    return split(kernel, cuts=frozenset(starts))
+
+
+def _splittable(kernel: Kernel, layer: Layer, spec: Spec):
+    """``(statements, iterators, extent)`` when ``layer`` holds one contraction
+    with no N iterator that both the MAC array and the vector unit run, and a
+    batch iterator from 0 (its channel) that every statement of the layer runs
+    over and indexes its target by: the contraction's own, the init's and the
+    epilogue's iterators at the channel's dimension of the contraction's
+    output (each statement's, by its own name)."""
+    if layer.opaque:
+        return None
+    cons = [s for s in layer.stmts if contraction(s) is not None]
+    if len(cons) != 1:
+        return None
+    s = cons[0]
+    con = contraction(s)
+    if con.members("n") or search.engines(kernel, s, spec) != ["mac", "vector"]:
+        return None
+    out = s.target.array
+    for it in sorted(con.members("batch"), key=lambda i: -layer.extent(s, i)):
+        extent = layer.extent(s, it)
+        dims = [d for d, a in enumerate(s.target.index) if a.names() == {it}]
+        if extent < 2 or layer.lo(s, it) != 0 or len(dims) != 1:
+            continue
+        its = [_channel(t, out, dims[0]) for t in layer.stmts]
+        if all(
+            i is not None
+            and layer.lo(t, i) == 0
+            and layer.extent(t, i) == extent
+            and any(a.coefficient(i) for a in t.target.index)
+            for t, i in zip(layer.stmts, its)
+        ):
+            return tuple(t.name for t in layer.stmts), tuple(its), extent
+    return None
+
+
+def _channel(t, array: str, dim: int) -> str | None:
+    """The iterator by which ``t`` indexes dimension ``dim`` of ``array`` (as its
+    target or in its reads), when it is one iterator alone."""
+    for ld in (t.target, *t.reads):
+        if ld.array == array:
+            names = ld.index[dim].names()
+            if len(names) == 1 and ld.index[dim] == var(next(iter(names))):
+                return next(iter(names))
+            return None
+    return None
+
+
+def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
+    """``(kernel, note)`` with the best split of ``layer``, or None when the
+    unsplit layer is predicted as fast (within :data:`MARGIN`)."""
+    base = cache.search(kernel, layer, spec, stage)
+    if not base:
+        return None
+    unsplit = base[0].cycles
+    con = next(s for s in layer.stmts if contraction(s) is not None)
+    work = {w.stmt: w for w in engine_bound(kernel, spec, {}).work}.get(con.name)
+    if work is None:
+        return None
+    t_mac = work.cycles[ENGINES.index("mac_array")]
+    t_vec = work.cycles[ENGINES.index("vector")]
+    if t_mac is None or t_vec is None:
+        return None
+    periods = [t for t in range(2, MAX_PERIOD + 1) if extent % t == 0]
+    if not periods:
+        return None
+    tried: dict[tuple[int, int], tuple] = {}
+    share = t_vec / (t_mac + t_vec)
+    for _ in range(2):
+        point = _nearest(periods, share)
+        if point in tried:
+            break
+        tried[point] = _try(kernel, spec, stage, stmts, iterator, extent, point)
+        got = tried[point]
+        if got is None or got[2] is None:
+            break
+        per_mac, per_vec = got[2]
+        share = per_vec / (per_mac + per_vec)
+    best = min(
+        ((c[1], point, c[0]) for point, c in tried.items() if c is not None),
+        default=None,
+    )
+    if best is None or best[0] > unsplit * (1 - MARGIN):
+        return None
+    cycles, (period, p), split_kernel = best
+    note = (
+        f"{'+'.join(stmts)} split across the vector unit and the MAC array: "
+        f"{period - p} and {p} of every {period} along {iterator}, predicted "
+        f"{cycles:,.0f} cycles against {unsplit:,.0f} on one engine"
+    )
+    return split_kernel, note
+
+
+def _nearest(periods: list[int], share: float) -> tuple[int, int]:
+    """``(T, p)`` with ``p / T`` nearest ``share`` (the shortest period on a tie)."""
+    points = [(t, p) for t in periods for p in range(1, t)]
+    return min(points, key=lambda tp: (abs(tp[1] / tp[0] - share), tp[0]))
+
+
+def _try(kernel, spec, stage, stmts, iterator, extent, point):
+    """``(kernel, predicted cycles, (MAC, vector) cycles per element)`` of the
+    split layer at ``point``, or None when it cannot split or fits nothing."""
+    period, p = point
+    try:
+        k = split_layer(kernel, stmts, iterator, period - p, period)
+    except PolycError:
+        return None
+    names = set(stmts) | {f"{n}_1" for n in stmts}
+    pieces = _pieces(k, frozenset(f"{n}_1" for n in stmts))
+    layer = next((la for la in pieces if {s.name for s in la.stmts} == names), None)
+    if layer is None:
+        return None
+    found = cache.search(k, layer, spec, stage)
+    if not found:
+        return None
+    best = found[0]
+    busy = dict(best.engines)
+    rates = None
+    if busy.get("mac") and busy.get("vector"):
+        rates = (
+            busy["mac"] / (extent * p / period),
+            busy["vector"] / (extent * (period - p) / period),
+        )
+    return k, best.cycles, rates
+
+
+__all__ = ["MARGIN", "Plan", "plan"]

@@ -1,0 +1,128 @@
+"""One layer split across the MAC array and the vector unit (issue 14).
+
+``split_layer`` cuts a depthwise convolution's init and contraction at a channel
+into two parts (an index-set split, checked against the exact dependences); the
+scheduler's search then runs the first part on the vector unit and the second on
+the MAC array, fused in the same tile loops. A vector operation declares the
+bytes of its elements (not its whole buffer slot), so the MAC calls on the other
+channels of the same output slot run beside it. Simulated cycles are
+deterministic: no timing is asserted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyc
+import schedules as S
+from polyc import ops
+from polyc.errors import ArgumentError, IllegalTransformError
+from polyc.lang.program import Program
+from schedules.accel.split import split_layer, split_side
+
+
+def _depthwise(channels: int = 8, size: int = 8):
+    return ops.conv2d(
+        (1, channels, size, size),
+        (channels, 1, 3, 3),
+        bias=False,
+        padding=1,
+        groups=channels,
+    )
+
+
+def _inputs(kernel, rng):
+    return {
+        a.name: rng.standard_normal(a.concrete_shape({})).astype(a.dtype.numpy)
+        for a in kernel.free_inputs
+    }
+
+
+def test_split_partitions_the_domains_and_replays(rng):
+    kernel = _depthwise()
+    k = split_layer(kernel, ("S0", "S1"), "o", 3)
+    assert [s.name for s in k.statements] == ["S0", "S1", "S0_1", "S1_1"]
+    # the channel runs inside the iterators the statements share (their tiles)
+    assert k.statement("S1").iterators == ("n", "h", "w", "o", "rc", "rh", "rw")
+    for name in ("S0", "S1"):
+        a, b = k.statement(name), k.statement(f"{name}_1")
+        assert a.domain.intersect(b.domain.set_tuple_name(name)).is_empty()
+        whole = kernel.statement(name)
+        assert a.domain.count_val().to_python() + b.domain.count_val().to_python() == (
+            whole.domain.count_val().to_python()
+        )
+    assert (split_side(k, "S1"), split_side(k, "S1_1"), split_side(k, "x")) == (
+        0,
+        1,
+        None,
+    )
+    again = S.replay(kernel, k.history)
+    assert str(again.schedule) == str(k.schedule)
+    inputs = _inputs(kernel, rng)
+    np.testing.assert_array_equal(
+        polyc.interpret(k, inputs)["out"], polyc.interpret(kernel, inputs)["out"]
+    )
+
+
+def _stencil():
+    """``t[i] = x[i]; y[i] = t[i + 1]``: the second statement reads the element
+    the first writes one step later."""
+    p = Program("stencil")
+    x = p.array("x", (8,), "float32", role="input")
+    t = p.array("t", (8,), "float32", role="temp")
+    y = p.array("y", (7,), "float32", role="output")
+    with p.loop("i", 0, 8) as i:
+        t[i] = x[i]
+    with p.loop("i", 0, 7) as i:
+        y[i] = t[i + 1]
+    return p.kernel()
+
+
+def test_split_refuses_an_order_that_breaks_a_dependence():
+    kernel = _stencil()
+    with pytest.raises(IllegalTransformError) as err:
+        split_layer(kernel, ("S0", "S1"), "i", 4)
+    msg = str(err.value)
+    assert msg.startswith("split_layer: S0, S1 cannot be cut at i = 4 because the flow")
+    assert "S0[i=4] -> S1[i=3] on t would run backwards" in msg
+
+
+def test_split_refuses_bad_arguments():
+    kernel = _depthwise()
+    with pytest.raises(ArgumentError, match="are not consecutive statements"):
+        split_layer(kernel, ("S1", "S0"), "o", 3)
+    with pytest.raises(ArgumentError, match="S0 has no iterator rh"):
+        split_layer(kernel, ("S0", "S1"), "rh", 1)
+    with pytest.raises(ArgumentError, match="is empty because o does not reach"):
+        split_layer(kernel, ("S0", "S1"), "o", 8)
+    tiled = S.tile(kernel, "S1", {"h": 4})
+    with pytest.raises(ArgumentError, match="is not its program order"):
+        split_layer(tiled, ("S0", "S1"), "o", 3)
+
+
+def _overlap(report) -> int:
+    """Cycles during which the MAC array and the vector unit are both busy."""
+    macs = [(e.start, e.end) for e in report.events if e.engine == "mac_array"]
+    vecs = [(e.start, e.end) for e in report.events if e.engine == "vector"]
+    return sum(max(0, min(b, d) - max(a, c)) for a, b in macs for c, d in vecs if c < b)
+
+
+@pytest.mark.parametrize("config", ["tiny", "edge-npu", "datacenter"])
+def test_split_runs_on_both_engines_at_once(config, rng):
+    kernel = _depthwise(8, 8)
+    k = split_layer(kernel, ("S0", "S1"), "o", 4)
+    compiled = polyc.compile(k, config=config)
+    inputs = _inputs(kernel, rng)
+    out, report = compiled.run(inputs)
+    np.testing.assert_allclose(
+        out["out"], polyc.interpret(kernel, inputs)["out"], rtol=1e-5, atol=1e-5
+    )
+    text = str(compiled)
+    assert "S1: " in text and "S1_1: " in text
+    assert "[vector unit" in text.split("S1: out")[1].splitlines()[0]
+    assert "[MAC array" in text.split("S1_1: out")[1].splitlines()[0]
+    busy = {e.name: e.busy for e in report.engines}
+    assert busy["mac_array"] > 0 and busy["vector"] > 0
+    # fused in one layer, the two parts' work overlaps in time
+    assert _overlap(report) > 0
