@@ -254,7 +254,9 @@ def _ratio(a, b) -> float | None:
 
 def _costs(kernel, compiled, report, mr) -> dict:
     """The run's numbers and its layers' (see the module docstring)."""
-    layers = [_layer(kernel, compiled.spec, report, c) for c in mr.layers]
+    # the layers' statements are the scheduled program's (a layer split across
+    # engines has statements the frontend's kernel lacks)
+    layers = [_layer(compiled.kernel, compiled.spec, report, c) for c in mr.layers]
     bounds = [lay["engine_bound"] for lay in layers if lay["name"] != "(other)"]
     bound_sum = sum(bounds) if bounds and None not in bounds else None
     # the whole model's bound, like its roofline: intermediates need not touch DRAM

@@ -195,6 +195,10 @@ class Compiled:
                 )
             if lc.note:  # why the layer is grouped as it is (an attention's choice)
                 out.append(f"      {lc.note}")
+            names = {s.name for s in lc.layer.stmts}
+            for note in getattr(self.choice, "shared", ()):  # split across engines
+                if set(note.split(" ", 1)[0].split("+")) <= names:
+                    out.append(f"      {note}")
             if lc.formula:
                 out.append(f"      {lc.formula}")
         return out

@@ -200,7 +200,7 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     cycles, (period, p), split_kernel = best
     note = (
         f"{'+'.join(stmts)} split across the vector unit and the MAC array: "
-        f"{period - p} and {p} of every {period} along {iterator}, predicted "
+        f"{period - p} and {p} of every {period} along {iterator[0]}, predicted "
         f"{cycles:,.0f} cycles against {unsplit:,.0f} on one engine"
     )
     return split_kernel, note

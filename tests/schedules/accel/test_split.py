@@ -126,3 +126,80 @@ def test_split_runs_on_both_engines_at_once(config, rng):
     assert busy["mac_array"] > 0 and busy["vector"] > 0
     # fused in one layer, the two parts' work overlaps in time
     assert _overlap(report) > 0
+
+
+def test_the_scheduler_splits_a_depthwise_conv_where_it_pays(rng, monkeypatch):
+    """edge-npu: the vector unit takes 0.125 cycles per tap, the MAC array's
+    one-column mapping about 0.34 (its bound 0.25), so a quarter of the channels
+    on the array and the rest on the vector unit beats either alone. The
+    scheduler chooses that from the cost model, and the simulation agrees."""
+    kernel = _depthwise(96, 16)
+    inputs = _inputs(kernel, rng)
+    compiled = polyc.compile(kernel, config="edge-npu")
+    text = str(compiled)
+    assert "S1_1: out" in text, text
+    (line,) = [x for x in text.splitlines() if "S0+S1+S0_1+S1_1:" in x]
+    assert "og=1" in line
+    out, report = compiled.run(inputs)
+    np.testing.assert_allclose(
+        out["out"], polyc.interpret(kernel, inputs)["out"], rtol=1e-5, atol=1e-5
+    )
+    assert _overlap(report) > 0
+    # the split replays on the program (its history starts with the split)
+    assert compiled.kernel.history[0].name == "split_layer"
+    # the cost model predicts the split layer within 10% (0.95x measured)
+    predicted = compiled.choice.predicted_cycles
+    assert 0.9 <= predicted / report.cycles <= 1.1, (predicted, report.cycles)
+    # and the split beats the same layer on the vector unit alone
+    from accelerator.hardware.config import load_config
+    from schedules.accel import scheduler, share
+
+    monkeypatch.setattr(share, "MARGIN", 1.0)  # no split is predicted that good
+    unsplit = scheduler.schedule(kernel, load_config("edge-npu")).kernel
+    assert all(st.name != "split_layer" for st in unsplit.history)
+    alone = polyc.compile(kernel, config="edge-npu", schedule=unsplit)
+    assert report.cycles < alone.run(inputs)[1].cycles
+
+
+def test_no_split_where_the_mac_array_is_far_slower(rng):
+    """datacenter: the one-column mapping is 13x below the bound's MAC rate, so
+    the vector unit alone is predicted fastest and the layer stays whole."""
+    kernel = _depthwise(96, 16)
+    compiled = polyc.compile(kernel, config="datacenter")
+    assert "S1_1" not in str(compiled)
+    assert all(st.name != "split_layer" for st in compiled.kernel.history)
+
+
+def test_split_with_an_iterator_per_statement(rng):
+    """The torch frontend names each loop nest's iterators its own way (the
+    epilogue runs over i, j, l, m): each statement is cut along its own channel
+    iterator; the inverted residual's depthwise layer with its bias and ReLU6,
+    split and scheduled on edge-npu, equals the interpreter."""
+    torch = pytest.importorskip("torch")
+    from accelerator.hardware.config import load_config
+    from schedules.accel import bias, inline, share
+    from schedules.accel.layers import per_statement
+
+    conv = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+    module = torch.nn.Sequential(conv, torch.nn.ReLU6()).eval()
+    kernel = polyc.from_torch(module, (torch.randn(1, 16, 8, 8),))
+    k, _ = per_statement(inline.inline_all(bias.defer_all(kernel)))
+    spec = load_config("edge-npu")
+    (layer,) = [la for la in share._pieces(k) if share._splittable(k, la, spec)]
+    stmts, its, extent = share._splittable(k, layer, spec)
+    assert len(stmts) == 3 and its[0] != its[2] and extent == 16
+    split = split_layer(k, stmts, its, 3, 4)
+    again = S.replay(kernel, split.history)
+    assert [(s.name, s.iterators, str(s)) for s in again.statements] == [
+        (s.name, s.iterators, str(s)) for s in split.statements
+    ]
+    assert all(
+        a.domain.is_equal(b.domain) for a, b in zip(again.statements, split.statements)
+    )
+    compiled = polyc.compile(split, config="edge-npu")
+    inputs = _inputs(kernel, rng)
+    out, report = compiled.run(inputs)
+    want = polyc.interpret(kernel, inputs)
+    for name, value in want.items():
+        np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+    assert _overlap(report) > 0
