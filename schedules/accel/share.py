@@ -19,13 +19,15 @@ cost model does not see every stall the split adds (more commands per tile).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from accelerator.hardware.bound import ENGINES, engine_bound
 from accelerator.hardware.spec import Spec
 from polyc.errors import PolycError
+from polyc.ir import tree
 from polyc.ir.affine import var
-from polyc.ir.kernel import Kernel
+from polyc.ir.kernel import Kernel, Role
 from schedules import stree
 from schedules.accel import cache, search
 from schedules.accel.layers import Layer, split, top_children
@@ -163,13 +165,18 @@ def _channel(t, array: str, dim: int) -> str | None:
 
 def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     """``(kernel, note)`` with the best split of ``layer``, or None when the
-    unsplit layer is predicted as fast (within :data:`MARGIN`)."""
-    base = cache.search(kernel, layer, spec, stage)
+    unsplit layer is predicted as fast (within :data:`MARGIN`). The points are
+    searched on the layer as a program of its own (:func:`_local`), whose
+    dependences are quick to compute; the chosen split is then applied to
+    ``kernel``."""
+    local = _local(kernel, layer)
+    (piece,) = _pieces(local)
+    base = cache.search(local, piece, spec, stage)
     if not base:
         return None
     unsplit = base[0].cycles
     con = next(s for s in layer.stmts if contraction(s) is not None)
-    work = {w.stmt: w for w in engine_bound(kernel, spec, {}).work}.get(con.name)
+    work = {w.stmt: w for w in engine_bound(local, spec, {}).work}.get(con.name)
     if work is None:
         return None
     t_mac = work.cycles[ENGINES.index("mac_array")]
@@ -185,25 +192,68 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
         point = _nearest(periods, share)
         if point in tried:
             break
-        tried[point] = _try(kernel, spec, stage, stmts, iterator, extent, point)
+        tried[point] = _try(local, spec, stage, stmts, iterator, extent, point)
         got = tried[point]
-        if got is None or got[2] is None:
+        if got is None or got[1] is None:
             break
-        per_mac, per_vec = got[2]
+        per_mac, per_vec = got[1]
         share = per_vec / (per_mac + per_vec)
     best = min(
-        ((c[1], point, c[0]) for point, c in tried.items() if c is not None),
+        ((c[0], point) for point, c in tried.items() if c is not None),
         default=None,
     )
     if best is None or best[0] > unsplit * (1 - MARGIN):
         return None
-    cycles, (period, p), split_kernel = best
+    cycles, (period, p) = best
+    try:
+        split_kernel = split_layer(kernel, stmts, iterator, period - p, period)
+    except PolycError:
+        return None
     note = (
         f"{'+'.join(stmts)} split across the vector unit and the MAC array: "
         f"{period - p} and {p} of every {period} along {iterator[0]}, predicted "
         f"{cycles:,.0f} cycles against {unsplit:,.0f} on one engine"
     )
     return split_kernel, note
+
+
+def _local(kernel: Kernel, layer: Layer) -> Kernel:
+    """``layer``'s statements as a program of their own: an array the layer
+    writes that the kernel returns or another statement uses is an output,
+    one it only reads an input, so the copies are those of the layer in
+    ``kernel``."""
+    names = {s.name for s in layer.stmts}
+    stmts = [s for s in kernel.statements if s.name in names]
+    written = {s.target.array for s in stmts}
+    elsewhere = {
+        ld.array
+        for s in kernel.statements
+        if s.name not in names
+        for ld in (s.target, *s.reads)
+    }
+    arrays = {}
+    for s in stmts:
+        for ld in (s.target, *s.reads):
+            arr = kernel.arrays[ld.array]
+            if ld.array not in written:
+                role = Role.INPUT
+            elif arr.role != Role.TEMP or ld.array in elsewhere:
+                role = Role.OUTPUT
+            else:
+                role = Role.TEMP
+            arrays[ld.array] = dataclasses.replace(arr, role=role)
+    return kernel.replace(
+        name=f"{kernel.name}_{stmts[0].name}",
+        arrays=arrays,
+        statements=tuple(stmts),
+        schedule=tree.initial_schedule(
+            [(s.name, s.domain, s.iterators) for s in stmts]
+        ),
+        program_schedule=None,
+        history=(),
+        data={},
+        part_of=None,
+    )
 
 
 def _nearest(periods: list[int], share: float) -> tuple[int, int]:
@@ -213,8 +263,8 @@ def _nearest(periods: list[int], share: float) -> tuple[int, int]:
 
 
 def _try(kernel, spec, stage, stmts, iterator, extent, point):
-    """``(kernel, predicted cycles, (MAC, vector) cycles per element)`` of the
-    split layer at ``point``, or None when it cannot split or fits nothing."""
+    """``(predicted cycles, (MAC, vector) cycles per element)`` of the split
+    layer at ``point``, or None when it cannot split or fits nothing."""
     period, p = point
     try:
         k = split_layer(kernel, stmts, iterator, period - p, period)
@@ -236,7 +286,7 @@ def _try(kernel, spec, stage, stmts, iterator, extent, point):
             busy["mac"] / (extent * p / period),
             busy["vector"] / (extent * (period - p) / period),
         )
-    return k, best.cycles, rates
+    return best.cycles, rates
 
 
 __all__ = ["MARGIN", "Plan", "plan"]
