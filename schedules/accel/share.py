@@ -79,8 +79,8 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
     notes: list[str] = []
     groups: list[tuple[str, ...]] = []
     done: set[str] = set()
+    layers = _pieces(kernel)
     while True:
-        layers = _pieces(kernel)
         todo = [
             (layer, found)
             for layer in layers
@@ -93,8 +93,9 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
         done.add(layer.stmts[0].name)
         chosen = _choose(kernel, layer, spec, stage, stmts, iterator, extent)
         if chosen is None:
-            continue
+            continue  # the program is unchanged: so are its pieces
         kernel, note = chosen
+        layers = _pieces(kernel)
         done |= {f"{n}_1" for n in stmts}
         notes.append(note)
         groups.append((*stmts, *(f"{n}_1" for n in stmts)))
@@ -175,6 +176,10 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     if not base:
         return None
     unsplit = base[0].cycles
+    # moving compute to the other engine leaves the layer's DMA as it is: a layer
+    # whose DMA already takes the time a split would have to win is not probed
+    if dict(base[0].engines).get("dma", 0.0) >= unsplit * (1 - MARGIN):
+        return None
     con = next(s for s in layer.stmts if contraction(s) is not None)
     work = {w.stmt: w for w in engine_bound(local, spec, {}).work}.get(con.name)
     if work is None:
@@ -183,6 +188,14 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     t_vec = work.cycles[ENGINES.index("vector")]
     if t_mac is None or t_vec is None:
         return None
+    # at best the split runs the vector unit's work at both engines' rates (the
+    # bound's: the MAC array's real mapping of the layer is slower), the DMA as
+    # it is: a layer that cannot win the margin that way is not probed
+    busy = dict(base[0].engines)
+    if not busy.get("mac"):
+        ideal = busy.get("vector", 0.0) * t_mac / (t_mac + t_vec)
+        if max(ideal, busy.get("dma", 0.0)) >= unsplit * (1 - MARGIN):
+            return None
     periods = [t for t in range(2, MAX_PERIOD + 1) if extent % t == 0]
     if not periods:
         return None
