@@ -193,6 +193,12 @@ class Compiled:
                     f"      staged whole in {top} (read from DRAM once, tiles "
                     f"copied from there): {', '.join(cand.staged)}"
                 )
+            if st.ahead:
+                loop = first.iterators[st.order[-1]]
+                out.append(
+                    f"      software pipelined: {', '.join(st.ahead)} issued one "
+                    f"tile of {loop} ahead of the rest (when {loop} is tiled)"
+                )
             if lc.note:  # why the layer is grouped as it is (an attention's choice)
                 out.append(f"      {lc.note}")
             names = {s.name for s in lc.layer.stmts}

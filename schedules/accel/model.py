@@ -75,6 +75,9 @@ class Structure:
     layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()  # buffer dim orders
     stream_slots: int = STREAM_SLOTS  # slots of operands streamed by reductions
     phased: tuple[str, ...] = ()  # pitched mac statements whose A rows are polyphase
+    # statements issued one tile of the innermost tiled shared loop ahead of the
+    # others (an attention's QK^T: see schedules.accel.pipeline)
+    ahead: tuple[str, ...] = ()
 
     def engine_of(self, stmt: str) -> str:
         return dict(self.engine)[stmt]
@@ -262,6 +265,19 @@ class LayerModel:
             memo[key] = build()
         return memo[key]
 
+    @property
+    def _lifted(self) -> set[str]:
+        from schedules.accel.pipeline import lifted
+
+        return self._once(("lifted",), lambda: lifted(self.layer, self.st))
+
+    def pipelined_trips(self):
+        """Tiles of the loop a structure's ``ahead`` statements run a tile early
+        along (the innermost shared loop; one when it is not tiled)."""
+        first = self.layer.stmts[0]
+        it = first.iterators[self.st.order[-1]]
+        return self.trips(first, it) if self._var(first, it) else sp.Integer(1)
+
     def trips(self, stmt: Statement, it: str):
         return _trips(self.layer.extent(stmt, it), self.size(stmt, it))
 
@@ -342,6 +358,9 @@ class LayerModel:
             )
         ]
         cut = self.st.order.index(moving[-1]) + 1 if moving else 0
+        if self.st.ahead and name in self._lifted:
+            # above the pipelined loop: one buffer for all its tiles
+            cut = min(cut, len(self.st.order) - 1)
         for p in self.st.order[:cut]:
             if self._var(first, first.iterators[p]):
                 copies *= self.trips(first, first.iterators[p])
@@ -682,6 +701,8 @@ class LayerModel:
                 out.append(self.vector_cycles(s))
         for s in self.st.pitched:
             out.append(self.pitch(self.kernel.statement(s)))
+        if self.st.ahead:
+            out.append(self.pipelined_trips())
         return out
 
     def _values(self, args, n: int) -> dict:

@@ -45,6 +45,7 @@ from schedules.accel import (
     groups,
     inline,
     levels,
+    pipeline,
     search,
     share,
 )
@@ -54,9 +55,9 @@ from schedules.accel.placement import box_extent, place
 from schedules.accel.tensorize import map_vector, tensorize, vertical_order
 from schedules.accel.tilevars import SharedTile, loop_extent, tile_var
 from schedules.apply import to_yaml
-from schedules.bands import permute
+from schedules.bands import permute, shift
 from schedules.common import step
-from schedules.fusion import fuse
+from schedules.fusion import fuse, reorder
 from schedules.tiling import tile
 
 
@@ -407,6 +408,11 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
     ordered = [members[p] for p in st.order]
     if ordered != members:
         k = permute(k, fused, ordered)
+    at = _ahead_member(layer, cand)
+    if at is not None:
+        for name in st.ahead:
+            k = shift(k, fused, {ordered[at]: -1}, statement=name)
+        k = reorder(k, pipeline.issue_order(layer, st))
     where = {}
     for s, band, tiled in tile_bands:
         for pos, p in enumerate(st.order):
@@ -417,6 +423,21 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
         for pos, it in enumerate(private):
             where[(s.name, it)] = (own, offset + pos)
     return k, where
+
+
+def _ahead_member(layer: Layer, cand: search.Candidate) -> int | None:
+    """The position in the fused band of the loop along which the structure's
+    ``ahead`` statements run one tile early (the innermost shared loop), or
+    None (nothing ahead, or that loop is not tiled: the cost model then charges
+    the tiles in series)."""
+    st = cand.structure
+    if not st.ahead or len(layer.stmts) < 2:
+        return None
+    first = layer.stmts[0]
+    inner = len(st.order) - 1
+    return (
+        inner if _tiles(layer, cand, first, first.iterators[st.order[inner]]) else None
+    )
 
 
 def _vertical(k: Kernel, layer: Layer, cand: search.Candidate, skip) -> Kernel:
@@ -456,9 +477,14 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
     st = cand.structure
     at = levels.assign(layer, st, spec, search.engine_level(spec))
     order = _place_order(layer)
+    early = _ahead_member(layer, cand)
+    above = pipeline.lifted(layer, st) if early is not None else set()
     for array in order:
         users = [s for s in layer.stmts if array in _arrays(s)]
         band, depth = _position(layer, cand, where, users, array)
+        slots = _slots(layer, cand, where, users, array)
+        if array in above:  # one buffer for every tile of the pipelined loop
+            band, depth, slots = _outermost(layer, where), early, None
         if array in cand.staged:  # whole, once, above the tile loops
             upper = spec.memory[search.upper_level(spec)].name
             top = _outermost(layer, where)
@@ -479,7 +505,7 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
             pad=pad,
             layout=layout,
             phase=phase,
-            slots=_slots(layer, cand, where, users, array),
+            slots=slots,
             plan=array == order[-1],  # plan once the layer's buffers are all in
         )
     return k

@@ -22,7 +22,7 @@ from polyc.ir.kernel import (
     params_head,
 )
 from polyc.ir.macmap import Refusal
-from schedules.accel import levels
+from schedules.accel import levels, pipeline
 from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
@@ -349,18 +349,23 @@ def structures(
         ):
             continue  # some buffer has no level all its engines reach
         streams = (STREAM_SLOTS, 2)
+        # an attention's QK^T one tile ahead of its softmax and PV, or not
+        early = pipeline.ahead(layer, dict(engine))
+        aheads = [(), early] if early else [()]
         for order in orders:
             for slots in streams:
-                yield Structure(
-                    engine,
-                    groups,
-                    pitched,
-                    tuple(fixed) + order,
-                    tuple(free),
-                    layouts,
-                    slots,
-                    phased,
-                )
+                for ahead in aheads:
+                    yield Structure(
+                        engine,
+                        groups,
+                        pitched,
+                        tuple(fixed) + order,
+                        tuple(free),
+                        layouts,
+                        slots,
+                        phased,
+                        ahead,
+                    )
 
 
 @dataclass(frozen=True)

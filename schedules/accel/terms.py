@@ -271,6 +271,12 @@ class Work:
     # result): the first tile's and the last tile's are not overlapped
     pro: np.ndarray | float = 0.0
     epi: np.ndarray | float = 0.0
+    # one tile's vector work between two MAC statements of a chain (an
+    # attention's softmax between QK^T and PV), the tiles it runs, and whether
+    # the first MAC statement is issued a tile ahead (schedules.accel.pipeline)
+    mid: np.ndarray | float = 0.0
+    mid_tiles: np.ndarray | float = 0.0
+    ahead: np.ndarray | float = 1.0  # tiles of the pipelined loop (1: none)
 
 
 def engines(model: LayerModel, ev, n: int) -> Work:
@@ -308,7 +314,35 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             scalar += model.scalar_cycles(s)
     has_mac = any(model.st.engine_of(s.name) == "mac" for s in model.layer.stmts)
     pro, epi = _chain(model, ev) if has_mac else (0.0, 0.0)
-    return Work(mac, vec, scalar, calls, lead if has_mac else np.inf, once, pro, epi)
+    mid, mid_tiles = _between(model, ev)
+    return Work(
+        mac,
+        vec,
+        scalar,
+        calls,
+        lead if has_mac else np.inf,
+        once,
+        pro,
+        epi,
+        mid,
+        mid_tiles,
+        ev(model.pipelined_trips()) if model.st.ahead else 1.0,
+    )
+
+
+def _between(model: LayerModel, ev):
+    """One tile's vector cycles between the layer's first MAC statement and a
+    later one that reads their result (an attention's softmax between QK^T and
+    PV: :func:`schedules.accel.pipeline.ahead`), and the tiles they run; zeros
+    when the layer has no such chain."""
+    from schedules.accel.pipeline import chain
+
+    stmts = chain(model.layer, dict(model.st.engine))
+    if not stmts:
+        return 0.0, 0.0
+    per_tile = sum(ev(model.vector_cycles(s)) for s in stmts)
+    tiles = np.max([ev(model.tiles(s)) for s in stmts], axis=0)
+    return per_tile, tiles
 
 
 def _chain(model: LayerModel, ev):
@@ -463,6 +497,7 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     cycles = np.maximum(
         cycles, fill + work.pro + work.mac + stalls + paced + work.epi + drain
     )
+    cycles = np.maximum(cycles, _chained(work, dma_time, fill, drain))
     edges = {
         "fill": fill,
         "fill_bytes": fill_bytes,
@@ -477,6 +512,25 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
         {"mac": work.mac, "vector": work.vector, "dma": dma_time, "scalar": scalar},
         edges,
     )
+
+
+def _chained(work: Work, dma_time, fill, drain):
+    """The cycles of a layer whose tiles chain MAC, vector and MAC work (an
+    attention: QK^T, softmax, PV). Every engine runs its commands in issue
+    order: issued in program order, tile t + 1's QK^T (and its loads, issued
+    after tile t's PV calls) queues behind tile t's PV, which waits for tile
+    t's softmax, so the tiles run one after another, each paying its loads,
+    its MAC and DMA work and its softmax. With the QK^T a tile ahead the
+    vector unit runs the softmaxes back to back, after the first tile's QK^T
+    and before the last tile's PV."""
+    if not np.any(work.mid):
+        return 0.0
+    tiles = np.maximum(work.mid_tiles, 1)
+    per_tile = np.maximum(work.mac, dma_time) / tiles
+    # the pipeline restarts at every iteration of the loops outside it
+    inner = np.maximum(np.minimum(work.ahead, tiles), 1)
+    runs = tiles / inner
+    return runs * (fill + per_tile + inner * work.mid) + drain
 
 
 def _dram_rates(spec: Spec) -> tuple[float, float, float]:

@@ -1,0 +1,94 @@
+"""Software pipelining of a layer's tile loop: a producer one tile ahead.
+
+Every engine runs its commands in issue order and the scalar core issues them in
+program order. In a fused attention, per tile of queries, QK^T runs on the MAC
+array, the softmax on the vector unit, PV on the MAC array again: the next
+tile's QK^T is issued after this tile's PV, so it queues behind PV on the array,
+PV waits for the softmax, and the two engines take turns. Shifting the
+statements up to the first contraction (QK^T and its init) one iteration
+earlier along the innermost tiled loop shared by the layer (a
+:func:`schedules.bands.shift` of the fused band, checked against the exact
+dependences and recorded) issues tile t + 1's QK^T before tile t's PV::
+
+    for t in 0..T-1:                 for t in -1..T-1:
+      QK(t)                            QK(t + 1)      # if t + 1 < T
+      softmax(t)            ->         softmax(t)     # if t >= 0
+      PV(t)                            PV(t)          # if t >= 0
+
+so the array computes QK(t + 1) while the vector unit runs softmax(t). What the
+shifted statements write and the others read (the scores) is placed above the
+pipelined loop (:func:`lifted`): tile t + 1's scores then sit beside tile t's in
+one buffer and no value crosses an iteration through DRAM.
+"""
+
+from __future__ import annotations
+
+from schedules.accel.layers import Layer
+from schedules.accel.model import Structure
+
+
+def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
+    """The statements to issue one tile ahead in ``layer`` under ``engine``
+    (statement -> engine): those up to the first MAC statement, when a later MAC
+    statement reads, through vector statements, what it wrote (an attention's
+    QK^T, softmax and PV: :func:`chain`); else none."""
+    if not chain(layer, engine):
+        return ()
+    first = next(i for i, s in enumerate(layer.stmts) if engine[s.name] == "mac")
+    return tuple(s.name for s in layer.stmts[: first + 1])
+
+
+def chain(layer: Layer, engine: dict[str, str]) -> list:
+    """The vector statements between the layer's first MAC statement and a later
+    MAC statement that reads, through them, what the first wrote (an
+    attention's softmax between QK^T and PV), in order; else none."""
+    stmts = layer.stmts
+    macs = [i for i, s in enumerate(stmts) if engine.get(s.name) == "mac"]
+    if len(macs) < 2:
+        return []
+    made = {stmts[macs[0]].target.array}
+    between = []
+    for s in stmts[macs[0] + 1 :]:
+        if not any(ld.array in made for ld in s.reads):
+            continue
+        if engine.get(s.name) == "mac":
+            if between:
+                return between
+            continue
+        if engine.get(s.name) != "vector":
+            return []
+        between.append(s)
+        made.add(s.target.array)
+    return []
+
+
+def lifted(layer: Layer, st: Structure) -> set[str]:
+    """The arrays written by the statements issued ahead and read by the others:
+    placed above the pipelined loop (one buffer for all its tiles)."""
+    early = set(st.ahead)
+    written = {s.target.array for s in layer.stmts if s.name in early}
+    return {
+        ld.array
+        for s in layer.stmts
+        if s.name not in early
+        for ld in s.reads
+        if ld.array in written
+    }
+
+
+def issue_order(layer: Layer, st: Structure) -> list[str]:
+    """The layer's point bands in the order to issue them once the ``ahead``
+    statements are shifted: the vector work of tile t (up to the next MAC
+    statement or its folded init) before the statements ahead (tile t + 1's
+    QK^T), so that the scalar core issues the softmax before it can stall on a
+    full MAC queue, and the vector unit runs it as soon as the array is done
+    with tile t's QK^T."""
+    n = len(st.ahead)
+    engine = dict(st.engine)
+    rest = list(range(n, len(layer.stmts)))
+    cut = next(
+        (i for i in rest if engine[layer.stmts[i].name] in ("mac", "fold")),
+        len(layer.stmts),
+    )
+    order = [*range(n, cut), *range(n), *range(cut, len(layer.stmts))]
+    return [layer.bands[i] for i in order]
