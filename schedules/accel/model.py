@@ -373,14 +373,20 @@ class LayerModel:
         whose loops ``inside[stmt]`` are tiled (the others run whole)."""
         out = []
         for d in range(len(shape)):
-            out.append(
-                [
-                    self._extent(s, ld.index[d], inside[s.name], shape[d])
-                    for s in users
-                    for ld in (s.target, *s.reads)
-                    if ld.array == name
-                ]
-            )
+            accesses = [
+                (s, ld.index[d])
+                for s in users
+                for ld in (s.target, *s.reads)
+                if ld.array == name
+            ]
+            per = [self._extent(s, a, inside[s.name], shape[d]) for s, a in accesses]
+            # accesses a constant apart (q, k and v as slices 0, 1, 2 of one
+            # projection's output): the box is their hull, as placement takes it
+            spread = {a.const for _, a in accesses}
+            if len({a.terms for _, a in accesses}) == 1 and len(spread) > 1:
+                top = sp.Max(*per) if len(per) > 1 else per[0]
+                per = [sp.Min(top + max(spread) - min(spread), shape[d])]
+            out.append(per)
         return out
 
     def _extent(self, stmt: Statement, aff, inside: set, dim: int):

@@ -62,18 +62,45 @@ def chain(layer: Layer, engine: dict[str, str]) -> list:
     return []
 
 
-def lifted(layer: Layer, st: Structure) -> set[str]:
-    """The arrays written by the statements issued ahead and read by the others:
-    placed above the pipelined loop (one buffer for all its tiles)."""
+def _shared(layer: Layer, st: Structure) -> set[str]:
+    """The arrays both the statements ahead and the others touch."""
     early = set(st.ahead)
-    written = {s.target.array for s in layer.stmts if s.name in early}
-    return {
-        ld.array
-        for s in layer.stmts
-        if s.name not in early
-        for ld in s.reads
-        if ld.array in written
-    }
+
+    def touched(stmts):
+        return {ld.array for s in stmts for ld in (s.target, *s.reads)}
+
+    return touched(s for s in layer.stmts if s.name in early) & touched(
+        s for s in layer.stmts if s.name not in early
+    )
+
+
+def lifted(layer: Layer, st: Structure) -> set[str]:
+    """The arrays the statements issued ahead write and the others touch (the
+    scores): placed above the pipelined loop, one buffer for all its tiles.
+    Per tile, the box would be the hull of two tiles (tile t + 1 for the
+    statements ahead, tile t for the others) and the scores would cross an
+    iteration through DRAM."""
+    written = {s.target.array for s in layer.stmts}
+    apart = read_apart(layer, st)
+    return {a for a in _shared(layer, st) if a in written or a not in apart}
+
+
+def read_apart(layer: Layer, st: Structure) -> dict[str, list[str]]:
+    """The arrays the layer only reads, both ahead and not (the query, key and
+    value as slices of one projection's output), each with its readers when
+    one statement ahead and one other read it: each reader gets a buffer of
+    its own above its own loops (one box per tile, not the hull of two)."""
+    written = {s.target.array for s in layer.stmts}
+    early = set(st.ahead)
+    out = {}
+    for a in sorted(_shared(layer, st) - written):
+        users = [s.name for s in layer.stmts if a in {ld.array for ld in s.reads}]
+        if (
+            sum(u in early for u in users) == 1
+            and sum(u not in early for u in users) == 1
+        ):
+            out[a] = users
+    return out
 
 
 def issue_order(layer: Layer, st: Structure) -> list[str]:

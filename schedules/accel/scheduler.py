@@ -479,12 +479,31 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
     order = _place_order(layer)
     early = _ahead_member(layer, cand)
     above = pipeline.lifted(layer, st) if early is not None else set()
+    apart = pipeline.read_apart(layer, st) if early is not None else {}
     for array in order:
         users = [s for s in layer.stmts if array in _arrays(s)]
         band, depth = _position(layer, cand, where, users, array)
         slots = _slots(layer, cand, where, users, array)
         if array in above:  # one buffer for every tile of the pipelined loop
             band, depth, slots = _outermost(layer, where), early, None
+        if array in apart:
+            # read a tile apart by the statements ahead and by the others:
+            # a buffer each, above its statement's own loops
+            level = spec.memory[at[array]].name
+            for name in apart[array]:
+                band, depth = _above_private(layer, where, name)
+                last = array == order[-1] and name == apart[array][-1]
+                k = place(
+                    k,
+                    band,
+                    array,
+                    level,
+                    config=spec,
+                    depth=depth,
+                    slots=st.stream_slots,
+                    plan=last,
+                )
+            continue
         if array in cand.staged:  # whole, once, above the tile loops
             upper = spec.memory[search.upper_level(spec)].name
             top = _outermost(layer, where)
@@ -509,6 +528,17 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
             plan=array == order[-1],  # plan once the layer's buffers are all in
         )
     return k
+
+
+def _above_private(layer: Layer, where, name: str) -> tuple[str, int]:
+    """The position just inside the shared tile loops, above the private ones,
+    of statement ``name``: its band, and the depth of its first private tile
+    loop (0 of its point band when none is tiled)."""
+    stmt = next(s for s in layer.stmts if s.name == name)
+    private = [where[(name, it)] for it in layer.private(stmt) if (name, it) in where]
+    if private:
+        return min(private, key=lambda bp: bp[1])
+    return layer.bands[layer.stmts.index(stmt)], 0
 
 
 def _arrays(stmt) -> set[str]:
