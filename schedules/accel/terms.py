@@ -277,6 +277,10 @@ class Work:
     mid: np.ndarray | float = 0.0
     mid_tiles: np.ndarray | float = 0.0
     ahead: np.ndarray | float = 1.0  # tiles of the pipelined loop (1: none)
+    # whether the scalar core stalls on a full MAC queue while the chain's
+    # later calls (PV) wait for the vector work, before it issues the next
+    # tile's loads
+    stalls: np.ndarray | bool = False
 
 
 def engines(model: LayerModel, ev, n: int) -> Work:
@@ -314,7 +318,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             scalar += model.scalar_cycles(s)
     has_mac = any(model.st.engine_of(s.name) == "mac" for s in model.layer.stmts)
     pro, epi = _chain(model, ev) if has_mac else (0.0, 0.0)
-    mid, mid_tiles = _between(model, ev)
+    mid, mid_tiles, mid_calls = _between(model, ev)
     return Work(
         mac,
         vec,
@@ -327,22 +331,8 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         mid,
         mid_tiles,
         ev(model.pipelined_trips()) if model.st.ahead else 1.0,
+        mid_calls >= depth,
     )
-
-
-def _between(model: LayerModel, ev):
-    """One tile's vector cycles between the layer's first MAC statement and a
-    later one that reads their result (an attention's softmax between QK^T and
-    PV: :func:`schedules.accel.pipeline.ahead`), and the tiles they run; zeros
-    when the layer has no such chain."""
-    from schedules.accel.pipeline import chain
-
-    stmts = chain(model.layer, dict(model.st.engine))
-    if not stmts:
-        return 0.0, 0.0
-    per_tile = sum(ev(model.vector_cycles(s)) for s in stmts)
-    tiles = np.max([ev(model.tiles(s)) for s in stmts], axis=0)
-    return per_tile, tiles
 
 
 def _chain(model: LayerModel, ev):
@@ -367,6 +357,26 @@ def _chain(model: LayerModel, ev):
             epi = epi + ev(model.vector_cycles(s))
             after.add(s.target.array)
     return pro, epi
+
+
+def _between(model: LayerModel, ev):
+    """One tile's vector cycles between the layer's first MAC statement and a
+    later one that reads their result (an attention's softmax between QK^T and
+    PV: :func:`schedules.accel.pipeline.chain`), the tiles they run, and the
+    later statement's MAC calls per such tile; zeros when the layer has no
+    such chain."""
+    from schedules.accel.pipeline import chain
+
+    engine = dict(model.st.engine)
+    stmts = chain(model.layer, engine)
+    if not stmts:
+        return 0.0, 0.0, 0.0
+    per_tile = sum(ev(model.vector_cycles(s)) for s in stmts)
+    tiles = np.max([ev(model.tiles(s)) for s in stmts], axis=0)
+    after = model.layer.stmts.index(stmts[-1])
+    pv = next(s for s in model.layer.stmts[after:] if engine[s.name] == "mac")
+    calls = ev(model.tiles(pv)) * ev(model.mac_cycles(pv)[1])
+    return per_tile, tiles, calls / np.maximum(tiles, 1)
 
 
 @dataclass(frozen=True)
@@ -497,7 +507,9 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     cycles = np.maximum(
         cycles, fill + work.pro + work.mac + stalls + paced + work.epi + drain
     )
-    cycles = np.maximum(cycles, _chained(work, dma_time, fill, drain))
+    cycles = np.maximum(
+        cycles, _chained(work, dma_time, fill, drain, spec.scalar.queue_depth)
+    )
     edges = {
         "fill": fill,
         "fill_bytes": fill_bytes,
@@ -514,23 +526,28 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     )
 
 
-def _chained(work: Work, dma_time, fill, drain):
+def _chained(work: Work, dma_time, fill, drain, depth: int):
     """The cycles of a layer whose tiles chain MAC, vector and MAC work (an
     attention: QK^T, softmax, PV). Every engine runs its commands in issue
-    order: issued in program order, tile t + 1's QK^T (and its loads, issued
-    after tile t's PV calls) queues behind tile t's PV, which waits for tile
-    t's softmax, so the tiles run one after another, each paying its loads,
-    its MAC and DMA work and its softmax. With the QK^T a tile ahead the
-    vector unit runs the softmaxes back to back, after the first tile's QK^T
-    and before the last tile's PV."""
+    order: issued in program order, tile t + 1's QK^T queues behind tile t's
+    PV, which waits for tile t's softmax, so the tiles run one after another,
+    each its MAC or DMA work (whichever is longer) and its softmax. Where a
+    tile's PV takes ``queue_depth`` calls or more, the scalar core stalls on
+    the full queue behind them, and the next tile's loads, issued after them,
+    start only when the softmax is done: each tile also pays the first loads.
+    With the QK^T a tile ahead the vector unit runs the softmaxes back to
+    back, after the first tile's QK^T and before the last tile's PV (from
+    the start at every iteration of the loops outside the pipelined one)."""
     if not np.any(work.mid):
         return 0.0
     tiles = np.maximum(work.mid_tiles, 1)
     per_tile = np.maximum(work.mac, dma_time) / tiles
-    # the pipeline restarts at every iteration of the loops outside it
     inner = np.maximum(np.minimum(work.ahead, tiles), 1)
     runs = tiles / inner
-    return runs * (fill + per_tile + inner * work.mid) + drain
+    pipelined = runs * (fill + per_tile + inner * work.mid) + drain
+    serial = fill + tiles * (per_tile + work.mid) + drain
+    serial = serial + np.where(work.stalls, (tiles - 1) * fill, 0)
+    return np.where(work.ahead > 1, pipelined, serial)
 
 
 def _dram_rates(spec: Spec) -> tuple[float, float, float]:
