@@ -266,6 +266,15 @@ class LayerModel:
         return memo[key]
 
     @property
+    def _attention(self) -> bool:
+        """Whether the layer chains QK^T, a softmax and PV."""
+        from schedules.accel.pipeline import chain
+
+        return self._once(
+            ("attention",), lambda: bool(chain(self.layer, dict(self.st.engine)))
+        )
+
+    @property
     def _lifted(self) -> set[str]:
         from schedules.accel.pipeline import lifted
 
@@ -380,10 +389,15 @@ class LayerModel:
                 if ld.array == name
             ]
             per = [self._extent(s, a, inside[s.name], shape[d]) for s, a in accesses]
-            # accesses a constant apart (q, k and v as slices 0, 1, 2 of one
-            # projection's output): the box is their hull, as placement takes it
+            # in an attention, accesses a constant apart (q, k and v as slices
+            # 0, 1, 2 of one projection's output): the box is their hull, as
+            # placement takes it (elsewhere not yet checked against the suite)
             spread = {a.const for _, a in accesses}
-            if len({a.terms for _, a in accesses}) == 1 and len(spread) > 1:
+            if (
+                self._attention
+                and len({a.terms for _, a in accesses}) == 1
+                and len(spread) > 1
+            ):
                 top = sp.Max(*per) if len(per) > 1 else per[0]
                 per = [sp.Min(top + max(spread) - min(spread), shape[d])]
             out.append(per)

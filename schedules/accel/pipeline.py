@@ -40,8 +40,8 @@ def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
 
 def chain(layer: Layer, engine: dict[str, str]) -> list:
     """The vector statements between the layer's first MAC statement and a later
-    MAC statement that reads, through them, what the first wrote (an
-    attention's softmax between QK^T and PV), in order; else none."""
+    MAC statement that reads, through them, what the first wrote, when they
+    hold a softmax (an attention's QK^T, softmax and PV), in order; else none."""
     stmts = layer.stmts
     macs = [i for i, s in enumerate(stmts) if engine.get(s.name) == "mac"]
     if len(macs) < 2:
@@ -53,7 +53,7 @@ def chain(layer: Layer, engine: dict[str, str]) -> list:
             continue
         if engine.get(s.name) == "mac":
             if between:
-                return between
+                return between if _softmax(between) else []
             continue
         if engine.get(s.name) != "vector":
             return []
@@ -119,3 +119,9 @@ def issue_order(layer: Layer, st: Structure) -> list[str]:
     )
     order = [*range(n, cut), *range(n), *range(cut, len(layer.stmts))]
     return [layer.bands[i] for i in order]
+
+
+def _softmax(stmts) -> bool:
+    from schedules.accel.attention import _softmax as softmax
+
+    return softmax(stmts)
