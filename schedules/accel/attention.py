@@ -13,8 +13,10 @@ places after the softmax) move before it (:func:`gather`, one exact legality
 check for all moves), so the core's statements are consecutive and
 :func:`schedules.accel.layers.split` makes them one layer (a core counts as
 one statement toward its cap): the score, exp and probability tiles live in
-on-chip buffers and never go to DRAM, and with two slots the vector work of
-one tile overlaps the MAC work of the next.
+on-chip buffers and never go to DRAM. Two slots alone do not overlap one
+tile's softmax with the next tile's QK^T (every engine runs its commands in
+issue order): the search also tries the layer software pipelined
+(:mod:`schedules.accel.pipeline`).
 
 Whether and how to fuse is the cost model's choice (:func:`choose` over
 :func:`variants`): the scheduler predicts the whole program's cycles with each
