@@ -34,8 +34,11 @@ def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
     QK^T, softmax and PV: :func:`chain`); else none."""
     if not chain(layer, engine):
         return ()
-    first = next(i for i, s in enumerate(layer.stmts) if engine[s.name] == "mac")
-    return tuple(s.name for s in layer.stmts[: first + 1])
+    end = next(i for i, s in enumerate(layer.stmts) if engine[s.name] == "mac")
+    # with the requantization in the MAC array's output path that follows it
+    while end + 1 < len(layer.stmts) and engine[layer.stmts[end + 1].name] == "mac_out":
+        end += 1
+    return tuple(s.name for s in layer.stmts[: end + 1])
 
 
 def chain(layer: Layer, engine: dict[str, str]) -> list:
@@ -54,6 +57,9 @@ def chain(layer: Layer, engine: dict[str, str]) -> list:
         if engine.get(s.name) == "mac":
             if between:
                 return between if _softmax(between) else []
+            continue
+        if engine.get(s.name) == "mac_out":  # no cycles: the array's output path
+            made.add(s.target.array)
             continue
         if engine.get(s.name) != "vector":
             return []
