@@ -29,41 +29,29 @@ from schedules.accel.model import Structure
 
 def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
     """The statements to issue one tile ahead in ``layer`` under ``engine``
-    (statement -> engine): those up to the MAC statement that starts the
-    layer's chain (QK^T: :func:`chain`) and the requantization in the MAC
-    array's output path that follows it; none without a chain."""
-    start = _start(layer, engine)
-    if start is None:
+    (statement -> engine): those up to the first MAC statement, when a later MAC
+    statement reads, through vector statements, what it wrote (an attention's
+    QK^T, softmax and PV: :func:`chain`); else none."""
+    if not chain(layer, engine):
         return ()
-    end = start
+    end = next(i for i, s in enumerate(layer.stmts) if engine[s.name] == "mac")
+    # with the requantization in the MAC array's output path that follows it
     while end + 1 < len(layer.stmts) and engine[layer.stmts[end + 1].name] == "mac_out":
         end += 1
     return tuple(s.name for s in layer.stmts[: end + 1])
 
 
 def chain(layer: Layer, engine: dict[str, str]) -> list:
-    """The vector statements between a MAC statement of the layer and a later
+    """The vector statements between the layer's first MAC statement and a later
     MAC statement that reads, through them, what the first wrote, when they
-    hold a softmax (an attention's QK^T, softmax and PV), in order; else none
-    (the first such MAC statement in the layer's order starts it)."""
-    start = _start(layer, engine)
-    return [] if start is None else _from(layer, engine, start)
-
-
-def _start(layer: Layer, engine: dict[str, str]) -> int | None:
-    """The position of the MAC statement that starts the layer's chain."""
-    for i, s in enumerate(layer.stmts):
-        if engine.get(s.name) == "mac" and _from(layer, engine, i):
-            return i
-    return None
-
-
-def _from(layer: Layer, engine: dict[str, str], first: int) -> list:
-    """The chain from the MAC statement at ``first`` (see :func:`chain`)."""
+    hold a softmax (an attention's QK^T, softmax and PV), in order; else none."""
     stmts = layer.stmts
-    made = {stmts[first].target.array}
+    macs = [i for i, s in enumerate(stmts) if engine.get(s.name) == "mac"]
+    if len(macs) < 2:
+        return []
+    made = {stmts[macs[0]].target.array}
     between = []
-    for s in stmts[first + 1 :]:
+    for s in stmts[macs[0] + 1 :]:
         if not any(ld.array in made for ld in s.reads):
             continue
         if engine.get(s.name) == "mac":
