@@ -76,12 +76,6 @@ def vector_lone(stmt: str) -> str:
     return f"pc_vl_{stmt}"
 
 
-def vector_span(stmt: str, k: int) -> tuple[str, str]:
-    """The lowest and highest element offset the vector statement touched in its
-    ``k``-th buffer in the current tile (its hazard range)."""
-    return f"pc_vlo_{stmt}_{k}", f"pc_vhi_{stmt}_{k}"
-
-
 def vector_last(stmt: str) -> str:
     """The element offset the vector reduction wrote last (-1: none yet)."""
     return f"pc_vp_{stmt}"
