@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from accelerator.hardware.spec import Spec
-from polyc.ir.expr import Unary
 from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.accel import cache
 from schedules.accel.layers import split, top_children
+from schedules.accel.pipeline import _softmax
 from schedules.accel.tensorize import contraction
 from schedules.apply import to_yaml
 from schedules.common import step
@@ -466,19 +466,6 @@ def _back(items, c: int, array: str):
     made_in_order = dict.fromkeys(items[p].target.array for p in sorted(members))
     scores = tuple(a for a in made_in_order if a != pv.target.array)
     return _Found(tuple(sorted(members)), gap, feeders, items[qk].name, pv.name, scores)
-
-
-def _softmax(stmts: list[Statement]) -> bool:
-    """Whether ``stmts`` hold a softmax: a max reduction, an ``exp`` and a sum
-    reduction (a max reduction alone is also a max pooling, which a CNN feeds
-    to its next convolution)."""
-    return (
-        any(s.reduction == "max" for s in stmts)
-        and any(s.reduction == "add" for s in stmts)
-        and any(
-            isinstance(n, Unary) and n.op == "exp" for s in stmts for n in s.body.walk()
-        )
-    )
 
 
 def _writes(stmt: Statement | None, array: str) -> bool:

@@ -23,8 +23,14 @@ one buffer and no value crosses an iteration through DRAM.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from polyc.ir.expr import Unary
+from polyc.ir.kernel import Statement
 from schedules.accel.layers import Layer
-from schedules.accel.model import Structure
+
+if TYPE_CHECKING:  # the model reads this module: no import back at run time
+    from schedules.accel.model import Structure
 
 
 def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
@@ -127,7 +133,15 @@ def issue_order(layer: Layer, st: Structure) -> list[str]:
     return [layer.bands[i] for i in order]
 
 
-def _softmax(stmts) -> bool:
-    from schedules.accel.attention import _softmax as softmax
-
-    return softmax(stmts)
+def _softmax(stmts: list[Statement]) -> bool:
+    """Whether ``stmts`` hold a softmax: a max reduction, an ``exp`` and a sum
+    reduction (a max reduction alone is also a max pooling, which a CNN feeds
+    to its next convolution). :mod:`schedules.accel.attention` finds its cores
+    by the same test."""
+    return (
+        any(s.reduction == "max" for s in stmts)
+        and any(s.reduction == "add" for s in stmts)
+        and any(
+            isinstance(n, Unary) and n.op == "exp" for s in stmts for n in s.body.walk()
+        )
+    )
