@@ -81,6 +81,15 @@ def _quant():
     return quant
 
 
+def int8_inputs(kernel) -> dict:
+    """Small random integers (-8..7) for each free input of ``kernel``, seeded."""
+    rng = np.random.default_rng(0)
+    return {
+        a.name: rng.integers(-8, 8, a.concrete_shape({})).astype(a.dtype.numpy)
+        for a in kernel.free_inputs
+    }
+
+
 def run_polyc(name: str, config: str = str(CONFIG_PATH)) -> dict:
     """Compile and simulate one layer on HW-A; its record (an ``error`` instead
     when polyc cannot run it on this config)."""
@@ -92,12 +101,7 @@ def run_polyc(name: str, config: str = str(CONFIG_PATH)) -> dict:
     try:
         compiled = polyc.compile(k, config=config, checks=False)
         compiled_s = time.perf_counter() - start
-        rng = np.random.default_rng(0)
-        inputs = {
-            a.name: rng.integers(-8, 8, a.concrete_shape({})).astype(a.dtype.numpy)
-            for a in k.free_inputs
-        }
-        _, report = compiled.run(inputs)
+        _, report = compiled.run(int8_inputs(k))
     except polyc.PolycError as err:
         return {"layer": name, "error": f"{type(err).__name__}: {err}"}
     run_s = time.perf_counter() - start - compiled_s

@@ -25,11 +25,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 from bench import results_md
 from bench.common import RESULTS, machine
-from bench.fidelity import CONFIG_PATH
+from bench.fidelity import CONFIG_PATH, int8_inputs
 from bench.peers import env, graph, stream
 from bench.peers.hwa import HWA
 
@@ -69,12 +67,7 @@ def run_polyc(g: graph.Graph, config=None) -> dict:
         config = config or str(CONFIG_PATH)
         compiled = polyc.compile(kernel, config=config, checks=False)
         compiled_s = time.perf_counter() - start
-        rng = np.random.default_rng(0)
-        inputs = {
-            a.name: rng.integers(-8, 8, a.concrete_shape({})).astype(a.dtype.numpy)
-            for a in kernel.free_inputs
-        }
-        _, report = compiled.run(inputs)
+        _, report = compiled.run(int8_inputs(kernel))
     except polyc.PolycError as err:
         return {"model": g.name, "error": f"{type(err).__name__}: {err}"}
     run_s = time.perf_counter() - start - compiled_s

@@ -16,27 +16,17 @@ import pytest
 
 import polyc
 import schedules as S
-from polyc import ops
 from polyc.errors import ArgumentError, IllegalTransformError
 from polyc.lang.program import Program
 from schedules.accel.split import split_layer, split_side
+from tests.support.depthwise import depthwise, normal_inputs
 
 
 def _depthwise(channels: int = 8, size: int = 8):
-    return ops.conv2d(
-        (1, channels, size, size),
-        (channels, 1, 3, 3),
-        bias=False,
-        padding=1,
-        groups=channels,
-    )
+    return depthwise(channels, size)
 
 
-def _inputs(kernel, rng):
-    return {
-        a.name: rng.standard_normal(a.concrete_shape({})).astype(a.dtype.numpy)
-        for a in kernel.free_inputs
-    }
+_inputs = normal_inputs
 
 
 def test_split_partitions_the_domains_and_replays(rng):

@@ -19,23 +19,14 @@ import polyc
 import schedules as S
 from polyc import ops
 from schedules.accel.tensorize import vertical_order
+from tests.support.depthwise import depthwise, normal_inputs
 
 
 def _depthwise(channels: int = 64, size: int = 16):
-    return ops.conv2d(
-        (1, channels, size, size),
-        (channels, 1, 3, 3),
-        bias=False,
-        padding=1,
-        groups=channels,
-    )
+    return depthwise(channels, size)
 
 
-def _inputs(kernel, rng):
-    return {
-        a.name: rng.standard_normal(a.concrete_shape({})).astype(a.dtype.numpy)
-        for a in kernel.free_inputs
-    }
+_inputs = normal_inputs
 
 
 # (config, the most cycles over the engine bound); on main they ran 35x and 6x
