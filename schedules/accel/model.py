@@ -53,80 +53,8 @@ from schedules.accel import banks, levels, terms
 from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
+from schedules.accel.structure import Polyphase, Structure, polyphase
 from schedules.accel.tilevars import PrivateTile, TileVar, tile_var
-
-#: slots of an operand buffer copied per tile (streamed through a statement's
-#: reduction loops, or only read by the layer): the next two tiles load while one
-#: is in use (2 is also tried where memory is short)
-STREAM_SLOTS = 3
-
-
-@dataclass(frozen=True)
-class Structure:
-    """The discrete choices of a layer's schedule (tile sizes aside)."""
-
-    # (stmt, "mac" | "vector" | "scalar" | "fold" | "mac_out": requantized in the
-    # MAC array's output path)
-    engine: tuple[tuple[str, str], ...]
-    groups: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = ()  # stmt -> (m,n,k)
-    pitched: tuple[str, ...] = ()  # mac statements whose output rows take A's pitch
-    order: tuple[int, ...] = ()  # shared positions, outermost tile loop first
-    free: tuple[TileVar, ...] = ()  # the loops to tile
-    layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()  # buffer dim orders
-    stream_slots: int = STREAM_SLOTS  # slots of operands streamed by reductions
-    phased: tuple[str, ...] = ()  # pitched mac statements whose A rows are polyphase
-    # statements issued one tile of the innermost tiled shared loop ahead of the
-    # others (an attention's QK^T: see schedules.accel.pipeline)
-    ahead: tuple[str, ...] = ()
-
-    def engine_of(self, stmt: str) -> str:
-        return dict(self.engine)[stmt]
-
-    def groups_of(self, stmt: str) -> tuple[tuple[str, ...], ...]:
-        return dict(self.groups)[stmt]
-
-
-@dataclass(frozen=True)
-class Polyphase:
-    """A pitched MAC statement's A operand stored in phases: along ``dim`` the
-    outer fused M iterator moves by ``factor`` rows, so the rows of one residue
-    sit together and it moves one row of a phase; dimension ``inner`` (where the
-    inner M iterator moves by ``multiple``) is padded to a multiple of
-    ``multiple``, so that a phase row is a whole pitch ``padded / multiple`` of
-    the inner iterator's steps."""
-
-    array: str
-    dim: int
-    factor: int
-    inner: int
-    multiple: int
-
-    def pitch(self, padded):
-        return padded / self.multiple
-
-
-def polyphase(stmt: Statement, groups) -> Polyphase | None:
-    """How to store the A operand of a pitched MAC statement in phases so that the
-    fused M rows of a strided convolution stop skipping rows (``None`` when its
-    outer M iterator moves by one row, or some iterator of a MAC dimension would
-    cross phases inside a call)."""
-    from schedules.accel.tensorize import contraction
-
-    con = contraction(stmt)
-    a = stmt.reads[con.a]
-    m = groups[0]
-    if len(m) != 2:
-        return None
-    h, w = m
-    dims = [d for d, aff in enumerate(a.index) if aff.coefficient(h)]
-    inner = [d for d, aff in enumerate(a.index) if aff.coefficient(w)]
-    if len(dims) != 1 or len(inner) != 1 or dims == inner:
-        return None
-    d, e = dims[0], inner[0]
-    f = abs(a.index[d].coefficient(h))
-    if f < 2 or any(a.index[d].coefficient(it) % f for g in groups for it in g):
-        return None
-    return Polyphase(a.array, d, f, e, abs(a.index[e].coefficient(w)))
 
 
 @dataclass
@@ -265,14 +193,18 @@ class LayerModel:
             memo[key] = build()
         return memo[key]
 
+    def chain(self) -> list[Statement]:
+        """The vector statements between the layer's QK^T and PV, when it chains
+        them through a softmax (:func:`schedules.accel.pipeline.chain`), else
+        none; built once (every :meth:`evaluate` asks)."""
+        from schedules.accel.pipeline import chain
+
+        return self._once(("chain",), lambda: chain(self.layer, dict(self.st.engine)))
+
     @property
     def _attention(self) -> bool:
         """Whether the layer chains QK^T, a softmax and PV."""
-        from schedules.accel.pipeline import chain
-
-        return self._once(
-            ("attention",), lambda: bool(chain(self.layer, dict(self.st.engine)))
-        )
+        return bool(self.chain())
 
     @property
     def _lifted(self) -> set[str]:
@@ -583,9 +515,8 @@ class LayerModel:
             if len(self.layer.stmts) > 1 and any(
                 isinstance(self._var(stmt, it), PrivateTile) for it in stmt.iterators
             ):
-                steps = _unevaluated(
-                    sp.ceiling, outputs
-                )  # kept in order (scheduler._vertical)
+                # kept in order (scheduler._vertical)
+                steps = _unevaluated(sp.ceiling, outputs)
             cycles += steps * v.cycles["reduce"]
         return cycles
 

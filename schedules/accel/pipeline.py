@@ -23,14 +23,10 @@ one buffer and no value crosses an iteration through DRAM.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from polyc.ir.expr import Unary
 from polyc.ir.kernel import Statement
 from schedules.accel.layers import Layer
-
-if TYPE_CHECKING:  # the model reads this module: no import back at run time
-    from schedules.accel.model import Structure
+from schedules.accel.structure import Structure
 
 
 def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:

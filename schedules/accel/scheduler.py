@@ -50,8 +50,8 @@ from schedules.accel import (
     share,
 )
 from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
-from schedules.accel.model import polyphase
 from schedules.accel.placement import box_extent, place
+from schedules.accel.structure import polyphase
 from schedules.accel.tensorize import map_vector, tensorize, vertical_order
 from schedules.accel.tilevars import SharedTile, loop_extent, tile_var
 from schedules.apply import to_yaml

@@ -26,8 +26,9 @@ from schedules.accel import levels, pipeline
 from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
-from schedules.accel.model import STREAM_SLOTS, LayerModel, Structure, polyphase
+from schedules.accel.model import LayerModel
 from schedules.accel.split import split_groups, split_side
+from schedules.accel.structure import STREAM_SLOTS, Structure, polyphase
 from schedules.accel.tensorize import contraction
 from schedules.accel.tilevars import PrivateTile, SharedTile, TileVar
 
@@ -192,7 +193,7 @@ def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
     when a row of taps covers fewer than ``rows`` (the array's K dimension; any
     when None): only then does the whole window fill more of the array.
     A pitched M over a strided input may store that input in phases (``phased``,
-    see :func:`schedules.accel.model.polyphase`). Whether a mapping is realisable
+    see :func:`schedules.accel.structure.polyphase`). Whether a mapping is realisable
     depends on the buffers, so it is decided per tile size by the search
     (:func:`_realisable`): a dilated, causal or reversed tap does not fuse with
     the channels, and then K runs over the channels with the taps around the call.
@@ -561,6 +562,8 @@ def _best(
         if eng == "fold"
     }
     groups = split_groups(kernel)
+    # a layer split across engines tiles only its group loop (spatial loops whole)
+    split = any(it in groups for s in layer.stmts for it in s.iterators)
     for var in st.free:
         stmt, it = var.loop(layer)
         ext = layer.extent(stmt, it)
@@ -580,7 +583,7 @@ def _best(
             # one group of a layer split across engines per tile: several would
             # interleave the two engines' elements in its buffers
             vals = [1]
-        elif isinstance(var, SharedTile) and split_layer_of(layer, groups):
+        elif isinstance(var, SharedTile) and split:
             vals = [ext]
         values.append(vals)
     cap = 11
@@ -628,10 +631,6 @@ def _best(
             )
         )
     return out
-
-
-def split_layer_of(layer: Layer, groups) -> bool:
-    return any(it in groups for s in layer.stmts for it in s.iterators)
 
 
 def _writes_along(stmt: Statement, it: str) -> bool:

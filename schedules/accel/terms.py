@@ -365,10 +365,8 @@ def _between(model: LayerModel, ev):
     PV: :func:`schedules.accel.pipeline.chain`), the tiles they run, and the
     later statement's MAC calls per such tile; zeros when the layer has no
     such chain."""
-    from schedules.accel.pipeline import chain
-
     engine = dict(model.st.engine)
-    stmts = chain(model.layer, engine)
+    stmts = model.chain()
     if not stmts:
         return 0.0, 0.0, 0.0
     per_tile = sum(ev(model.vector_cycles(s)) for s in stmts)
