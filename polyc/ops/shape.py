@@ -1,5 +1,5 @@
 """Data movement: transpose/permute, reshape/view/flatten/squeeze/unsqueeze, expand,
-slice/select, pad, concat, and embedding (a one-hot reduction).
+slice/select, pad, concat, and embedding (a one-hot matrix times the table).
 
 Every op here is affine: a reshape maps indices with ``//`` and ``%`` by constants,
 so it needs fixed sizes wherever dims merge or split (a symbolic dim may lead a merged
@@ -480,11 +480,16 @@ def embedding(
     indices: Tensor, weight: Tensor, padding_idx=None, max_norm=None, name=None
 ):
     """Rows of ``weight`` ([num_embeddings, dim]) picked by integer ``indices``:
-    ``out[..., e] = sum_v select(indices[...] == v, weight[v, e], 0)``.
+    ``onehot[..., v] = (indices[...] == v)`` (``{name}_onehot``, in the table's
+    dtype), then ``out[..., e] = sum_v onehot[..., v] * weight[v, e]``.
 
-    The IR has no data-dependent indexing, so the lookup is a one-hot reduction over
-    the table's rows (cost: indices x rows x dim). An index outside the table gives
-    a zero row. ``padding_idx`` only matters for training and is accepted.
+    The IR has no data-dependent indexing, so the lookup is a one-hot matrix times
+    the table (cost: indices x rows x dim): a contraction, which the accelerator
+    runs on its MAC array (the one-hot's compares on the vector unit), where a
+    select inside the reduction ran element by element on the vector unit. The
+    sum is exact: one term of each is the row, the others are zeros. An index
+    outside the table gives a zero row. ``padding_idx`` only matters for training
+    and is accepted.
 
     Raises:
         DTypeError: ``indices`` not int32/int64.
@@ -507,11 +512,16 @@ def embedding(
             "needs [num_embeddings, embedding_dim] because it looks up rows. Reshape "
             "the table."
         )
+    base = fresh(op, name)
+    zero, one = pc.const(0, w.dtype), pc.const(1, w.dtype)
+    hot = pc.compute(
+        f"{base}_onehot",
+        idx.shape + (w.shape[0],),
+        lambda *ix: select_expr(idx[tuple(ix[:-1])].eq(ix[-1]), one, zero),
+    )
     rv = pc.reduce_axis(w.shape[0], "rv")
-    zero = pc.const(0, w.dtype)
 
     def body(*ix):
-        hit = idx[tuple(ix[:-1])].eq(rv)
-        return pc.sum(select_expr(hit, w[rv, ix[-1]], zero), rv)
+        return pc.sum(hot[tuple(ix[:-1]) + (rv,)] * w[rv, ix[-1]], rv)
 
-    return pc.compute(fresh(op, name), idx.shape + (w.shape[1],), body)
+    return pc.compute(base, idx.shape + (w.shape[1],), body)
