@@ -88,6 +88,26 @@ def test_layer_norm_over_trailing_dims(rng):
     b.run()
 
 
+def test_layer_norm_takes_one_rsqrt_per_row():
+    """The reciprocal standard deviation is computed once per normalised row and
+    the elements multiply by it, as torch does: a transcendental per element
+    cost the vector unit 8x the cycles of the normalisation on edge-npu."""
+    from polyc.ir.expr import Unary
+    from polyc.lang import compute as pc
+
+    x = pc.placeholder("x", (17, 64))
+    kernel = pc.kernel("ln", [nn.layer_norm(x, 64, name="y")])
+    rsqrt = {
+        s.target.array: sum(
+            isinstance(n, Unary) and n.op == "rsqrt" for n in s.body.walk()
+        )
+        for s in kernel.statements
+    }
+    assert rsqrt == {**dict.fromkeys(rsqrt, 0), "y_rstd": 1}, rsqrt
+    shape = {a.name: a.shape for a in kernel.arrays.values()}
+    assert shape["y_rstd"] == (17,)
+
+
 def test_batch_norm_inference(rng):
     b = Batch("batch_norm", rng)
     for n, shape in enumerate([(1, 1), (2, 3), (2, 3, 5), (1, 4, 3, 2)]):
