@@ -309,16 +309,21 @@ def batch_norm(
                 f"channel. Pass a {what} of shape ({channels},)."
             )
     ot = _opmath(dt)
+    out = fresh(op, name)
+    # once per channel, as for layer_norm's rows
+    rstd = pc.compute(
+        f"{out}_rstd",
+        (channels,),
+        lambda c: unary("rsqrt", _as(running_var[c], ot) + pc.const(eps, ot)),
+    )
 
     def value(*ix):
         c = ix[1]
-        v = (_as(x[ix], ot) - _as(running_mean[c], ot)) * unary(
-            "rsqrt", _as(running_var[c], ot) + pc.const(eps, ot)
-        )
+        v = (_as(x[ix], ot) - _as(running_mean[c], ot)) * rstd[c]
         if weight is not None:
             v = v * _as(weight[c], ot)
         if bias is not None:
             v = v + _as(bias[c], ot)
         return _as(v, dt)
 
-    return pc.compute(fresh(op, name), x.shape, value, dtype=dt)
+    return pc.compute(out, x.shape, value, dtype=dt)

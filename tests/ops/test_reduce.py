@@ -88,7 +88,7 @@ def test_layer_norm_over_trailing_dims(rng):
     b.run()
 
 
-def test_layer_norm_takes_one_rsqrt_per_row():
+def test_norms_take_one_rsqrt_per_row_or_channel():
     """The reciprocal standard deviation is computed once per normalised row and
     the elements multiply by it, as torch does: a transcendental per element
     cost the vector unit 8x the cycles of the normalisation on edge-npu."""
@@ -106,6 +106,17 @@ def test_layer_norm_takes_one_rsqrt_per_row():
     assert rsqrt == {**dict.fromkeys(rsqrt, 0), "y_rstd": 1}, rsqrt
     shape = {a.name: a.shape for a in kernel.arrays.values()}
     assert shape["y_rstd"] == (17,)
+    # batch norm likewise, once per channel
+    x4 = pc.placeholder("x4", (1, 8, 5, 5))
+    mean, var = pc.placeholder("mean", (8,)), pc.placeholder("var", (8,))
+    bn = pc.kernel("bn", [nn.batch_norm(x4, mean, var, name="z")])
+    per = {
+        s.target.array: any(
+            isinstance(n, Unary) and n.op == "rsqrt" for n in s.body.walk()
+        )
+        for s in bn.statements
+    }
+    assert per == {"z_rstd": True, "z": False}, per
 
 
 def test_batch_norm_inference(rng):
