@@ -175,6 +175,8 @@ def test_no_simulated_layer_beats_its_engine_bound(name, config):
     if name in ("softmax", "layer_norm"):
         # the MAC array can do none of it: the bound is the vector unit's
         assert eb.weights[ENGINES.index("mac_array")] == 0.0
+        assert eb.cycles > report.roofline_cycles
+    if name == "softmax":  # an exp per element: well above the DRAM roofline
         assert eb.cycles > 2 * report.roofline_cycles
     data = report.to_dict()
     assert data["engine_bound_cycles"] == eb.cycles
