@@ -7,8 +7,9 @@ grid of candidate sizes with numpy (``lambdify``). The timing follows the
 simulator's rules (``docs/accelerator.md``):
 
 - a copy of ``b`` bytes keeps a DMA channel busy ``setup x descriptors +
-  latency + b / min(channel, SRAM) `` cycles and takes ``b`` of the DRAM
-  bandwidth; copies run on all channels at once;
+  b / min(channel, SRAM)`` cycles and takes ``b`` of the DRAM bandwidth; its
+  data is there ``latency`` cycles later, while the channel issues the next
+  copy's requests; copies run on all channels at once;
 - a MAC call ``m x n x k`` costs what its dataflow says
   (:func:`accelerator.hardware.dataflow.mac_timing`: folds of the array, each
   loading, streaming and draining; with double buffering calls pipeline, so each

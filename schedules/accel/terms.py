@@ -78,21 +78,25 @@ class Route:
         start = desc * setup + self.latency
         return Transfer(
             calls,
-            start + nbytes / calls / self.rate,
+            desc * setup + nbytes / calls / self.rate,
             start + nbytes / np.minimum(calls * self.rate, self.want),
             start,
+            self.latency,
         )
 
 
 @dataclass(frozen=True)
 class Transfer:
-    """The calls of one copy, each call's channel time, and the copy's time when
-    it runs alone (its calls in parallel, up to the bandwidth it wants)."""
+    """The calls of one copy, each call's channel time (set-up and data: the
+    channel issues the next call's requests while this one's are in flight),
+    and the copy's time when it runs alone (its calls in parallel, up to the
+    bandwidth it wants, then the latency)."""
 
     calls: np.ndarray
     per_call: np.ndarray
     alone: np.ndarray
     fixed: np.ndarray  # set-up and latency: what moves no bytes
+    latency: int | np.ndarray = 0
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class Copies:
     streams: np.ndarray | float  # calls that overlap the compute (double buffered)
     alone: np.ndarray  # time of its copy before the first (after the last) tile
     fixed: np.ndarray | float = 0.0  # ... of which set-up and latency
+    latency: np.ndarray | float = 0.0  # ... of which latency
 
 
 def footprint(buf: TileBuffer, box: TileBox, stream_slots: int, align: int):
@@ -161,6 +166,7 @@ def tile_copies(
         np.where(box.copies > 1, t.calls, 0) * directions,
         t.alone,
         t.fixed,
+        t.latency,
     )
 
 
@@ -208,6 +214,7 @@ class Traffic:
     stores: list = field(default_factory=list)
     # array -> the time of its copy before the first tile (copied-in buffers)
     first_loads: dict = field(default_factory=dict)
+    first_latency: np.ndarray | float = 0.0  # the first tile's loads' latency
 
     @classmethod
     def zeros(cls, n: int) -> Traffic:
@@ -235,19 +242,23 @@ class Traffic:
                 self.first_loads.get(buf.name, 0.0), alone
             )
             self.first_fixed = np.maximum(self.first_fixed, moves[0].fixed)
+            self.first_latency = np.maximum(self.first_latency, moves[0].latency)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
             self.first_calls += calls
             again = (box.copies > 1) & ~use
             self.next_in += np.where(again, box.moved_bytes, 0)
             self.next_calls += np.where(again, calls, 0)
-            self.in_serial += alone * calls
+            # one after the other on a channel, each call's latency under the next
+            lat = moves[0].latency
+            self.in_serial += np.maximum(alone - lat, 0) * calls + lat
             self.loads.append((np.where(use, 0, box.copies), alone, moves[0].fixed))
         if buf.copy_out:
             self.last_out += box.moved_bytes
             self.last_time = np.maximum(self.last_time, alone)
             self.last_fixed = np.maximum(self.last_fixed, moves[0].fixed)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
-            self.out_serial += alone * calls
+            lat = moves[0].latency
+            self.out_serial += np.maximum(alone - lat, 0) * calls + lat
             self.stores.append(
                 (box.copies, alone, moves[0].fixed, box.moved_bytes, calls)
             )
@@ -461,7 +472,10 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     # freed its slot: with loads longer than the compute, a tile takes
     # (compute + load) / (ahead + 1); the load shares DRAM with the tile's other
     # transfers, so it takes at least its fixed part and the tile's DRAM bytes
-    tile = work.mac / np.maximum(traffic.most, 1)
+    # the compute a tile's loads feed: the MAC array's, or the vector unit's in
+    # a layer that has no MAC work
+    compute = np.where(work.mac > 0, work.mac, work.vector)
+    tile = compute / np.maximum(traffic.most, 1)
     per_tile = traffic.dram_bytes / np.maximum(traffic.most, 1) / bw
     load = np.zeros(len(issues))
     for copies, alone, fixed in traffic.loads:  # the longest load of every tile
@@ -473,14 +487,18 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     # waits for its store (at no more than the write bandwidth)
     for copies, alone, fixed, nbytes, _ in traffic.stores:
         store = np.maximum(alone, fixed + nbytes / write_bw)
-        out_tile = work.mac / np.maximum(copies, 1)
+        out_tile = compute / np.maximum(copies, 1)
         wait = np.maximum((store - out_tile) / 2, 0)
         paced = np.maximum(paced, np.maximum(copies - 1, 0) * wait)
     # the loads' slowdown beside a store is a wait for loads too: the larger
     # of the two estimates stands
     paced = np.maximum(paced, store_windows(spec, traffic, work, ahead, filled))
     busiest = np.maximum(
-        np.maximum(work.mac + stalls + paced, work.vector),
+        np.where(
+            work.mac > 0,
+            np.maximum(work.mac + stalls + paced, work.vector),
+            work.vector + paced,
+        ),
         np.maximum(dma_time, scalar),
     )
     # loads that do not fit under the MAC time they may overlap wait for it
@@ -564,7 +582,8 @@ def store_windows(
     channels; :func:`overlap` charges one channel's blocking itself).
 
     A store holds its channels until it ends. The next tiles' loads then have the
-    other channels, each call paying its set-up and latency on them, and share
+    other channels, each call paying its set-up on them (its latency runs
+    under the next call's, the last one's shows), and share
     DRAM fairly with the store, which takes all it can while they are in set-up,
     latency or waiting for a free slot: where a tile's loads take longer than its
     compute, the compute falls behind over the window. The lead the loads had
@@ -582,8 +601,12 @@ def store_windows(
     tile = np.maximum(work.mac, work.vector) / most
     load_calls = np.maximum(traffic.next_calls, 1)
     fixed_in = traffic.first_fixed
-    alone = load_calls * fixed_in / dma.channels + traffic.next_in / min(
-        read_bw, dma.channels * rate
+    lat = traffic.first_latency
+    setup_in = fixed_in - lat
+    alone = (
+        load_calls * setup_in / dma.channels
+        + lat
+        + traffic.next_in / min(read_bw, dma.channels * rate)
     )
     full = np.maximum(ahead * tile - fixed_in, 0)
     out = np.zeros(n)
@@ -597,7 +620,7 @@ def store_windows(
             np.minimum(np.minimum(bw - shared, read_bw), beside * rate), 1e-9
         )
         moving = traffic.next_in / load_rate
-        loads = load_calls * fixed_in / beside + moving
+        loads = load_calls * setup_in / beside + lat + moving
         # the share of the window the loads move bytes in: the rest is the store's
         duty = moving / np.maximum(np.maximum(loads, tile), 1e-9)
         window = fixed + nbytes / (duty * shared + (1 - duty) * cap)

@@ -51,12 +51,14 @@ def test_one_dma(rt):
     src = sim.bind("A", np.arange(B, dtype=np.uint8))
     dst = sim.alloc("l1", 0, B, "A_l1")
     sim.dma((dst, 0, [1]), (src, 0, [1]), [B], 1, channel=0)
-    # issued at 0 (the scalar core is busy 1 cycle), then set-up, data, latency
+    # issued at 0 (the scalar core is busy 1 cycle), then set-up, data, latency;
+    # the channel is free once the data has moved (the next transfer's requests
+    # go out while these are in flight)
     expected = ISSUE + SETUP + B // DRAM_BW + LAT
     assert sim.ready(dst) == expected
     report = sim.finish()
     assert report.cycles == expected
-    assert report.engine("dma0").busy == expected - ISSUE
+    assert report.engine("dma0").busy == expected - ISSUE - LAT
     assert report.engine("dma1").busy == 0
     assert report.dram_bytes == B
     assert report.level("l1").bytes_written == B
@@ -218,7 +220,8 @@ def _tiled_loop(rt, tiles, n, double_buffer=True, store=True):
     return report
 
 
-DMA_TILE = SETUP + 256 // DRAM_BW + LAT  # 56 cycles per 256-byte tile
+DMA_TILE = SETUP + 256 // DRAM_BW + LAT  # 56 cycles per 256-byte tile alone
+DMA_BUSY = DMA_TILE - LAT  # 36 on its channel: the next one issues during the latency
 
 
 def test_compute_bound_loop_hides_its_loads(rt):
@@ -234,13 +237,15 @@ def test_compute_bound_loop_hides_its_loads(rt):
     store = SETUP + 4 * n * 4 // DRAM_BW + LAT
     assert report.cycles == (ISSUE + DMA_TILE) + t.first + T * mac + t.tail + store
     assert report.engine("mac_array").busy == t.first + T * mac
-    assert report.engine("dma0").busy == T * DMA_TILE
+    assert report.engine("dma0").busy == T * DMA_BUSY
     # the MAC array waits only for the first load, its last drain and the store
     assert report.engine("mac_array").idle == ISSUE + DMA_TILE + t.tail + store
-    # the timeline shows it: loads of tiles 1.. run while the MAC array computes
+    # the timeline shows it: loads of tiles 2.. run while the MAC array computes
+    # (tile 1's goes out during the latency of tile 0's, before any compute)
     macs = [e for e in report.events if e.kind == "mac"]
     loads = [e for e in report.events if e.kind == "dma" and e.engine == "dma0"]
-    for load in loads[1:]:
+    assert loads[1].start == loads[0].end
+    for load in loads[2:]:
         assert any(m.start <= load.start and load.end <= m.end for m in macs)
     # one buffer instead of two: each load waits for the previous tile's compute
     # (loads 0 and 1 both precede the first call, so the last call finds its tile
@@ -252,15 +257,25 @@ def test_compute_bound_loop_hides_its_loads(rt):
 
 def test_bandwidth_bound_loop_hides_its_compute(rt):
     """MAC 4x4x16 = a 4-cycle load + 4 folds of 4 + a 6-cycle drain = 26 cycles
-    < 56 per load: the loads run back to back and only the last tile's compute
-    shows (each call starts on an idle array, so each pays its load)."""
+    < 36 per load on the channel: each load issues its requests while the one
+    before is in flight, so the channel runs them back to back until a load
+    finds both buffers taken, and waits for the compute two tiles back to free
+    one (its buffer is free once the array has read it, 20 cycles after the
+    call starts: each call starts on an idle array, so each pays its load).
+    Only the last load's latency and the last tile's compute show."""
     T, n = 6, 4
     t = mac_timing(load_config("tiny").mac_array, 4, n, 16, 1.0)
     mac = t.first + t.steady
     assert (mac, t.alone) == (20, 26)
     report = _tiled_loop(rt, T, n, store=False)
-    assert report.cycles == ISSUE + T * DMA_TILE + t.alone
-    assert report.engine("dma0").idle == ISSUE + t.alone
+    moved, calls = [], []  # per tile: its data has moved; its MAC call starts
+    for i in range(T):
+        free = calls[i - 2] + mac if i >= 2 else 0  # the buffer it loads into
+        start = max(moved[-1] if moved else ISSUE, free)
+        moved.append(start + DMA_BUSY)
+        calls.append(max(moved[-1] + LAT, calls[-1] + mac if calls else 0))
+    assert report.cycles == calls[-1] + t.alone == 271
+    assert report.engine("dma0").busy == T * DMA_BUSY
     assert report.engine("mac_array").busy == T * mac
 
 

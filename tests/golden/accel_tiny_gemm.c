@@ -57,13 +57,13 @@ void polyc_matmul(pc_ctx *_pc_ctx, void * _pc_A, void * _pc_B, void * _pc_out)
   long pc_o_B_l1_0_1 = 0;
   int pc_fresh_S1 = 0;
   /* @scope out_l1_0, A_l1_0, B_l1_0 */
-  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 512, "out_l1_0");
+  pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 3840, 512, "out_l1_0");
   pc_p_out_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_out_l1_0);
   pc_slot_out_l1_0 = -1;
-  pc_b_A_l1_0 = pc_alloc(_pc_ctx, 1, 12288, 384, "A_l1_0");
+  pc_b_A_l1_0 = pc_alloc(_pc_ctx, 1, 12288, 192, "A_l1_0");
   pc_p_A_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_A_l1_0);
   pc_slot_A_l1_0 = -1;
-  pc_b_B_l1_0 = pc_alloc(_pc_ctx, 1, 3584, 768, "B_l1_0");
+  pc_b_B_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 384, "B_l1_0");
   pc_p_B_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_B_l1_0);
   pc_slot_B_l1_0 = -1;
   /* band L0 */
@@ -82,10 +82,10 @@ void polyc_matmul(pc_ctx *_pc_ctx, void * _pc_A, void * _pc_B, void * _pc_out)
     /* S0: folded */
     pc_fresh_S1 = 1;
     /* band S1_t */
-    for (long k_t = 0; k_t <= 1; k_t += 1)
+    for (long k_t = 0; k_t <= 3; k_t += 1)
     {
-      /* @buffer A_l1_0: A[8x8] in l1, 3 slots, copy in */
-      /* @buffer B_l1_0: B[8x16] in l1, 3 slots, copy in */
+      /* @buffer A_l1_0: A[8x4] in l1, 3 slots, copy in */
+      /* @buffer B_l1_0: B[4x16] in l1, 3 slots, copy in */
       /* pc_in_A_l1_0 */
       {
         const long pc_a0 = i_t;
@@ -96,10 +96,10 @@ void polyc_matmul(pc_ctx *_pc_ctx, void * _pc_A, void * _pc_B, void * _pc_out)
         (void)pc_a2;
         pc_slot_A_l1_0 = (pc_slot_A_l1_0 + 1) % 3;
         pc_o_A_l1_0_0 = 8 * pc_a0;
-        pc_o_A_l1_0_1 = 8 * pc_a2;
+        pc_o_A_l1_0_1 = 4 * pc_a2;
         const long pc_l0 = pc_o_A_l1_0_0, pc_h0 = 8 * pc_a0 + 7;
-        const long pc_l1 = pc_o_A_l1_0_1, pc_h1 = 8 * pc_a2 + 7;
-        pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_A_l1_0, pc_slot_A_l1_0 * 64 + 8 * ((pc_l0) - pc_o_A_l1_0_0) + 1 * ((pc_l1) - pc_o_A_l1_0_1), ((const int64_t[]){8, 1}), pc_b_A, 16 * pc_l0 + 1 * pc_l1, ((const int64_t[]){16, 1}), "A in");
+        const long pc_l1 = pc_o_A_l1_0_1, pc_h1 = 4 * pc_a2 + 3;
+        pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_A_l1_0, pc_slot_A_l1_0 * 32 + 4 * ((pc_l0) - pc_o_A_l1_0_0) + 1 * ((pc_l1) - pc_o_A_l1_0_1), ((const int64_t[]){4, 1}), pc_b_A, 16 * pc_l0 + 1 * pc_l1, ((const int64_t[]){16, 1}), "A in");
       }
       /* pc_in_B_l1_0 */
       {
@@ -110,11 +110,11 @@ void polyc_matmul(pc_ctx *_pc_ctx, void * _pc_A, void * _pc_B, void * _pc_out)
         (void)pc_a1;
         (void)pc_a2;
         pc_slot_B_l1_0 = (pc_slot_B_l1_0 + 1) % 3;
-        pc_o_B_l1_0_0 = 8 * pc_a2;
+        pc_o_B_l1_0_0 = 4 * pc_a2;
         pc_o_B_l1_0_1 = 0;
-        const long pc_l0 = pc_o_B_l1_0_0, pc_h0 = 8 * pc_a2 + 7;
+        const long pc_l0 = pc_o_B_l1_0_0, pc_h0 = 4 * pc_a2 + 3;
         const long pc_l1 = pc_o_B_l1_0_1, pc_h1 = 15;
-        pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_B_l1_0, pc_slot_B_l1_0 * 128 + 16 * ((pc_l0) - pc_o_B_l1_0_0) + 1 * ((pc_l1) - pc_o_B_l1_0_1), ((const int64_t[]){16, 1}), pc_b_B, 16 * pc_l0 + 1 * pc_l1, ((const int64_t[]){16, 1}), "B in");
+        pc_dma(_pc_ctx, -1, 2, 2, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1}), pc_b_B_l1_0, pc_slot_B_l1_0 * 64 + 16 * ((pc_l0) - pc_o_B_l1_0_0) + 1 * ((pc_l1) - pc_o_B_l1_0_1), ((const int64_t[]){16, 1}), pc_b_B, 16 * pc_l0 + 1 * pc_l1, ((const int64_t[]){16, 1}), "B in");
       }
       /* @tensorize(matmul) S1: m=i n=j k=k init=S0 */
       /* pc_mac_S1 */
@@ -127,8 +127,8 @@ void polyc_matmul(pc_ctx *_pc_ctx, void * _pc_A, void * _pc_B, void * _pc_out)
         (void)pc_a2;
         const long pc_lo_i = 8 * pc_a0, pc_hi_i = 8 * pc_a0 + 7;
         const long pc_lo_j = 0, pc_hi_j = 15;
-        const long pc_lo_k = 8 * pc_a2, pc_hi_k = 8 * pc_a2 + 7;
-        pc_mac(_pc_ctx, 1, ((pc_hi_i - pc_lo_i) * 1 + 1), ((pc_hi_j - pc_lo_j) * 1 + 1), ((pc_hi_k - pc_lo_k) * 1 + 1), !(pc_fresh_S1), ((pc_view){pc_b_A_l1_0, pc_slot_A_l1_0 * 64 + 8 * ((pc_lo_i) - pc_o_A_l1_0_0) + 1 * ((pc_lo_k) - pc_o_A_l1_0_1), 8, 1}), ((pc_view){pc_b_B_l1_0, pc_slot_B_l1_0 * 128 + 16 * ((pc_lo_k) - pc_o_B_l1_0_0) + 1 * ((pc_lo_j) - pc_o_B_l1_0_1), 16, 1}), ((pc_view){pc_b_out_l1_0, pc_slot_out_l1_0 * 128 + 16 * ((pc_lo_i) - pc_o_out_l1_0_0) + 1 * ((pc_lo_j) - pc_o_out_l1_0_1), 16, 1}), "S1");
+        const long pc_lo_k = 4 * pc_a2, pc_hi_k = 4 * pc_a2 + 3;
+        pc_mac(_pc_ctx, 1, ((pc_hi_i - pc_lo_i) * 1 + 1), ((pc_hi_j - pc_lo_j) * 1 + 1), ((pc_hi_k - pc_lo_k) * 1 + 1), !(pc_fresh_S1), ((pc_view){pc_b_A_l1_0, pc_slot_A_l1_0 * 32 + 4 * ((pc_lo_i) - pc_o_A_l1_0_0) + 1 * ((pc_lo_k) - pc_o_A_l1_0_1), 4, 1}), ((pc_view){pc_b_B_l1_0, pc_slot_B_l1_0 * 64 + 16 * ((pc_lo_k) - pc_o_B_l1_0_0) + 1 * ((pc_lo_j) - pc_o_B_l1_0_1), 16, 1}), ((pc_view){pc_b_out_l1_0, pc_slot_out_l1_0 * 128 + 16 * ((pc_lo_i) - pc_o_out_l1_0_0) + 1 * ((pc_lo_j) - pc_o_out_l1_0_1), 16, 1}), "S1");
         pc_fresh_S1 = 0;
       }
     }

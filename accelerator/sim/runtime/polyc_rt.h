@@ -364,6 +364,9 @@ typedef struct {
   int64_t read_dep;   /* a MAC call that reads what it overwrites: it may start
                          once the array is past that call (its inputs are in),
                          before that call's results are out; -1: none */
+  int64_t dma_reads[PC_MAX_ENGINES]; /* likewise per DMA channel, the transfer
+                         that reads what it overwrites: it may start once that
+                         transfer's data has moved, before its latency; -1: none */
   int64_t not_before; /* ... the cycle that call frees the array */
   /* the SRAM banks it touches (level * PC_MAX_BANKS + bank) and, per bank, its
    * bytes per cycle there: for a DMA per byte per cycle of its rate; for an

@@ -114,13 +114,13 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
 
   int64_t descriptors = 1; /* dimensions beyond the descriptor's need more of them */
   for (int d = 0; d + sp->dma_dims < n; d++) descriptors *= size[d];
-  if (channel < 0) channel = pc__pick_channel(ctx);
   const pc_level *LS = &sp->level[S->level], *LD = &sp->level[D->level];
+  int dirs = (LS->is_dram ? 1 : 0) | (LD->is_dram ? 2 : 0);
+  if (channel < 0) channel = pc__pick_channel(ctx, dirs);
   double bytes = (double)(count * elem);
   double cap = sp->dma_bytes_per_cycle;
   if (!LS->is_dram) cap = PC_MIN(cap, LS->bytes_per_cycle);
   if (!LD->is_dram) cap = PC_MIN(cap, LD->bytes_per_cycle);
-  int dirs = (LS->is_dram ? 1 : 0) | (LD->is_dram ? 2 : 0);
   pc__submit_dma(ctx, PC_ENG_DMA + channel, acc, 2, descriptors * sp->dma_setup,
                  bytes, cap, dirs, PC_MAX(LS->latency, LD->latency), S->level,
                  D->level, label);

@@ -80,7 +80,7 @@ PC_INTERNAL void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc,
 
 /* The DMA channel for a transfer that names none: the one with the fewest
  * unfinished transfers when the scalar core issues, lowest index on a tie. */
-PC_INTERNAL int pc__pick_channel(pc_ctx *ctx);
+PC_INTERNAL int pc__pick_channel(pc_ctx *ctx, int dirs);
 
 /* Whether operation `id` has finished (its results are ready by now). */
 PC_INTERNAL int pc__done(pc_ctx *ctx, int64_t id);

@@ -258,6 +258,14 @@ static int64_t pc_can_start(pc_ctx *ctx, int e) {
     if (r) h->not_before = PC_MAX(h->not_before, r->free_at);
     h->read_dep = -1;
   }
+  for (int e = PC_ENG_DMA; e < PC_MAX_ENGINES; e++) {
+    if (h->dma_reads[e] < 0) continue;
+    pc_op *r = pc_find(tl, h->dma_reads[e]);
+    /* a transfer has read its source once its data has moved */
+    if (r && r->state != PC_RUNNING && r->state != PC_DONE) return PC_NEVER;
+    if (r) h->not_before = PC_MAX(h->not_before, r->free_at);
+    h->dma_reads[e] = -1;
+  }
   /* a MAC call's first load may begin under the call before's last fold */
   int64_t engine_free = h->head > 0 ? PC_MIN(tl->free_at[e], tl->fold_at[e])
                                     : tl->free_at[e];
@@ -299,13 +307,15 @@ static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
   pc_run_add(ctx, o->id);
 }
 
-/* a transfer's data has moved at t: then the latency, and the channel is free */
+/* a transfer's data has moved at t: the channel is free for the next one (it
+ * issues its requests while these are in flight), the data is there after the
+ * latency */
 static void pc_data_done(pc_timeline *tl, pc_op *o, int64_t t) {
   int e = o->engine;
   o->state = PC_RUNNING;
   o->body = o->start;
-  o->free_at = t + o->latency;
-  o->ready = PC_MAX(o->free_at, tl->ready[e]);
+  o->free_at = t;
+  o->ready = PC_MAX(t + o->latency, tl->ready[e]);
   tl->free_at[e] = o->free_at;
   tl->ready[e] = o->ready;
 }
@@ -543,11 +553,20 @@ int64_t pc__drain(pc_ctx *ctx) {
 }
 
 /* The channel that frees first were every operation to run alone (DRAM not
- * shared): a choice made at issue, when the shared timeline is not known yet. */
-int pc__pick_channel(pc_ctx *ctx) {
+ * shared): a choice made at issue, when the shared timeline is not known yet.
+ * With two channels or more, the stores to DRAM (`dirs` bit 1) take the last
+ * half of them and everything else the first half, as a DMA engine's read and
+ * write channels are apart: a store waits at its channel's head for the compute
+ * that writes its data, and a load queued behind it would wait too. */
+int pc__pick_channel(pc_ctx *ctx, int dirs) {
   const int64_t *f = &ctx->tl.est_free[PC_ENG_DMA];
-  int best = 0;
-  for (int c = 1; c < ctx->spec.channels; c++)
+  int n = ctx->spec.channels, lo = 0, hi = n;
+  if (n >= 2) {
+    if (dirs & 2) lo = n - n / 2;
+    else hi = n - n / 2;
+  }
+  int best = lo;
+  for (int c = lo + 1; c < hi; c++)
     if (f[c] < f[best]) best = c;
   return best;
 }
@@ -595,6 +614,8 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   /* per engine, the latest unfinished op it waits for; `own`: those of the
    * pipelined ranges, where the engine's own earlier ops are ahead in its pipe */
   int64_t ids[PC_MAX_ENGINES], own[PC_MAX_ENGINES], reads[PC_MAX_ENGINES];
+  int64_t dma_reads[PC_MAX_ENGINES];
+  pc__no_ops(dma_reads);
   pc__no_ops(ids);
   pc__no_ops(own);
   /* a write waits for earlier writes' results, but for the MAC array's reads only
@@ -613,6 +634,10 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
     pc__readers(ctx, b, acc[i].lo, acc[i].hi, reads);
     mac_reads = PC_MAX(mac_reads, reads[PC_ENG_MAC]);
     reads[PC_ENG_MAC] = -1;
+    for (int e = PC_ENG_DMA; e < PC_MAX_ENGINES; e++) { /* see pc_can_start */
+      dma_reads[e] = PC_MAX(dma_reads[e], reads[e]);
+      reads[e] = -1;
+    }
     for (int e = 0; e < PC_MAX_ENGINES; e++) ids[e] = PC_MAX(ids[e], reads[e]);
   }
   for (int e = 0; e < PC_MAX_ENGINES; e++)
@@ -628,6 +653,13 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
       o->deps[o->ndeps++] = ids[e];
       o->est_start = PC_MAX(o->est_start, pc_find(tl, ids[e])->est_ready);
     }
+  for (int e = 0; e < PC_MAX_ENGINES; e++) {
+    o->dma_reads[e] = -1;
+    if (e < PC_ENG_DMA || dma_reads[e] <= ids[e] || pc__done(ctx, dma_reads[e]))
+      continue; /* none, or its results are awaited anyway */
+    o->dma_reads[e] = dma_reads[e];
+    o->est_start = PC_MAX(o->est_start, pc_find(tl, dma_reads[e])->est_ready);
+  }
   pc__record(ctx, acc, nacc, o->id, engine);
   tl->qid[engine][k % PC_MAX_QUEUE] = o->id;
   tl->queued[engine]++;
@@ -692,7 +724,7 @@ void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
     alone = PC_MIN(alone, D->read_bytes_per_cycle);
   if ((dirs & 2) && D->write_bytes_per_cycle > 0)
     alone = PC_MIN(alone, D->write_bytes_per_cycle);
-  pc_estimate(ctx, o, setup + (int64_t)ceil(bytes / alone - PC_EPS) + latency, 0);
+  pc_estimate(ctx, o, setup + (int64_t)ceil(bytes / alone - PC_EPS), latency);
   o->amount = (int64_t)bytes;
   o->event = pc__trace(ctx, engine, PC_EV_DMA, 0, 0, o->amount, src, dst, label);
 }
