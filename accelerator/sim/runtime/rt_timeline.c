@@ -552,22 +552,34 @@ int64_t pc__drain(pc_ctx *ctx) {
   return ctx->tl.last;
 }
 
+/* Whether channel c's queue holds a store to DRAM that has not started (it
+ * waits at the queue's head for the compute that writes its data). */
+static int pc_store_waits(pc_timeline *tl, int c) {
+  int e = PC_ENG_DMA + c;
+  for (int64_t k = tl->started[e]; k < tl->queued[e]; k++) {
+    pc_op *o = pc_find(tl, tl->qid[e][k % PC_MAX_QUEUE]);
+    if (o && (o->dirs & 2) && o->state == PC_WAITING) return 1;
+  }
+  return 0;
+}
+
 /* The channel that frees first were every operation to run alone (DRAM not
  * shared): a choice made at issue, when the shared timeline is not known yet.
  * With two channels or more, the stores to DRAM (`dirs` bit 1) take the last
- * half of them and everything else the first half, as a DMA engine's read and
- * write channels are apart: a store waits at its channel's head for the compute
- * that writes its data, and a load queued behind it would wait too. */
+ * half of them, and every other transfer any channel with no store waiting in
+ * its queue (the first half at least): a store waits at its channel's head for
+ * the compute that writes its data, and a load queued behind it would too. */
 int pc__pick_channel(pc_ctx *ctx, int dirs) {
-  const int64_t *f = &ctx->tl.est_free[PC_ENG_DMA];
-  int n = ctx->spec.channels, lo = 0, hi = n;
-  if (n >= 2) {
-    if (dirs & 2) lo = n - n / 2;
-    else hi = n - n / 2;
+  pc_timeline *tl = &ctx->tl;
+  const int64_t *f = &tl->est_free[PC_ENG_DMA];
+  int n = ctx->spec.channels, half = n - n / 2, best = -1;
+  for (int c = 0; c < n; c++) {
+    int ok = n < 2                ? 1
+             : (dirs & 2)         ? c >= half
+             : c < half           ? 1
+                                  : !pc_store_waits(tl, c);
+    if (ok && (best < 0 || f[c] < f[best])) best = c;
   }
-  int best = lo;
-  for (int c = lo + 1; c < hi; c++)
-    if (f[c] < f[best]) best = c;
   return best;
 }
 
