@@ -17,6 +17,7 @@ the groups' own starts and every start of a piece that was not merged.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from accelerator.hardware.spec import Spec
 from polyc.ir.kernel import Kernel
@@ -31,12 +32,14 @@ def fusion_cuts(
     found: dict,
     cuts: set[int] = frozenset(),
     wide: tuple[tuple[int, ...], ...] = (),
+    meanwhile: Callable[[], object] | None = None,
 ) -> set[int]:
     """Top-level positions at which a layer starts so that contractions fuse only
     where the cost model says it pays (see the module docstring). ``found`` holds
     the searches by ``(children, depth)``, the scheduler's own; ``cuts`` and
     ``wide`` are the fused attentions' (:mod:`schedules.accel.attention`): an
-    attention's core is never cut."""
+    attention's core is never cut. ``meanwhile`` is called while workers search
+    the pieces (:func:`schedules.accel.cache.search_layers`)."""
     layers = split(kernel, cuts=frozenset(cuts), wide=wide)
     fused = [layer for layer in layers if not layer.opaque]
     inside = {p for w in wide for p in w}
@@ -50,7 +53,8 @@ def fusion_cuts(
     pieces = split(kernel, cuts=frozenset(starts | edges), wide=wide)
     # every piece is searched alone below: at once (in parallel where it pays)
     new = [p for p in pieces if not p.opaque and (p.children, p.depth) not in found]
-    for piece, got in zip(new, cache.search_layers(kernel, new, spec, stage=stage)):
+    searched = cache.search_layers(kernel, new, spec, stage=stage, meanwhile=meanwhile)
+    for piece, got in zip(new, searched):
         found[(piece.children, piece.depth)] = got
     owner = {c: i for i, layer in enumerate(fused) for c in layer.children}
     cuts = set(edges)

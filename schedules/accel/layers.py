@@ -22,7 +22,7 @@ import islpy as isl
 
 from polyc.errors import PolycError
 from polyc.ir import tree
-from polyc.ir.kernel import Kernel, Statement
+from polyc.ir.kernel import Kernel, Statement, access_map
 from schedules import stree
 from schedules.apply import apply_schedule
 from schedules.fusion import can_fuse
@@ -350,6 +350,8 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
     positions = (*(g[2] for g in group), item[2])
 
     def compute(_: Kernel) -> bool:
+        if _runs_backwards(kernel, [g[0] for g in group], item[0], d):
+            return False  # refused without the whole program's dependences
         part = sub_kernel(kernel, positions)
         try:
             return can_fuse(part, [g[1] for g in group] + [item[1]], depth=d)
@@ -358,3 +360,42 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
 
     key = ("layers.can_fuse", kernel.schedule.get_root().to_str(), positions, d)
     return kernel.analysis(key, compute)
+
+
+def _runs_backwards(kernel: Kernel, group, stmt: Statement, d: int) -> bool:
+    """Whether fusing ``stmt`` with the group at depth ``d`` provably reverses a
+    flow dependence, decided on the accesses alone: ``stmt`` reads an array it
+    does not write, some element of which the group last writes at a larger
+    value of the first ``d`` iterators (a convolution reading a neighbour row or
+    another channel of its input). The group and ``stmt`` are consecutive loop
+    nests, so the last write of an element before ``stmt`` reads it is the
+    lexicographically last instance of the last statement of the group that
+    writes it: each such pair is a dependence of the program. Fused, the bands
+    run the first ``d`` iterators of each statement together, so that pair
+    would run backwards, and :func:`can_fuse` refuses it too. False means "not
+    decided here", not "legal"."""
+    if kernel.params:
+        return False
+    for ld in stmt.reads:
+        if ld.array == stmt.target.array:
+            continue
+        last = next((s for s in reversed(group) if s.target.array == ld.array), None)
+        if last is None:
+            continue
+        # element -> the last instance of `last` that writes it
+        written = access_map(last, last.target, ()).reverse().lexmax()
+        # stmt[y] -> last[x] where stmt[y] reads that write's value
+        pairs = access_map(stmt, ld, ()).apply_range(written)
+        pairs = pairs.apply_domain(_prefix(stmt, d)).apply_range(_prefix(last, d))
+        # backwards: the write's prefix comes after the read's
+        later = isl.Map.lex_lt(isl.Space.set_alloc(pairs.get_ctx(), 0, d))
+        if not pairs.intersect(later).is_empty():
+            return True
+    return False
+
+
+def _prefix(stmt: Statement, d: int) -> isl.Map:
+    """``{ S[i0, ..., in] -> [i0, ..., i(d-1)] }``."""
+    its = ", ".join(stmt.iterators)
+    head = ", ".join(stmt.iterators[:d])
+    return isl.Map(f"{{ {stmt.name}[{its}] -> [{head}] }}")

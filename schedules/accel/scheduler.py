@@ -142,7 +142,11 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     cuts |= shared.cuts(kernel)
     found.update(fused.searched)
     # fusion across contractions where the cost model says it pays
-    cuts |= groups.fusion_cuts(kernel, spec, stage, found, cuts, wide)
+    # the program's dependences (applying the choice needs them) are computed
+    # while workers search the pieces
+    cuts |= groups.fusion_cuts(
+        kernel, spec, stage, found, cuts, wide, meanwhile=lambda: _deps(kernel)
+    )
     failed_groups: list[tuple[frozenset, str]] = []
     while True:
         layers = split(kernel, cuts=frozenset(cuts), wide=wide)

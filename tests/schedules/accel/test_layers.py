@@ -40,3 +40,39 @@ def test_a_part_fills_only_its_own_analyses():
     assert sub_kernel(whole, (0, 2)) is part  # memoised by the whole
     tiled = part.with_schedule(part.schedule)
     assert dependences(tiled) is dependences(part)
+
+
+def _window(later: bool):
+    """Y = X + 1, then Z[i] sums a window of 3 of Y: from Y[i] on (``later``:
+    elements written at larger i) or up to Y[i]."""
+    X = pc.placeholder("X", (16,))
+    Y = pc.compute("Y", (16,), lambda i: X[i] + 1.0)
+    r = pc.reduce_axis(3, "r")
+    if later:
+        Z = pc.compute("Z", (14,), lambda i: pc.sum(Y[i + r], r))
+    else:
+        Z = pc.compute("Z", (16,), lambda i: pc.sum(Y[i - r], r, where=i - r >= 0))
+    return pc.kernel("window", outputs=[Z])
+
+
+def _fusion_check(kernel, d: int = 1):
+    """``(refused without dependences, can_fuse)`` of the last statement (the
+    sum) with the ones before it (Y and the sum's init)."""
+    from schedules.accel.layers import _runs_backwards, _simple, top_children
+    from schedules.fusion import can_fuse
+
+    items = [_simple(kernel, c) for c in top_children(kernel)]
+    group, (stmt, band) = items[:-1], items[-1]
+    fast = _runs_backwards(kernel, [s for s, _ in group], stmt, d)
+    full = can_fuse(kernel, [b for _, b in group] + [band], depth=d)
+    return fast, full
+
+
+def test_a_fusion_that_reverses_a_flow_is_refused_without_the_dependences():
+    # Z[i] reads Y[i + 1] and Y[i + 2], written at later i: fused on i, the
+    # flow runs backwards
+    assert _fusion_check(_window(later=True)) == (True, False)
+
+
+def test_a_fusion_the_accesses_do_not_refuse_is_left_to_can_fuse():
+    assert _fusion_check(_window(later=False)) == (False, True)
