@@ -346,20 +346,61 @@ def _fusable(kernel: Kernel, group, item, depth: int) -> int:
 def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
     """Whether the group's bands and ``item``'s fuse at depth ``d``, checked on
     their sub-kernel; memoised with the program, since the scheduler splits the
-    same kernel several times (fusion groups, attentions, the final layers)."""
+    same kernel several times (fusion groups, attentions, the final layers).
+
+    The positions are consecutive children of the root sequence, so every
+    instance that runs between two of theirs is theirs: the dependences of the
+    part as a program of its own are the whole program's between its
+    statements, kills included. In a large program they are computed so (a few
+    statements), and the answer is kept by the part's text (:data:`_FUSES`): a
+    program the scheduler rewrites (a layer split across engines) asks again
+    about parts it left as they were, and the whole program's dependences are
+    not needed before the search. A part of a small program (a layer on its
+    own) uses the program's, computed once for all its parts."""
     positions = (*(g[2] for g in group), item[2])
+    bands = [g[1] for g in group] + [item[1]]
 
     def compute(_: Kernel) -> bool:
         if _runs_backwards(kernel, [g[0] for g in group], item[0], d):
-            return False  # refused without the whole program's dependences
-        part = sub_kernel(kernel, positions)
-        try:
-            return can_fuse(part, [g[1] for g in group] + [item[1]], depth=d)
-        except PolycError:
             return False
+        part = sub_kernel(kernel, positions)
+        if _PART_SHARE * len(part.statements) > len(kernel.statements):
+            return _fuses(part, bands, d)
+        key = (_text(part), tuple(bands), d)
+        if key not in _FUSES:
+            if len(_FUSES) >= _MAX_FUSES:
+                _FUSES.clear()
+            _FUSES[key] = _fuses(part.replace(part_of=None), bands, d)
+        return _FUSES[key]
 
     key = ("layers.can_fuse", kernel.schedule.get_root().to_str(), positions, d)
     return kernel.analysis(key, compute)
+
+
+def _fuses(part: Kernel, bands: list[str], d: int) -> bool:
+    try:
+        return can_fuse(part, bands, depth=d)
+    except PolycError:
+        return False
+
+
+#: a part of at most this share of its program's statements is checked on its
+#: own dependences
+_PART_SHARE = 4
+#: :func:`_can_fuse`'s answers by the part's text (its schedule with the
+#: domains, its accesses and context), the bands and the depth: what the
+#: answer is a function of
+_FUSES: dict[tuple, bool] = {}
+_MAX_FUSES = 4096
+
+
+def _text(part: Kernel) -> tuple:
+    accesses = tuple(
+        (s.name, ld.array, tuple(map(str, ld.index)))
+        for s in part.statements
+        for ld in (s.target, *s.reads)
+    )
+    return part.schedule.get_root().to_str(), accesses, str(part.context)
 
 
 def _runs_backwards(kernel: Kernel, group, stmt: Statement, d: int) -> bool:
