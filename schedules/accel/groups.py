@@ -16,6 +16,7 @@ the groups' own starts and every start of a piece that was not merged.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -51,12 +52,23 @@ def fusion_cuts(
     # the fused layers' own starts stay: pieces and merges never cross them
     edges = {layer.children[0] for layer in layers}
     pieces = split(kernel, cuts=frozenset(starts | edges), wide=wide)
-    # every piece is searched alone below: at once (in parallel where it pays)
-    new = [p for p in pieces if not p.opaque and (p.children, p.depth) not in found]
-    searched = cache.search_layers(kernel, new, spec, stage=stage, meanwhile=meanwhile)
-    for piece, got in zip(new, searched):
-        found[(piece.children, piece.depth)] = got
     owner = {c: i for i, layer in enumerate(fused) for c in layer.children}
+    # every piece is searched alone below, and so is each piece merged with the
+    # one before it (what the loop below asks while no merge is taken, as in a
+    # ResNet, where none pays): at once, in parallel where it pays
+    pairs = [
+        _merged(a, b, fused, owner, wide)
+        for a, b in itertools.pairwise(pieces)
+        if not a.opaque and not b.opaque
+    ]
+    new = {}
+    for p in [*pieces, *pairs]:
+        if p is not None and not p.opaque and (p.children, p.depth) not in found:
+            new.setdefault((p.children, p.depth), p)
+    searched = cache.search_layers(
+        kernel, list(new.values()), spec, stage=stage, meanwhile=meanwhile
+    )
+    found.update(zip(new, searched))
     cuts = set(edges)
     cur = cost = None
     for piece in pieces:
@@ -66,21 +78,8 @@ def fusion_cuts(
         alone = _best(kernel, piece, spec, stage, found)
         # apart, the piece's first loads may run under cur's last tile
         apart = alone - _overlap(kernel, cur, piece, spec, stage, found)
-        same = (
-            cur is not None
-            and owner.get(piece.children[0]) == owner.get(cur.children[-1])
-            and _count([*cur.children, *piece.children], wide) <= MAX_STATEMENTS
-        )
-        if same:
-            layer = fused[owner[cur.children[-1]]]
-            merged = Layer(
-                cur.index,
-                cur.stmts + piece.stmts,
-                cur.bands + piece.bands,
-                layer.depth,
-                False,
-                cur.children + piece.children,
-            )
+        merged = _merged(cur, piece, fused, owner, wide)
+        if merged is not None:
             together = _best(kernel, merged, spec, stage, found)
             if together < cost + apart:
                 cur, cost = merged, together
@@ -88,6 +87,27 @@ def fusion_cuts(
         cuts.add(piece.children[0])
         cur, cost = piece, alone
     return cuts
+
+
+def _merged(cur, piece, fused, owner, wide) -> Layer | None:
+    """``cur`` and the piece after it as one layer, when they lie in one fused
+    group and the layer stays within :data:`MAX_STATEMENTS`; else None."""
+    same = (
+        cur is not None
+        and owner.get(piece.children[0]) == owner.get(cur.children[-1])
+        and _count([*cur.children, *piece.children], wide) <= MAX_STATEMENTS
+    )
+    if not same:
+        return None
+    layer = fused[owner[cur.children[-1]]]
+    return Layer(
+        cur.index,
+        cur.stmts + piece.stmts,
+        cur.bands + piece.bands,
+        layer.depth,
+        False,
+        cur.children + piece.children,
+    )
 
 
 def _overlap(kernel, cur, piece, spec, stage, found) -> float:
