@@ -136,6 +136,11 @@ def _unevaluated(fn, *args):
     return fn(*args, evaluate=False)
 
 
+#: ``[key, values, model]`` of the last :meth:`LayerModel._values` (the model
+#: is held so that its ``id`` in the key stays its own)
+_LAST_VALUES: list = [None, None, None]
+
+
 class LayerModel:
     """Expressions of one layer and structure (see the module docstring)."""
 
@@ -444,7 +449,12 @@ class LayerModel:
         placement would give them there (box extents, the output row padded to
         A's pitch, A's phases, channels-last layouts), so the search proposes
         only mappings the code generator emits. Returns the dimensions or the
-        :class:`polyc.ir.macmap.Refusal`."""
+        :class:`polyc.ir.macmap.Refusal`. Memoised per point: structures that
+        differ only in slots share this model and check the same points."""
+        key = ("mac_mapping", stmt.name, *(point[sym] for sym in self.syms))
+        return self._once(key, lambda: self._mac_mapping(stmt, point))
+
+    def _mac_mapping(self, stmt: Statement, point: dict):
         from schedules.accel.tensorize import contraction
 
         con = contraction(stmt)
@@ -658,6 +668,17 @@ class LayerModel:
         return out
 
     def _values(self, args, n: int) -> dict:
+        """Every expression's values over the grid ``args`` (copies: callers may
+        change them). The last evaluation's are kept (:data:`_LAST_VALUES`): the
+        structures that differ only in slots share this model, come one after
+        the other and evaluate it over the same grid."""
+        key = (id(self), n, tuple(a.tobytes() for a in args))
+        if _LAST_VALUES[0] != key:  # one grid's values at a time, whatever model
+            _LAST_VALUES[:] = [None, self._compute_values(args, n), self]
+            _LAST_VALUES[0] = key
+        return {e: v.copy() for e, v in _LAST_VALUES[1].items()}
+
+    def _compute_values(self, args, n: int) -> dict:
         env = dict(zip(self.syms, args))
         memo: dict = {}
         out = {}
