@@ -319,7 +319,10 @@ def batch_norm(
 
     def value(*ix):
         c = ix[1]
-        v = (_as(x[ix], ot) - _as(running_mean[c], ot)) * rstd[c]
+        # rstd read first: the program computes it before the input's producer,
+        # so the normalisation stays next to that producer, an epilogue it can
+        # fuse with (the product is the same either way round)
+        v = rstd[c] * (_as(x[ix], ot) - _as(running_mean[c], ot))
         if weight is not None:
             v = v * _as(weight[c], ot)
         if bias is not None:

@@ -117,6 +117,16 @@ def test_norms_take_one_rsqrt_per_row_or_channel():
         for s in bn.statements
     }
     assert per == {"z_rstd": True, "z": False}, per
+    # the per-channel rsqrt reads only parameters: it comes before the input's
+    # producer, so the normalisation stays next to it, an epilogue it can fuse
+    # with (after it, the normalisation fused into the next convolution instead:
+    # an EfficientNet layer on hw-a ran 10x its bound)
+    y = pc.compute("y", (1, 8, 5, 5), lambda n, c, h, w: x4[n, c, h, w] * 2.0)
+    order = [
+        s.target.array
+        for s in pc.kernel("ybn", [nn.batch_norm(y, mean, var, name="u")]).statements
+    ]
+    assert order == ["u_rstd", "y", "u"], order
 
 
 def test_batch_norm_inference(rng):
