@@ -207,6 +207,20 @@ class LayerModel:
 
         return self._once(("chain",), lambda: chain(self.layer, dict(self.st.engine)))
 
+    def serial_chain(self) -> list[Statement]:
+        """The vector statements between the layer's first MAC statement and a
+        later one that reads their result, softmax or not (each tile's MAC,
+        vector and MAC work then run in turn unless issued a tile ahead,
+        :func:`schedules.accel.terms._chained`); built once."""
+        from schedules.accel.pipeline import chain
+
+        return self._once(
+            ("serial_chain",),
+            lambda: (
+                self.chain() or chain(self.layer, dict(self.st.engine), softmax=False)
+            ),
+        )
+
     @property
     def _attention(self) -> bool:
         """Whether the layer chains QK^T, a softmax and PV."""

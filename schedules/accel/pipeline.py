@@ -43,10 +43,13 @@ def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
     return tuple(s.name for s in layer.stmts[: end + 1])
 
 
-def chain(layer: Layer, engine: dict[str, str]) -> list:
+def chain(layer: Layer, engine: dict[str, str], softmax: bool = True) -> list:
     """The vector statements between the layer's first MAC statement and a later
     MAC statement that reads, through them, what the first wrote, when they
-    hold a softmax (an attention's QK^T, softmax and PV), in order; else none."""
+    hold a softmax (an attention's QK^T, softmax and PV), in order; else none.
+    With ``softmax=False`` any such statements (a convolution's normalisation
+    and activation before the next convolution: what the cost model charges as
+    a chain, though only an attention's is issued a tile ahead)."""
     stmts = layer.stmts
     macs = [i for i, s in enumerate(stmts) if engine.get(s.name) == "mac"]
     if len(macs) < 2:
@@ -58,7 +61,7 @@ def chain(layer: Layer, engine: dict[str, str]) -> list:
             continue
         if engine.get(s.name) == "mac":
             if between:
-                return between if _softmax(between) else []
+                return between if not softmax or _softmax(between) else []
             continue
         if engine.get(s.name) == "mac_out":  # no cycles: the array's output path
             made.add(s.target.array)

@@ -377,7 +377,7 @@ def _between(model: LayerModel, ev):
     later statement's MAC calls per such tile; zeros when the layer has no
     such chain."""
     engine = dict(model.st.engine)
-    stmts = model.chain()
+    stmts = model.serial_chain()
     if not stmts:
         return 0.0, 0.0, 0.0
     per_tile = sum(ev(model.vector_cycles(s)) for s in stmts)
