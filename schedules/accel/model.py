@@ -216,9 +216,7 @@ class LayerModel:
 
         return self._once(
             ("serial_chain",),
-            lambda: (
-                self.chain() or chain(self.layer, dict(self.st.engine), softmax=False)
-            ),
+            lambda: chain(self.layer, dict(self.st.engine), softmax=False),
         )
 
     @property

@@ -248,20 +248,24 @@ class Traffic:
             again = (box.copies > 1) & ~use
             self.next_in += np.where(again, box.moved_bytes, 0)
             self.next_calls += np.where(again, calls, 0)
-            # one after the other on a channel, each call's latency under the next
-            lat = moves[0].latency
-            self.in_serial += np.maximum(alone - lat, 0) * calls + lat
+            self.in_serial += _one_by_one(alone, moves[0].latency, calls)
             self.loads.append((np.where(use, 0, box.copies), alone, moves[0].fixed))
         if buf.copy_out:
             self.last_out += box.moved_bytes
             self.last_time = np.maximum(self.last_time, alone)
             self.last_fixed = np.maximum(self.last_fixed, moves[0].fixed)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
-            lat = moves[0].latency
-            self.out_serial += np.maximum(alone - lat, 0) * calls + lat
+            self.out_serial += _one_by_one(alone, moves[0].latency, calls)
             self.stores.append(
                 (box.copies, alone, moves[0].fixed, box.moved_bytes, calls)
             )
+
+
+def _one_by_one(alone, latency, calls):
+    """The time of ``calls`` copies of ``alone`` cycles each (``latency`` of it
+    the latency) one after the other on a channel: each call's latency runs
+    under the next one's, the last one's shows."""
+    return np.maximum(alone - latency, 0) * calls + latency
 
 
 @dataclass(frozen=True)

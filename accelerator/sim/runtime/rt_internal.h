@@ -78,8 +78,10 @@ PC_INTERNAL void pc__submit_dma(pc_ctx *ctx, int engine, const pc_range *acc,
                                 int dirs, int64_t latency, int src, int dst,
                                 const char *label);
 
-/* The DMA channel for a transfer that names none: the one with the fewest
- * unfinished transfers when the scalar core issues, lowest index on a tie. */
+/* The DMA channel for a transfer that names none (`dirs`: bit 0 it reads DRAM,
+ * bit 1 it writes DRAM): among the channels open to its direction, the one
+ * estimated to free first when the scalar core issues, lowest index on a tie
+ * (rt_timeline.c). */
 PC_INTERNAL int pc__pick_channel(pc_ctx *ctx, int dirs);
 
 /* Whether operation `id` has finished (its results are ready by now). */

@@ -665,9 +665,9 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
       o->deps[o->ndeps++] = ids[e];
       o->est_start = PC_MAX(o->est_start, pc_find(tl, ids[e])->est_ready);
     }
-  for (int e = 0; e < PC_MAX_ENGINES; e++) {
-    o->dma_reads[e] = -1;
-    if (e < PC_ENG_DMA || dma_reads[e] <= ids[e] || pc__done(ctx, dma_reads[e]))
+  pc__no_ops(o->dma_reads);
+  for (int e = PC_ENG_DMA; e < PC_MAX_ENGINES; e++) {
+    if (dma_reads[e] <= ids[e] || pc__done(ctx, dma_reads[e]))
       continue; /* none, or its results are awaited anyway */
     o->dma_reads[e] = dma_reads[e];
     o->est_start = PC_MAX(o->est_start, pc_find(tl, dma_reads[e])->est_ready);
