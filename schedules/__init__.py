@@ -17,6 +17,7 @@ from __future__ import annotations
 from schedules.accel.bias import defer_bias
 from schedules.accel.inline import inline_copy
 from schedules.accel.placement import place
+from schedules.accel.reindex import permute_iterators
 from schedules.accel.split import split_layer
 from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
@@ -42,6 +43,7 @@ TRANSFORMATIONS.update(
             parallel,
             place,
             permute,
+            permute_iterators,
             reorder,
             shift,
             skew,
@@ -71,6 +73,7 @@ __all__ = [
     "parallel",
     "place",
     "permute",
+    "permute_iterators",
     "reorder",
     "replay",
     "shift",

@@ -222,7 +222,9 @@ class LayerModel:
     @property
     def _attention(self) -> bool:
         """Whether the layer chains QK^T, a softmax and PV."""
-        return bool(self.chain())
+        from schedules.accel.pipeline import _softmax
+
+        return _softmax(self.chain())
 
     @property
     def _lifted(self) -> set[str]:
@@ -306,6 +308,20 @@ class LayerModel:
             for it in above:
                 copies *= self.trips(s, it)
             inside[s.name] = set(above)
+            if not self.st.ahead or self._attention:
+                return copies, inside, streamed
+            # where the private loop runs whole (one trip) it tiles nothing: the
+            # placement hoists the copy below the touching loop outside it, so
+            # the loops between (an MLP's hidden tiles, which fc1's input
+            # does not move with) do not copy it again. Only for a fused MLP
+            # so far: elsewhere the other terms were fitted with it charged
+            outer = touching[s.name][:-1]
+            prev = sp.Integer(1)
+            if outer:
+                for it in self.loops(s)[: self.loops(s).index(outer[-1]) + 1]:
+                    prev *= self.trips(s, it)
+            whole = _unevaluated(sp.Min, 1, self.trips(s, last) - 1)
+            copies = prev + (copies - prev) * whole
             return copies, inside, streamed
         first = users[0]
         moving = [

@@ -27,6 +27,7 @@ from polyc.ir.expr import Unary
 from polyc.ir.kernel import Statement
 from schedules.accel.layers import Layer
 from schedules.accel.structure import Structure
+from schedules.accel.tensorize import contraction
 
 
 def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
@@ -46,10 +47,13 @@ def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
 def chain(layer: Layer, engine: dict[str, str], softmax: bool = True) -> list:
     """The vector statements between the layer's first MAC statement and a later
     MAC statement that reads, through them, what the first wrote, when they
-    hold a softmax (an attention's QK^T, softmax and PV), in order; else none.
-    With ``softmax=False`` any such statements (a convolution's normalisation
-    and activation before the next convolution: what the cost model charges as
-    a chain, though only an attention's is issued a tile ahead)."""
+    hold a softmax (an attention's QK^T, softmax and PV) or are element-wise
+    and the later statement reduces along the layer's tile loops (an MLP fused
+    along its hidden dimension, :mod:`schedules.accel.mlp`), in order; else
+    none. With ``softmax=False`` any such statements (a convolution's
+    normalisation and activation before the next convolution: what the cost
+    model charges as a chain, though only those above are issued a tile
+    ahead)."""
     stmts = layer.stmts
     macs = [i for i, s in enumerate(stmts) if engine.get(s.name) == "mac"]
     if len(macs) < 2:
@@ -61,7 +65,8 @@ def chain(layer: Layer, engine: dict[str, str], softmax: bool = True) -> list:
             continue
         if engine.get(s.name) == "mac":
             if between:
-                return between if not softmax or _softmax(between) else []
+                ok = not softmax or _softmax(between) or _epilogue(layer, between, s)
+                return between if ok else []
             continue
         if engine.get(s.name) == "mac_out":  # no cycles: the array's output path
             made.add(s.target.array)
@@ -94,6 +99,34 @@ def lifted(layer: Layer, st: Structure) -> set[str]:
     written = {s.target.array for s in layer.stmts}
     apart = read_apart(layer, st)
     return {a for a in _shared(layer, st) if a in written or a not in apart}
+
+
+def tile_major(layer: Layer, st: Structure) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Buffer layouts for an MLP's lifted arrays (:func:`lifted`, when the chain
+    is an element-wise epilogue, not a softmax): the dimension that the
+    pipelined loop moves goes outermost, so that each of its tiles is one
+    contiguous range of the buffer. The hazards of an engine operation are the
+    bytes from the lowest to the highest it touches: with the hidden
+    dimension innermost, tile t + 1 of fc1's output would overlap the range
+    of tile t's activation in every row, and the array would wait for the
+    vector unit each tile."""
+    engine = dict(st.engine)
+    if not st.ahead or _softmax(chain(layer, engine)):
+        return ()
+    p = st.order[-1]
+    out = []
+    for a in sorted(lifted(layer, st)):
+        writer = next((s for s in layer.stmts if s.target.array == a), None)
+        if writer is None or p >= writer.depth:
+            continue
+        it = writer.iterators[p]
+        dims = [d for d, aff in enumerate(writer.target.index) if aff.coefficient(it)]
+        if len(dims) != 1 or dims[0] == 0:
+            continue
+        d = dims[0]
+        n = len(writer.target.index)
+        out.append((a, (d, *(x for x in range(n) if x != d))))
+    return tuple(out)
 
 
 def read_apart(layer: Layer, st: Structure) -> dict[str, list[str]]:
@@ -130,6 +163,18 @@ def issue_order(layer: Layer, st: Structure) -> list[str]:
     )
     order = [*range(n, cut), *range(n), *range(cut, len(layer.stmts))]
     return [layer.bands[i] for i in order]
+
+
+def _epilogue(layer: Layer, stmts: list[Statement], later: Statement) -> bool:
+    """Whether ``stmts`` are element-wise (no reduction) and ``later``, a
+    contraction, reduces along one of the layer's shared iterators: its tiles
+    then each take a share of the sum, and the statements before it can run a
+    tile ahead (a CNN's convolution, activation and next convolution fused on
+    their pixels reduce along private loops only, and keep their order)."""
+    con = contraction(later)
+    if con is None or any(s.reduction is not None for s in stmts):
+        return False
+    return any(con.roles.get(it) == "k" for it in layer.shared(later))
 
 
 def _softmax(stmts: list[Statement]) -> bool:

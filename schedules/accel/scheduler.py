@@ -45,6 +45,7 @@ from schedules.accel import (
     groups,
     inline,
     levels,
+    mlp,
     pipeline,
     search,
     share,
@@ -139,8 +140,13 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     # attentions first: how to fuse each is a choice among orders and cuts
     fused = attention.plan(kernel, spec, stage)
     kernel, wide, cuts = fused.kernel, fused.wide, set(fused.cuts)
-    cuts |= shared.cuts(kernel)
     found.update(fused.searched)
+    # then MLPs: fused along the hidden dimension where the model says it pays
+    mlps = mlp.plan(kernel, spec, stage, frozenset(cuts), wide)
+    kernel, wide, cuts = mlps.kernel, mlps.wide, set(mlps.cuts)
+    found = mlps.keep(found)
+    found.update(mlps.searched)
+    cuts |= shared.cuts(kernel)
     # fusion across contractions where the cost model says it pays
     # the program's dependences (applying the choice needs them) are computed
     # while workers search the pieces
@@ -189,6 +195,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
                 choices[i].split_from = why
                 break
         fused.annotate(choices[i])
+        mlps.annotate(choices[i])
     return Choice(result, spec.name, choices, shared=list(shared.notes))
 
 

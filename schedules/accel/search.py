@@ -356,7 +356,7 @@ def structures(
         for order in orders:
             for slots in streams:
                 for ahead in aheads:
-                    yield Structure(
+                    st = Structure(
                         engine,
                         groups,
                         pitched,
@@ -367,6 +367,11 @@ def structures(
                         phased,
                         ahead,
                     )
+                    # an MLP's lifted buffers a contiguous range per tile
+                    extra = pipeline.tile_major(layer, st)
+                    if extra:
+                        st = dataclasses.replace(st, layouts=layouts + extra)
+                    yield st
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,15 @@ def _inputs(kernel):
 
 
 def _layer(compiled):
-    """The attention's layer choice (the one whose structure has a chain)."""
+    """The attention's layer choice (the one whose structure chains a softmax:
+    a fused MLP chains an element-wise epilogue)."""
     (lc,) = [
         lc
         for lc in compiled.choice.layers
         if lc.candidate
-        and pipeline.chain(lc.layer, dict(lc.candidate.structure.engine))
+        and pipeline._softmax(
+            pipeline.chain(lc.layer, dict(lc.candidate.structure.engine))
+        )
     ]
     return lc
 

@@ -1,0 +1,361 @@
+"""Fused MLP: contraction, element-wise epilogue and contraction, tile by tile
+along the hidden dimension.
+
+A transformer MLP ``fc2(act(fc1(x)))`` as the frontends write it is a chain of
+top-level loop nests::
+
+    S0: h[b, t, j] = 0                          (fc1's init, its bias deferred)
+    S1: h[b, t, j] += x[b, t, k] * w1[j, k]     (MAC array)
+    S2: a[b, t, j] = gelu(h[b, t, j] + b1[j])   (vector unit)
+    S3: out[b, t, j] = b2[j]                    (fc2's init)
+    S4: out[b, t, j] += a[b, t, k] * w2[j, k]   (MAC array)
+
+:func:`schedules.accel.layers.split` fuses statements on their leading
+iterators, so it makes two layers: ``{S0, S1, S2}`` tiled over the hidden
+columns ``j``, then ``{S3, S4}``; the vector unit runs GELU while the MAC array
+idles, and the weights of fc2 wait for all of fc1. Its *core* (found by
+dataflow, never by names: a contraction whose operand an element-wise chain
+computes from the nearest contraction before it) can instead run fused along
+the hidden dimension ``h`` (fc1's output columns, the activation's index,
+fc2's reduction index)::
+
+    S3: out[b, t, j] = b2[j]                    (moved before the core)
+    for b, t, h:                                (the layer's tile loops)
+      S0, S1: h[b, t, h] = x[b, t, :] . w1[h, :]       tile h of fc1
+      S2:     a[b, t, h] = gelu(h[b, t, h] + b1[h])    its epilogue
+      S4:     out[b, t, :] += a[b, t, h] . w2[:, h]    tile h's share of fc2
+
+:func:`rewrite` makes it so: fc2's iterators reordered so that its reduction
+index comes right after the ones it shares (:func:`schedules.accel.reindex.
+permute_iterators`, checked) and its init moved before the core
+(:func:`schedules.fusion.reorder`, checked); then ``split`` fuses the core on
+``(b, t, h)``, the output stays on chip across the ``h`` loop and the weight
+tiles of w1 and w2 stream together. The layer search then also tries fc1 a
+tile ahead (:mod:`schedules.accel.pipeline`): the MAC array runs fc1(h + 1) and
+fc2(h) while the vector unit runs the activation of h.
+
+Whether to fuse is the cost model's choice (:func:`plan`): per core, the
+layers covering its loop nests are searched both ways, and the fused form is
+kept only when the program's predicted cycles there are lower.
+``print(compiled)`` says which and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accelerator.hardware.spec import Spec
+from polyc.errors import PolycError
+from polyc.ir.kernel import Kernel, Statement
+from schedules import stree
+from schedules.accel import boundary, cache
+from schedules.accel.layers import split, top_children
+from schedules.accel.reindex import permute_iterators
+from schedules.accel.tensorize import contraction
+from schedules.fusion import reorder
+
+#: the fused form must be predicted faster by this fraction to be kept
+TIE = 0.01
+
+
+@dataclass(frozen=True)
+class Core:
+    """One MLP at the current top-level positions: ``window`` (its loop nests,
+    the second contraction's init among them), ``init`` (that init's
+    statement, or None), the first contractions (``first``), the second
+    (``second``) and its iterators in the fused order (``order``)."""
+
+    window: tuple[int, ...]
+    init: str | None
+    first: tuple[str, ...]
+    second: str
+    order: tuple[str, ...]
+
+    @property
+    def fused(self) -> tuple[int, ...]:
+        """The core's positions once rewritten (its init moved before them)."""
+        return self.window[1:] if self.init else self.window
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The scheduler's start for a program with MLPs: the program (rewritten
+    where fusing won), the fused cores' positions (``wide``: never cut inside)
+    and the cuts around them, the searches made on the chosen program
+    (``(children, depth)`` -> candidates), and a note per fused or unfused
+    core, keyed by its second contraction's statement."""
+
+    kernel: Kernel
+    wide: tuple[tuple[int, ...], ...] = ()
+    cuts: frozenset[int] = frozenset()
+    searched: dict = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)
+    moved: frozenset[int] = frozenset()  # positions that hold other statements
+
+    def keep(self, found: dict) -> dict:
+        """The searches of ``found`` (by ``(children, depth)``) still valid on
+        the plan's program: none of a layer over a rewritten core's positions."""
+        return {k: v for k, v in found.items() if not set(k[0]) & self.moved}
+
+    def annotate(self, lc) -> None:
+        """Put on ``lc`` (a ``LayerChoice``) the note of the core whose second
+        contraction is its last one with a note (a layer that fuses a core
+        also holds the first contraction, the second of the core before)."""
+        if lc.candidate is None or lc.note:
+            return
+        for s in reversed(lc.layer.stmts):
+            if s.name in self.notes:
+                lc.note = self.notes[s.name]
+                return
+
+
+def plan(
+    kernel: Kernel,
+    spec: Spec,
+    stage: bool,
+    cuts: frozenset[int] = frozenset(),
+    wide: tuple[tuple[int, ...], ...] = (),
+) -> Plan:
+    """Each MLP core of ``kernel`` fused along its hidden dimension where the
+    cost model predicts it faster (see the module docstring). ``cuts`` and
+    ``wide`` are the fused attentions'. A core whose rewrite is refused (a dependence, a layer that
+    does not fuse) stays as written."""
+    memo: dict = {}  # (statement names, depth) -> candidates
+    notes: dict = {}
+    moved: set[int] = set()
+    out_wide, out_cuts = list(wide), set(cuts)
+    for core in cores(kernel):
+        if any(set(core.window) & set(w) for w in wide) or set(core.window) & cuts:
+            continue
+        fused = rewrite(kernel, core)
+        if fused is None:
+            continue
+        mine = (*wide, core.fused)
+        mine_cuts = frozenset(cuts | {core.fused[0], core.fused[-1] + 1})
+        layers = split(fused, cuts=mine_cuts, wide=mine)
+        if not any(set(core.fused) <= set(layer.children) for layer in layers):
+            continue  # the core's loop nests do not fuse on the hidden dimension
+        # the positions of every layer either way that holds one of the core's:
+        # a layer fused across the core (narrow linear layers on few rows) is
+        # compared whole with what replaces it
+        span = _closure(
+            core.window, split(kernel, cuts=frozenset(cuts), wide=wide), layers
+        )
+        apart = _predicted(kernel, spec, stage, memo, cuts, wide, span)
+        together = _predicted(fused, spec, stage, memo, mine_cuts, mine, span)
+        what = f"{'+'.join(core.first)}..{core.second}"
+        if together < apart * (1 - TIE):
+            kernel, out_wide = fused, list(mine)
+            moved |= set(core.window)
+            out_cuts = set(mine_cuts) | (out_cuts - cuts)
+            cuts, wide = frozenset(out_cuts), tuple(out_wide)
+            notes[core.second] = (
+                f"MLP {what}: fused along the hidden dimension (fc1 a tile "
+                f"ahead where that wins), predicted {together:,.0f} cycles "
+                f"(against {apart:,.0f} as written)"
+            )
+        else:
+            notes[core.second] = (
+                f"MLP {what}: left as written, predicted {apart:,.0f} cycles "
+                f"(against {_cycles(together)} fused along the hidden dimension)"
+            )
+    searched = {}
+    for layer in split(kernel, cuts=frozenset(out_cuts), wide=tuple(out_wide)):
+        key = (tuple(s.name for s in layer.stmts), layer.depth)
+        if key in memo:
+            searched[(layer.children, layer.depth)] = memo[key]
+    return Plan(
+        kernel,
+        tuple(out_wide),
+        frozenset(out_cuts),
+        searched,
+        notes,
+        frozenset(moved),
+    )
+
+
+def _closure(window, *splits) -> set[int]:
+    """The top-level positions of the layers (of any of ``splits``) that hold a
+    position of ``window``, and so on until no layer adds one."""
+    out = set(window)
+    while True:
+        more = {
+            p
+            for layers in splits
+            for layer in layers
+            if set(layer.children) & out
+            for p in layer.children
+        }
+        if more <= out:
+            return out
+        out |= more
+
+
+def _cycles(c: float) -> str:
+    return "does not fit" if c == float("inf") else f"{c:,.0f}"
+
+
+def _predicted(kernel, spec, stage, memo, cuts, wide, window) -> float:
+    """Predicted cycles of the layers of ``kernel`` that hold a loop nest of
+    ``window``, in order, less what consecutive ones overlap
+    (:func:`schedules.accel.boundary.program_cycles`); infinite when one of
+    them fits nothing."""
+    chosen = []
+    for layer in split(kernel, cuts=frozenset(cuts), wide=wide):
+        if not set(layer.children) & set(window):
+            continue
+        if layer.opaque:
+            return float("inf")
+        key = (tuple(s.name for s in layer.stmts), layer.depth)
+        if key not in memo:
+            memo[key] = cache.search(kernel, layer, spec, stage=stage)
+        if not memo[key]:
+            return float("inf")
+        chosen.append((layer, memo[key][0]))
+    return boundary.program_cycles(spec, chosen)
+
+
+def rewrite(kernel: Kernel, core: Core) -> Kernel | None:
+    """``kernel`` with ``core`` made ready to fuse along its hidden dimension:
+    its second contraction's iterators in the fused order and its init moved
+    before the core's first loop nest (each step checked against the exact
+    dependences and recorded); None when a step is refused."""
+    try:
+        k = permute_iterators(kernel, core.second, core.order)
+        if core.init is not None:
+            names = [_name(k, p) for p in core.window]
+            at = names.index(core.init)
+            k = reorder(k, [core.init, *names[:at], *names[at + 1 :]])
+    except PolycError:
+        return None
+    return k
+
+
+def _name(kernel: Kernel, pos: int) -> str:
+    return stree.statements(top_children(kernel)[pos])[0]
+
+
+def cores(kernel: Kernel) -> list[Core]:
+    """The MLP cores of ``kernel``, in program order (see the module docstring):
+    a contraction (the second) whose operand an element-wise chain of loop
+    nests computes from the contractions before it (the first), every loop nest
+    between the first one's init and the second one in the chain, the second
+    reducing over the dimensions of that operand."""
+    items = _items(kernel)
+    out = []
+    for c, s in enumerate(items):
+        found = _found(items, c) if s is not None else None
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _items(kernel: Kernel) -> list[Statement | None]:
+    """Per top-level child, its statement when it runs exactly one (else None)."""
+    out: list[Statement | None] = []
+    for child in top_children(kernel):
+        names = stree.statements(child)
+        out.append(kernel.statement(names[0]) if len(names) == 1 else None)
+    return out
+
+
+def _found(items, c: int) -> Core | None:
+    """The MLP whose second contraction is at position ``c``, or None."""
+    second = items[c]
+    con = contraction(second)
+    if con is None:
+        return None
+    for operand in (con.a, con.b):
+        ld = second.reads[operand]
+        lead = _plain(ld.index)
+        if lead is None or not any(con.roles[it] == "k" for it in lead):
+            continue
+        members = _chain(items, c, ld.array)
+        if members is None:
+            continue
+        init = _init(items, c, second)
+        lo = min(members if init is None else members | {init})
+        window = tuple(range(lo, c + 1))
+        if any(p not in members and p not in (init, c) for p in window):
+            continue
+        order = (*lead, *(it for it in second.iterators if it not in lead))
+        first = tuple(
+            items[p].name for p in sorted(members) if contraction(items[p]) is not None
+        )
+        init_name = items[init].name if init is not None else None
+        return Core(window, init_name, first, second.name, order)
+    return None
+
+
+def _plain(index) -> tuple[str, ...] | None:
+    """The iterators of an access indexed by distinct iterators, one per
+    dimension, each plain; else None."""
+    its = []
+    for aff in index:
+        if aff.const or len(aff.terms) != 1:
+            return None
+        ((atom, coeff),) = aff.terms
+        if not isinstance(atom, str) or coeff != 1:
+            return None
+        its.append(atom)
+    return tuple(its) if len(set(its)) == len(its) else None
+
+
+def _writers(items, end: int, array: str) -> list[int]:
+    return [
+        p for p in range(end) if items[p] is not None and items[p].target.array == array
+    ]
+
+
+def _chain(items, c: int, array: str) -> set[int] | None:
+    """The positions of the element-wise loop nests that compute ``array`` (read
+    by the second contraction at ``c``) from contractions, with those
+    contractions and their inits; None unless there is at least one
+    element-wise statement and one contraction. What other statements write
+    counts as an input of the core."""
+    members: set[int] = set()
+    todo, seen, elementwise, firsts = [array], set(), 0, 0
+    while todo:
+        a = todo.pop()
+        if a in seen:
+            continue
+        seen.add(a)
+        writers = _writers(items, c, a)
+        if not writers:
+            continue  # an input of the core (x, a weight, a bias)
+        last = items[writers[-1]]
+        if contraction(last) is not None:
+            if a == array:
+                return None  # the second contraction reads a product directly
+            init = [p for p in writers[:-1] if not _reads(items[p], a)]
+            if len(writers) > 2 or len(init) != len(writers) - 1:
+                return None
+            members |= set(writers)
+            firsts += 1
+            continue
+        if len(writers) != 1 or last.reduction is not None or _reads(last, a):
+            continue  # not element-wise: an input of the core
+        members.add(writers[0])
+        elementwise += 1
+        todo += [ld.array for ld in last.reads]
+    if not elementwise or not firsts:
+        return None
+    return members
+
+
+def _reads(stmt: Statement, array: str) -> bool:
+    return any(ld.array == array for ld in stmt.reads)
+
+
+def _init(items, c: int, second: Statement) -> int | None:
+    """The position of the second contraction's init: the last loop nest
+    before it that writes its target without reading it."""
+    target = second.target.array
+    for p in range(c - 1, -1, -1):
+        s = items[p]
+        if s is None or s.target.array != target:
+            continue
+        if any(ld.array == target for ld in s.reads):
+            return None
+        return p
+    return None
