@@ -1,0 +1,173 @@
+"""A transformer MLP fused along its hidden dimension (schedules/accel/mlp.py):
+found by dataflow, rewritten with checked transformations, chosen by the cost
+model against the program as written, and computing what the interpreter does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import polyc
+import schedules as S
+from polyc.errors import ArgumentError, IllegalTransformError
+from polyc.lang.program import Program
+from schedules import legality, replay
+from schedules.accel import mlp
+
+#: predicted over simulated cycles of the whole program
+TOLERANCE = 0.10
+
+
+class _MLP(torch.nn.Module):
+    def __init__(self, d: int, h: int):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(d, h)
+        self.fc2 = torch.nn.Linear(h, d)
+
+    def forward(self, x):
+        return self.fc2(torch.nn.functional.gelu(self.fc1(x)))
+
+
+def _kernel(d: int, h: int, tokens: int):
+    torch.manual_seed(0)
+    x = torch.randn(1, tokens, d)
+    return polyc.from_torch(_MLP(d, h).eval(), (x,)), {"arg0": x.numpy()}
+
+
+def _fused(compiled) -> list:
+    """The layers of ``compiled`` that hold both contractions of an MLP."""
+    return [
+        lc
+        for lc in compiled.choice.layers
+        if ": fused along the hidden dimension" in lc.note
+    ]
+
+
+def _check(kernel, feeds, out) -> None:
+    want = polyc.interpret(kernel, feeds)
+    for name, value in want.items():
+        got = out[name] if isinstance(out, dict) else out
+        np.testing.assert_allclose(got, value, rtol=1e-4, atol=1e-4)
+
+
+def test_the_mlp_core_is_found_by_dataflow():
+    kernel, _ = _kernel(32, 64, 4)
+    kernel = S.defer_bias(kernel, "S0")  # as the scheduler sees it
+    (core,) = mlp.cores(kernel)
+    assert core.first == ("S1",) and core.second == "S4" and core.init == "S3"
+    assert core.window == (0, 1, 2, 3, 4)
+    # fc2's reduction index right after the ones it shares with the activation
+    assert core.order == ("b0", "b1", "k", "j")
+
+
+@pytest.fixture(scope="module")
+def edge_mlp():
+    """d = 128, h = 512 on 16 tokens on edge-npu, fused and as on main (the
+    core left as written), one run each."""
+    kernel, feeds = _kernel(128, 512, 16)
+    fused = polyc.compile(kernel, config="edge-npu", verify=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POLYC_COMPILE_CACHE", "0")
+        mp.setattr(mlp, "cores", lambda _kernel: [])
+        apart = polyc.compile(kernel, config="edge-npu")
+    return kernel, feeds, fused, apart
+
+
+def test_the_fused_mlp_is_chosen_and_runs_faster_than_two_layers(edge_mlp):
+    """On main: {fc1, gelu} then {fc2} in two layers, 50,964 cycles (the vector
+    unit's GELU alone after fc1's MAC calls, fc2's weights after them all);
+    fused along the hidden dimension with fc1 a tile ahead, 38,814."""
+    kernel, feeds, fused, apart = edge_mlp
+    (lc,) = _fused(fused)
+    names = {s.name for s in lc.layer.stmts}
+    assert {"S1", "S2", "S4"} <= names
+    assert lc.candidate.structure.ahead  # fc1 (and its folded init) a tile ahead
+    assert not _fused(apart)
+    out, report = fused.run(**feeds)
+    _check(kernel, feeds, out)
+    out_apart, report_apart = apart.run(**feeds)
+    _check(kernel, feeds, out_apart)
+    assert report.cycles < 0.85 * report_apart.cycles
+    ratio = fused.choice.predicted_cycles / report.cycles
+    assert abs(ratio - 1) <= TOLERANCE, (fused.choice.predicted_cycles, report.cycles)
+
+
+def test_the_rewrite_is_recorded_and_replays(edge_mlp):
+    """The scheduled kernel's history (the rewrite's checked steps among the
+    rest) replayed on the frontend's kernel runs its statements at the same
+    times."""
+    kernel, _, fused, _ = edge_mlp
+    scheduled = fused.choice.kernel
+    steps = [st.name for st in scheduled.history]
+    assert "permute_iterators" in steps and "reorder" in steps
+    again = replay(kernel, scheduled.history)
+    assert again.statement("S4").iterators == ("b0", "b1", "k", "j")
+    # the same loop nests (the memory planner may place the buffers elsewhere)
+    names = [s.name for s in scheduled.statements]
+    times = legality.statement_times(scheduled.schedule)
+    again_times = legality.statement_times(again.schedule)
+    assert all(again_times[n].is_equal(times[n]) for n in names)
+
+
+@pytest.mark.parametrize(
+    "config, d, h, tokens",
+    [("tiny", 16, 64, 4), ("datacenter", 64, 256, 8), ("edge-npu", 32, 128, 8)],
+)
+def test_mlps_compute_what_the_interpreter_does(config, d, h, tokens):
+    """Whatever the cost model picks, the numbers are the interpreter's."""
+    kernel, feeds = _kernel(d, h, tokens)
+    compiled = polyc.compile(kernel, config=config, verify=True)
+    notes = [lc.note for lc in compiled.choice.layers if "MLP" in lc.note]
+    assert notes  # the choice is explained, fused or not
+    out, _ = compiled.run(**feeds)
+    _check(kernel, feeds, out)
+
+
+def test_narrow_linear_layers_on_few_rows_stay_fused_on_their_rows():
+    """Four 32-wide linear layers on 8 rows run as one layer fused on the rows
+    (no intermediate leaves the chip): fusing one MLP along its hidden
+    dimension would cut that layer, and the cost model says no."""
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(32, 32), torch.nn.ReLU()]
+    torch.manual_seed(0)
+    x = torch.randn(8, 32)
+    kernel = polyc.from_torch(torch.nn.Sequential(*layers).eval(), (x,))
+    compiled = polyc.compile(kernel, config="edge-npu", verify=True)
+    assert len(compiled.choice.layers) == 1
+    assert not _fused(compiled)
+    assert "left as written" in str(compiled)
+    out, _ = compiled.run(arg0=x.numpy())
+    _check(kernel, {"arg0": x.numpy()}, out)
+
+
+def _skewed():
+    """``a[i, j] = a[i - 1, j + 1] / 2``: the value flows from column j + 1 of
+    row i - 1, so j may not run outside i."""
+    p = Program("skewed")
+    a = p.array("a", (6, 6), "float32", role="output")
+    with p.loop("i", 1, 6) as i, p.loop("j", 0, 5) as j:
+        a[i, j] = a[i - 1, j + 1] * 0.5
+    return p.kernel()
+
+
+def test_permute_iterators_refuses_an_order_that_breaks_a_dependence():
+    kernel = _skewed()
+    with pytest.raises(IllegalTransformError) as err:
+        S.permute_iterators(kernel, "S0", ("j", "i"))
+    msg = str(err.value)
+    assert msg.startswith("permute_iterators: S0 cannot run its iterators in the order")
+    assert "flow dependence" in msg and "would run backwards" in msg
+
+
+def test_permute_iterators_refuses_bad_arguments():
+    kernel = _skewed()
+    with pytest.raises(ArgumentError, match="is not a statement of"):
+        S.permute_iterators(kernel, "S9", ("j", "i"))
+    with pytest.raises(ArgumentError, match="is not an order of S0's iterators"):
+        S.permute_iterators(kernel, "S0", ("i", "i"))
+    tiled = S.tile(kernel, "L0", {"i": 2})
+    with pytest.raises(ArgumentError, match="is not alone in a top-level loop nest"):
+        S.permute_iterators(tiled, "S0", ("j", "i"))
