@@ -47,6 +47,8 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         super().__init__(kernel, function)
         self.info = collect(kernel)
         self._vector: set[str] = set()
+        # the statements of the @vector marks open around the walk, innermost last
+        self._tiles: list[tuple[str, ...]] = []
         self._covered: set[str] = set()
         self._stmt: Statement | None = None
 
@@ -216,7 +218,11 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         if name.startswith(pm.IN):
             return self._copy_in(self.info.buffers[name[len(pm.IN) :]], n)
         if name.startswith(pm.OUT):
-            return self._copy_out(self.info.buffers[name[len(pm.OUT) :]], n)
+            # a buffer placed inside a @vector mark (a layer of one tile): the
+            # vector work it stores is issued first, else the copy would read
+            # the buffer before the vector unit writes it in the simulated time
+            pre = self._charge_open() if self._tiles else []
+            return pre + self._copy_out(self.info.buffers[name[len(pm.OUT) :]], n)
         if name.startswith(pm.MAC):
             stmt = self.stmts[name[len(pm.MAC) :]]
             tm = self.info.tensorize[stmt.name]
@@ -298,12 +304,21 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         vm = pm.VectorMark.parse(n.name)
         saved = self._vector
         self._vector = saved | set(vm.stmts)
+        self._tiles.append(tuple(vm.stmts))
         inner = self.body(n.body)
         self._vector = saved
-        post = self.flush()
-        for s in vm.stmts:
-            post.extend(self._charge_vector(self.stmts[s]))
+        post = self._charge_open()
+        self._tiles.pop()
         return [c.Comment(pm.summary(n.name)), *inner, *post]
+
+    def _charge_open(self) -> list[c.Generable]:
+        """Issue the vector work counted so far by the innermost open @vector
+        mark's statements (each ``pc_vector`` skips itself when nothing is
+        counted since the last)."""
+        out = self.flush()
+        for s in self._tiles[-1]:
+            out.extend(self._charge_vector(self.stmts[s]))
+        return out
 
     def _vector_statement(self, stmt: Statement, args) -> list[c.Generable]:
         r = self.renderer(args)
