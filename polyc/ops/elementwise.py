@@ -275,8 +275,12 @@ def minimum(input, other, name: str | None = None) -> Tensor:
 def pow(input, exponent, name: str | None = None) -> Tensor:
     """``input ** exponent`` with broadcasting.
 
-    Float tensors use C's ``pow``. Integer tensors take a non-negative Python int
-    exponent only, expanded into exact multiplications.
+    Float tensors use C's ``pow``, except a float tensor to the scalar power 2
+    or 3, which is ``x * x`` or ``x * x * x``, as PyTorch computes those
+    (its CPU pow kernel special-cases them): the same roundings, and multiplies
+    where ``pow`` would cost a transcendental (GPT-2's tanh GELU cubes its
+    input, Llama's RMSNorm squares it). Integer tensors take a non-negative
+    Python int exponent only, expanded into exact multiplications.
 
     Raises:
         DTypeError: an integer tensor with a tensor or negative exponent.
@@ -284,6 +288,14 @@ def pow(input, exponent, name: str | None = None) -> Tensor:
     like = input if isinstance(input, Tensor) else exponent
     like = tensor("pow", like)
     if like.dtype.is_float:
+        if (
+            isinstance(input, Tensor)
+            and isinstance(exponent, (int, float))
+            and not isinstance(exponent, bool)
+            and exponent in (2, 3)
+        ):
+            times = int(exponent)
+            return map1("pow", input, lambda v: v * v if times == 2 else v * v * v, name)
         return _binary("pow", input, exponent, lambda a, b: binary("pow", a, b), name)
     if not (
         isinstance(input, Tensor)

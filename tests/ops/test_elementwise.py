@@ -206,3 +206,25 @@ def test_symbolic_sizes_elementwise(rng):
         ref = F.gelu(f64(xa) + f64(ya)).numpy()
         for got in (polyc.interpret(kernel, {"x": xa, "y": ya}), module(x=xa, y=ya)):
             np.testing.assert_allclose(got["out"], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_float_squares_and_cubes_are_multiplies_as_in_torch():
+    """``x ** 2`` and ``x ** 3`` on a float tensor are ``x * x`` and ``x * x * x``:
+    PyTorch's CPU kernel computes them so (bit for bit in float32, where C's
+    ``pow`` rounds once), and a multiply costs the vector unit what a
+    transcendental costs sixteen times (GPT-2's GELU cubes, RMSNorm squares)."""
+    import polyc
+    from polyc.ir.expr import ops_count
+
+    t = torch.randn(64, dtype=torch.float32) * 3
+    x = pc.placeholder("x", (64,), "float32")
+    for e in (2, 3, 2.0, 3.0):
+        y = nn.pow(x, e)
+        k = pc.kernel(f"pow{e}", outputs=[y])
+        (stmt,) = k.statements
+        assert ops_count(stmt.body).get("transcendental", 0) == 0
+        assert ops_count(stmt.body)["mul"] == int(e) - 1
+        got = polyc.interpret(k, {"x": t.numpy()})[y.name]
+        np.testing.assert_array_equal(got, torch.pow(t, e).numpy())
+    k = pc.kernel("pow_half", outputs=[nn.pow(x, 2.5)])
+    assert ops_count(k.statements[0].body)["transcendental"] == 1
