@@ -34,6 +34,12 @@ tiles of w1 and w2 stream together. The layer search then also tries fc1 a
 tile ahead (:mod:`schedules.accel.pipeline`): the MAC array runs fc1(h + 1) and
 fc2(h) while the vector unit runs the activation of h.
 
+A core written on rows flattened to 2-D (GPT-2's ``Conv1D`` is ``addmm`` on
+``x.view(-1, d)``, its activation on the 3-D view) reads the activation as
+``a[0, t, k]``: the unit batch dimension is skipped when the core is found,
+and the element-wise loop nests run it innermost (permuted, checked), so
+that they fuse with the contractions on (rows, hidden).
+
 Whether to fuse is the cost model's choice (:func:`plan`): per core, the
 layers covering its loop nests are searched both ways, and the fused form is
 kept only when the program's predicted cycles there are lower.
@@ -43,6 +49,8 @@ kept only when the program's predicted cycles there are lower.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import islpy as isl
 
 from accelerator.hardware.spec import Spec
 from polyc.errors import PolycError
@@ -222,6 +230,15 @@ def rewrite(kernel: Kernel, core: Core) -> Kernel | None:
     dependences and recorded); None when a step is refused."""
     try:
         k = permute_iterators(kernel, core.second, core.order)
+        rank = len(kernel.statement(core.first[0]).target.index)
+        for p in core.window:
+            s = kernel.statement(_name(kernel, p))
+            if s.name == core.init or contraction(s) is not None:
+                continue
+            if len(s.iterators) > rank:  # a view added unit dimensions
+                unit = _unit(s)
+                order = (*(i for i in s.iterators if i not in unit), *unit)
+                k = permute_iterators(k, s.name, order)
         if core.init is not None:
             names = [_name(k, p) for p in core.window]
             at = names.index(core.init)
@@ -229,6 +246,18 @@ def rewrite(kernel: Kernel, core: Core) -> Kernel | None:
     except PolycError:
         return None
     return k
+
+
+def _unit(s: Statement) -> tuple[str, ...]:
+    """The iterators of ``s`` that take one value."""
+    out = []
+    dom = s.domain
+    for d, it in enumerate(s.iterators):
+        line = dom.project_out(isl.dim_type.set, d + 1, len(s.iterators) - d - 1)
+        line = line.project_out(isl.dim_type.set, 0, d)
+        if line.is_singleton():
+            out.append(it)
+    return tuple(out)
 
 
 def _name(kernel: Kernel, pos: int) -> str:
@@ -292,6 +321,8 @@ def _plain(index) -> tuple[str, ...] | None:
     dimension, each plain; else None."""
     its = []
     for aff in index:
+        if not aff.terms and aff.const == 0:
+            continue  # a unit dimension read at 0 (a view that drops the batch)
         if aff.const or len(aff.terms) != 1:
             return None
         ((atom, coeff),) = aff.terms
