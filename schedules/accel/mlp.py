@@ -57,6 +57,7 @@ from polyc.errors import PolycError
 from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.accel import boundary, cache
+from schedules.accel.groups import _contraction_starts
 from schedules.accel.layers import split, top_children
 from schedules.accel.reindex import permute_iterators
 from schedules.accel.tensorize import contraction
@@ -149,7 +150,22 @@ def plan(
         span = _closure(
             core.window, split(kernel, cuts=frozenset(cuts), wide=wide), layers
         )
-        apart = _predicted(kernel, spec, stage, memo, cuts, wide, span)
+        # as written, the fusion-group search (schedules.accel.groups) may yet
+        # cut the span's layers before each contraction: the core is compared
+        # with the better of the span fused on its leading iterators and cut so
+        # (hf-convnext's last MLP, 2 MB of weights: 205,862 cycles predicted
+        # fused wide, fc1 and fc2 apart about 145,000; fused along the hidden
+        # dimension 203,008)
+        starts = {
+            p
+            for layer in split(kernel, cuts=frozenset(cuts), wide=wide)
+            if set(layer.children) & span
+            for p in _contraction_starts(layer)[1:]
+        }
+        apart = min(
+            _predicted(kernel, spec, stage, memo, cuts, wide, span),
+            _predicted(kernel, spec, stage, memo, frozenset(cuts) | starts, wide, span),
+        )
         together = _predicted(fused, spec, stage, memo, mine_cuts, mine, span)
         what = f"{'+'.join(core.first)}..{core.second}"
         if together < apart * (1 - TIE):
