@@ -286,7 +286,7 @@ def _check(op, kernel: Kernel, group, cuts, order, schedule) -> None:
             m = m.intersect_domain(s.domain)
             t = m if t is None else t.union(m)
         times[s.name] = t.coalesce()
-    for kind, array, dep in legality.dependences(kernel):
+    for kind, array, dep in _dependences(kernel, group):
         src = dep.get_tuple_name(isl.dim_type.in_)
         dst = dep.get_tuple_name(isl.dim_type.out)
         if src not in split and dst not in split:
@@ -300,6 +300,39 @@ def _check(op, kernel: Kernel, group, cuts, order, schedule) -> None:
                 f"{cut.at} because {v}. Split along an iterator the dependences do "
                 "not cross."
             )
+
+
+#: a group of at most this share of its program's statements is checked on its
+#: own dependences (as :data:`schedules.accel.layers._PART_SHARE`)
+_PART_SHARE = 4
+
+
+def _dependences(kernel: Kernel, group) -> list[tuple[str, str, isl.Map]]:
+    """The dependences :func:`_check` asks about: the program's, or for a small
+    group of a large program (a depthwise layer of a whole network) those of
+    the group as a program of its own. The program runs in its program order,
+    so a dependence between a statement of the group and one outside runs
+    forward whatever the group's order inside (the new program keeps the
+    statements before the group before it, those after after it), and the
+    group's statements are consecutive loop nests: every instance between two
+    of theirs is theirs, so their own dependences are the program's between
+    them, kills included. A network split layer by layer thus never asks for
+    its whole dataflow analysis, which costs as much as the layer's times the
+    program's length."""
+    if _PART_SHARE * len(group) > len(kernel.statements):
+        return legality.dependences(kernel)
+    part = kernel.replace(
+        name=f"{kernel.name}_part",
+        statements=tuple(group),
+        schedule=tree.initial_schedule(
+            [(s.name, s.domain, s.iterators) for s in group]
+        ),
+        program_schedule=None,
+        history=(),
+        data={},
+        part_of=None,
+    )
+    return legality.dependences(part)
 
 
 def split_side(kernel: Kernel, stmt: str) -> int | None:
