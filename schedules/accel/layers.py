@@ -16,6 +16,7 @@ or not at all.
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass
 
 import islpy as isl
@@ -113,7 +114,12 @@ def split(
     :data:`MAX_STATEMENTS` (an attention's QK^T, softmax and PV fit in one
     layer)."""
     children = top_children(kernel)
-    simple = [_simple(kernel, c) for c in children]
+    # the scheduler splits one kernel several times (fusion groups, their
+    # pieces, the final layers): which children are simple is read once
+    simple = kernel.analysis(
+        ("layers.simple", schedule_text(kernel)),
+        lambda _: [_simple(kernel, c) for c in children],
+    )
     out: list[Layer] = []
     group: list[tuple] = []  # (statement, band, child position)
     depth = 0
@@ -232,9 +238,22 @@ def sub_kernel(kernel: Kernel, positions) -> Kernel:
     # memoised with the program (and its dependences) and the schedule whose
     # children the positions count: the search and the build of a layer ask for
     # the same part
-    key = ("layers.sub_kernel", kernel.schedule.get_root().to_str(), positions)
+    key = ("layers.sub_kernel", schedule_text(kernel), positions)
     return kernel.analysis(key, lambda _: build(kernel))
 
+
+def schedule_text(kernel: Kernel) -> str:
+    """The text of ``kernel``'s schedule tree, printed once per kernel: the
+    memoised analyses of a part key by it, and isl takes longer to print a
+    network's tree (about 5 ms for 190 loop nests) than they take to look up."""
+    text = _TEXTS.get(kernel)
+    if text is None:
+        text = _TEXTS[kernel] = kernel.schedule.get_root().to_str()
+    return text
+
+
+#: :func:`schedule_text` by kernel (a kernel's schedule never changes)
+_TEXTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: statements fused into one layer at most
 MAX_STATEMENTS = 12
@@ -373,7 +392,7 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
             _FUSES[key] = _fuses(part.replace(part_of=None), bands, d)
         return _FUSES[key]
 
-    key = ("layers.can_fuse", kernel.schedule.get_root().to_str(), positions, d)
+    key = ("layers.can_fuse", schedule_text(kernel), positions, d)
     return kernel.analysis(key, compute)
 
 
