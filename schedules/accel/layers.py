@@ -385,11 +385,17 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
         part = sub_kernel(kernel, positions)
         if _PART_SHARE * len(part.statements) > len(kernel.statements):
             return _fuses(part, bands, d)
-        key = (_text(part), tuple(bands), d)
+        text = _text(part)
+        key = (text, tuple(bands), d)
         if key not in _FUSES:
             if len(_FUSES) >= _MAX_FUSES:
                 _FUSES.clear()
-            _FUSES[key] = _fuses(part.replace(part_of=None), bands, d)
+                _OWN.clear()
+            # one part is asked at several depths: its dependences once
+            own = _OWN.get(text)
+            if own is None:
+                own = _OWN[text] = part.replace(part_of=None)
+            _FUSES[key] = _fuses(own, bands, d)
         return _FUSES[key]
 
     key = ("layers.can_fuse", schedule_text(kernel), positions, d)
@@ -410,6 +416,9 @@ _PART_SHARE = 4
 #: domains, its accesses and context), the bands and the depth: what the
 #: answer is a function of
 _FUSES: dict[tuple, bool] = {}
+#: the parts :data:`_FUSES` asked about, as programs of their own (with their
+#: dependences), by their text
+_OWN: dict[tuple, Kernel] = {}
 _MAX_FUSES = 4096
 
 
