@@ -45,7 +45,10 @@ def fusion_cuts(
     fused = [layer for layer in layers if not layer.opaque]
     inside = {p for w in wide for p in w}
     starts = {
-        p for layer in fused for p in _contraction_starts(layer)[1:] if p not in inside
+        p
+        for layer in fused
+        for p in sorted({*_contraction_starts(layer), *_window_starts(layer)})[1:]
+        if p not in inside
     }
     if not starts:
         return set()
@@ -128,18 +131,51 @@ def _contraction_starts(layer: Layer) -> list[int]:
     its own."""
     from schedules.accel.tensorize import contraction
 
+    return [
+        _start(layer, i)
+        for i, stmt in enumerate(layer.stmts)
+        if contraction(stmt) is not None
+    ]
+
+
+def _window_starts(layer: Layer) -> list[int]:
+    """The top-level position where each statement of ``layer`` that reads a
+    window of an array the layer wrote before it begins (a max pool after a
+    convolution: ``relu[n, c, 2*l + rh - 1, 2*m + rw - 1]``), as
+    :func:`_contraction_starts` places it. A window is a read index that is not
+    one iterator at stride 1 in some dimension: the statement cannot fuse on
+    that dimension, so the layer keeps it whole, and with it the whole output of
+    what comes before (a 7x7/2 stem's 256 KiB accumulator, which held
+    datacenter's 64-column array to 16 columns per tile). Apart, the statements
+    before it tile their own rows."""
     out = []
+    written: set[str] = set()
     for i, stmt in enumerate(layer.stmts):
-        if contraction(stmt) is None:
-            continue
-        prev = layer.stmts[i - 1] if i else None
-        init = (
-            prev is not None
-            and prev.target.array == stmt.target.array
-            and not prev.reads
-        )
-        out.append(layer.children[i - 1 if init else i])
+        reads = [ld for ld in stmt.reads if ld.array in written - {stmt.target.array}]
+        if any(_windowed(ld) for ld in reads):
+            out.append(_start(layer, i))
+        written.add(stmt.target.array)
     return out
+
+
+def _windowed(ld) -> bool:
+    return any(
+        len(a.names()) != 1 or a.coefficient(next(iter(a.names()))) != 1
+        for a in ld.index
+    )
+
+
+def _start(layer: Layer, i: int) -> int:
+    """The top-level position where statement ``i`` of ``layer`` begins: its
+    init's (the statement before it that writes its target reading nothing),
+    else its own."""
+    prev = layer.stmts[i - 1] if i else None
+    init = (
+        prev is not None
+        and prev.target.array == layer.stmts[i].target.array
+        and not prev.reads
+    )
+    return layer.children[i - 1 if init else i]
 
 
 def _best(kernel: Kernel, layer: Layer, spec: Spec, stage: bool, found: dict) -> float:

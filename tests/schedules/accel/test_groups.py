@@ -47,3 +47,28 @@ def test_linear_layers_whose_intermediates_fit_stay_fused():
     assert fusion_cuts(kernel, load_config("edge-npu"), True, {}) == {0}
     compiled = polyc.compile(kernel, config="edge-npu")
     assert len(compiled.choice.layers) == 1
+
+
+def test_a_pool_after_a_stem_convolution_starts_a_layer_where_that_pays():
+    """ResNet's stem, a 7x7/2 convolution of 3 channels with its ReLU and a 3x3/2
+    max pool. The pool reads a window of the ReLU's rows, so fused with it the
+    layer keeps the rows whole and tiles only the 64 output channels, whose
+    accumulator and ReLU (256 KiB each) fit datacenter's 512 KiB local memory
+    16 channels at a time: 16 of the array's 64 columns, 51,397 cycles. Cut
+    before the pool, the convolution tiles its rows with all 64 channels (17,368
+    cycles with the pool as a layer of its own). On edge-npu, whose array is 16
+    wide, the ReLU's round trip through DRAM costs more than fusing saves: the
+    layer stays whole."""
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+    )
+    kernel = _kernel(model, 1, 3, 64, 64)
+    (fused,) = [layer for layer in split(kernel) if not layer.opaque]
+    pool = next(i for i, s in enumerate(fused.stmts) if s.target.array == "out")
+    cuts = fusion_cuts(kernel, load_config("datacenter"), True, {})
+    assert cuts == {0, fused.children[pool]}  # the pool's init starts a layer
+    assert fusion_cuts(kernel, load_config("edge-npu"), True, {}) == {0}
+    compiled = polyc.compile(kernel, config="datacenter")
+    conv = compiled.choice.layers[0].candidate
+    assert len(compiled.choice.layers) == 2
+    assert 64 in dict(conv.sizes).values()  # every output channel per tile
