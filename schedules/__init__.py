@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from schedules.accel.bias import defer_bias
 from schedules.accel.inline import inline_copy
+from schedules.accel.pads import inline_zero_pad
 from schedules.accel.placement import place
 from schedules.accel.reindex import permute_iterators
 from schedules.accel.split import split_layer
@@ -37,6 +38,7 @@ TRANSFORMATIONS.update(
             distribute,
             fuse,
             inline_copy,
+            inline_zero_pad,
             interchange,
             map_vector,
             merge_bands,
@@ -67,6 +69,7 @@ __all__ = [
     "first_violation",
     "fuse",
     "inline_copy",
+    "inline_zero_pad",
     "interchange",
     "map_vector",
     "merge_bands",

@@ -46,6 +46,7 @@ from schedules.accel import (
     inline,
     levels,
     mlp,
+    pads,
     pipeline,
     search,
     share,
@@ -130,7 +131,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
                 f"or -D {p}=VALUE)"
             ),
         )
-    kernel = inline.inline_all(bias.defer_all(kernel, spec))
+    kernel = pads.inline_pads(inline.inline_all(bias.defer_all(kernel, spec)))
     kernel, whole = per_statement(kernel)
     # a depthwise layer's channels shared by the vector unit and the MAC array
     shared = share.plan(kernel, spec, stage)
