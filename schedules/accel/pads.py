@@ -162,13 +162,13 @@ def _why_not(stmts, arrays, params, copy: str, fill: str) -> str | None:
             continue
         if pos < last:
             return f"{s.name} reads {t} before the padding is written"
-        why = _reader(s, t, params, written)
+        why = _reader(s, t, params, written, inside)
         if why is not None:
             return why
     return None
 
 
-def _reader(s: Statement, t: str, params, written: isl.Set) -> str | None:
+def _reader(s: Statement, t: str, params, written, inside) -> str | None:
     """Why the reader ``s`` of the padded ``t`` cannot skip its zeros, or None."""
     con = contraction(s)
     if con is None:
@@ -179,8 +179,12 @@ def _reader(s: Statement, t: str, params, written: isl.Set) -> str | None:
         return f"{s.name} reads {t} other than as one factor of its products"
     if any(not _plain(a) for a in mine[0].index):
         return f"{s.name} reads {t} with a floor division"
-    if not access_map(s, mine[0], params).range().is_subset(written):
+    acc = access_map(s, mine[0], params)
+    if not acc.range().is_subset(written):
         return f"{s.name} reads elements of {t} the padding does not write"
+    if acc.intersect_range(inside).is_empty():
+        # the statement would lose every instance (a kernel of no work)
+        return f"{s.name} reads only the zeros of {t}"
     return None
 
 
