@@ -23,7 +23,7 @@ from collections.abc import Callable
 from accelerator.hardware.spec import Spec
 from polyc.ir.kernel import Kernel
 from schedules.accel import boundary, cache
-from schedules.accel.layers import MAX_STATEMENTS, Layer, _count, split
+from schedules.accel.layers import MAX_STATEMENTS, Layer, _count, _fusable, split
 
 
 def fusion_cuts(
@@ -60,7 +60,7 @@ def fusion_cuts(
     # one before it (what the loop below asks while no merge is taken, as in a
     # ResNet, where none pays): at once, in parallel where it pays
     pairs = [
-        _merged(a, b, fused, owner, wide)
+        _merged(kernel, a, b, fused, owner, wide)
         for a, b in itertools.pairwise(pieces)
         if not a.opaque and not b.opaque
     ]
@@ -81,7 +81,7 @@ def fusion_cuts(
         alone = _best(kernel, piece, spec, stage, found)
         # apart, the piece's first loads may run under cur's last tile
         apart = alone - _overlap(kernel, cur, piece, spec, stage, found)
-        merged = _merged(cur, piece, fused, owner, wide)
+        merged = _merged(kernel, cur, piece, fused, owner, wide)
         if merged is not None:
             together = _best(kernel, merged, spec, stage, found)
             if together < cost + apart:
@@ -92,9 +92,13 @@ def fusion_cuts(
     return cuts
 
 
-def _merged(cur, piece, fused, owner, wide) -> Layer | None:
+def _merged(kernel, cur, piece, fused, owner, wide) -> Layer | None:
     """``cur`` and the piece after it as one layer, when they lie in one fused
-    group and the layer stays within :data:`MAX_STATEMENTS`; else None."""
+    group and the layer stays within :data:`MAX_STATEMENTS`; else None. Its
+    depth is the one :func:`split` gives the statements from ``cur``'s first
+    (the fused group's own depth is that of all its statements: a max pool
+    later in the group keeps the group's rows whole, not a convolution's
+    before it)."""
     same = (
         cur is not None
         and owner.get(piece.children[0]) == owner.get(cur.children[-1])
@@ -102,12 +106,18 @@ def _merged(cur, piece, fused, owner, wide) -> Layer | None:
     )
     if not same:
         return None
-    layer = fused[owner[cur.children[-1]]]
+    group = list(zip(cur.stmts, cur.bands, cur.children))
+    depth = cur.depth
+    for item in zip(piece.stmts, piece.bands, piece.children):
+        depth = _fusable(kernel, group, item, depth)
+        if not depth:
+            return None
+        group.append(item)
     return Layer(
         cur.index,
         cur.stmts + piece.stmts,
         cur.bands + piece.bands,
-        layer.depth,
+        depth,
         False,
         cur.children + piece.children,
     )
