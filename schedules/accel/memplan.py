@@ -62,6 +62,10 @@ class Request:
     #: filled on chip rather than by DMA (an accumulator, an intermediate): the
     #: engines stream it while the DMA fills the layer's other buffers
     produced: bool = False
+    #: the buffers one MAC call reads or writes with this one (its other
+    #: operands, its accumulator): a call stretches by its tightest bank's
+    #: bytes, so these keep off its banks first
+    partners: frozenset[str] = frozenset()
 
     @property
     def bytes(self) -> int:
@@ -290,7 +294,8 @@ def _bank_fit(
     are still to be placed: it spreads its slots over free banks only while a free
     bank is left for each of them.
 
-    The offsets are ranked by the banks its slots share with other buffers' (two
+    The offsets are ranked by the banks its slots share with its partners' (the
+    other buffers of its MAC calls), then with other buffers' (two
     engines, or the array's two operands, at once), then by the free banks it
     takes beyond its share, then by the banks its own slots share (the DMA filling
     one slot beside the engine reading another, at the DMA's lower rate), then low
@@ -301,6 +306,13 @@ def _bank_fit(
     if taken is None:
         taken = _taken(live, align)
     others = [b for r, off in live for b in _slot_banks(r, off, bank, align)]
+    partner = {
+        i
+        for r, off in live
+        if r.name in req.partners or req.name in r.partners
+        for b in _slot_banks(r, off, bank, align)
+        for i in b
+    }
     used = {i for b in others for i in b}
     hot, cold = set(), set()  # banks of buffers produced on chip / filled by DMA
     for r, off in live:
@@ -328,7 +340,8 @@ def _bank_fit(
         cross = sum(len(set(a) & set(b)) for a in mine for b in others)
         mixed = len({i for b in mine for i in b} & (hot if not req.produced else cold))
         new = len({i for b in mine for i in b} - used)
-        key = (mixed, cross, max(0, new - spare), own, offset)
+        clash = len({i for b in mine for i in b} & partner)
+        key = (clash, mixed, cross, max(0, new - spare), own, offset)
         if best is None or key < best:
             best = key
     return None if best is None else best[-1]
@@ -376,9 +389,13 @@ def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     return out
 
 
-def replan(spec: Spec, schedule: isl.Schedule, bank_aware: bool = True) -> isl.Schedule:
+def replan(
+    spec: Spec, schedule: isl.Schedule, bank_aware: bool = True, kernel=None
+) -> isl.Schedule:
     """Plan every buffer (each lives for its layer) and write one ``@scope`` mark
-    per layer that has buffers (``bank_aware``: see :func:`plan`).
+    per layer that has buffers (``bank_aware``: see :func:`plan`). With
+    ``kernel``, the buffers of the operands and the accumulator of each MAC
+    call are partners (:class:`Request`).
 
     Raises:
         PlacementError: when a layer's buffers do not fit.
@@ -387,6 +404,7 @@ def replan(spec: Spec, schedule: isl.Schedule, bank_aware: bool = True) -> isl.S
     layer_paths = isltree.layers(schedule)
     requests, per_layer = [], {}
     zero_levels = set()
+    partners = _partners(schedule, kernel) if kernel is not None else {}
     for path, node in tree.walk_paths(schedule):
         name = tree.mark_name(node)
         if not name or pm.kind(name) != "buffer":
@@ -403,6 +421,7 @@ def replan(spec: Spec, schedule: isl.Schedule, bank_aware: bool = True) -> isl.S
                 layer,
                 layer,
                 produced=not b.copy_in,
+                partners=frozenset(partners.get(b.name, ())),
             )
         )
         per_layer.setdefault(layer, []).append(b.name)
@@ -422,6 +441,39 @@ def replan(spec: Spec, schedule: isl.Schedule, bank_aware: bool = True) -> isl.S
             .get_schedule()
         )
     return schedule
+
+
+def _partners(schedule: isl.Schedule, kernel) -> dict[str, set[str]]:
+    """Per buffer, the other buffers some MAC call reads or writes with it: per
+    ``@tensorize`` mark, the innermost enclosing buffer of its statement's
+    target and of its two operands."""
+    out: dict[str, set[str]] = {}
+    names = {s.name: s for s in kernel.statements}
+    enclosing: list[tuple[tuple, pm.BufferMark]] = []
+    for path, node in tree.walk_paths(schedule):
+        name = tree.mark_name(node)
+        if not name:
+            continue
+        kind = pm.kind(name)
+        if kind == "buffer":
+            enclosing.append((tuple(path), pm.BufferMark.parse(name)))
+            continue
+        if kind != "tensorize":
+            continue
+        tm = pm.TensorizeMark.parse(name)
+        stmt = names.get(tm.stmt)
+        if stmt is None:
+            continue
+        arrays = {stmt.target.array, stmt.reads[tm.a].array, stmt.reads[tm.b].array}
+        here = tuple(path)
+        mine: dict[str, str] = {}
+        for at, b in enclosing:  # walk order: outer buffers first
+            if b.array in arrays and here[: len(at)] == at:
+                mine[b.array] = b.name
+        group = set(mine.values())
+        for b in group:
+            out.setdefault(b, set()).update(group - {b})
+    return out
 
 
 def _drop_scopes(schedule: isl.Schedule) -> isl.Schedule:

@@ -152,7 +152,7 @@ def place(
     schedule = node.get_schedule()
     _reachable(kernel, schedule, spec, marks, op)
     if plan:
-        schedule = memplan.replan(spec, schedule)
+        schedule = memplan.replan(spec, schedule, kernel=kernel)
     new = kernel.with_schedule(
         schedule,
         step(
