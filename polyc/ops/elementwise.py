@@ -295,7 +295,9 @@ def pow(input, exponent, name: str | None = None) -> Tensor:
             and exponent in (2, 3)
         ):
             times = int(exponent)
-            return map1("pow", input, lambda v: v * v if times == 2 else v * v * v, name)
+            return map1(
+                "pow", input, lambda v: v * v if times == 2 else v * v * v, name
+            )
         return _binary("pow", input, exponent, lambda a, b: binary("pow", a, b), name)
     if not (
         isinstance(input, Tensor)

@@ -41,7 +41,7 @@ from accelerator.hardware.spec import Spec
 from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.accel import cache
-from schedules.accel.layers import split, top_children
+from schedules.accel.layers import lone_statements, split, top_children
 from schedules.accel.pipeline import _softmax
 from schedules.accel.tensorize import contraction
 from schedules.apply import to_yaml
@@ -361,11 +361,7 @@ def score_arrays(kernel: Kernel) -> list[str]:
 
 def _items(kernel: Kernel) -> list[Statement | None]:
     """Per top-level child, its statement when it runs exactly one (else None)."""
-    out: list[Statement | None] = []
-    for child in top_children(kernel):
-        names = stree.statements(child)
-        out.append(kernel.statement(names[0]) if len(names) == 1 else None)
-    return out
+    return lone_statements(kernel)
 
 
 @dataclass(frozen=True)

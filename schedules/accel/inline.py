@@ -81,29 +81,36 @@ def inline_copy(kernel: Kernel, copy: str) -> Kernel:
     return _rebuilt(kernel, stmts, arrays, [copy])
 
 
-def target_iterators(stmt: Statement) -> list[str] | None:
-    """The iterators indexing ``stmt``'s target, one per dimension, when the target
-    is indexed by distinct iterators, each once and all of them (each element is
-    written once, by a function of the element); else None."""
+def plain_index(index) -> tuple[str, ...] | None:
+    """The iterators of an access indexed by distinct iterators, one plain
+    iterator per dimension; else None."""
     its = []
-    for aff in stmt.target.index:
+    for aff in index:
         if aff.const or len(aff.terms) != 1:
             return None
         ((atom, coeff),) = aff.terms
         if not isinstance(atom, str) or coeff != 1:
             return None
         its.append(atom)
-    if len(set(its)) != len(its) or set(its) != set(stmt.iterators):
+    return tuple(its) if len(set(its)) == len(its) else None
+
+
+def target_iterators(stmt: Statement) -> list[str] | None:
+    """The iterators indexing ``stmt``'s target, one per dimension, when the target
+    is indexed by distinct iterators, each once and all of them (each element is
+    written once, by a function of the element); else None."""
+    its = plain_index(stmt.target.index)
+    if its is None or set(its) != set(stmt.iterators):
         return None
-    return its
+    return list(its)
 
 
-def _without(stmts: list[Statement], arrays, copy: str):
-    """The statements and arrays with the copy ``copy`` gone, its readers reading
-    its source."""
-    stmt = next(s for s in stmts if s.name == copy)
-    target, source = stmt.target, stmt.body
-    position = {it: d for d, it in enumerate(target_iterators(stmt))}
+def source_reader(copy: Statement):
+    """A rewrite of expression nodes for :meth:`Expr.map`: a load of ``copy``'s
+    target becomes the load of its source that the copy made (its index
+    composed), every other node stays."""
+    target, source = copy.target, copy.body
+    position = {it: d for d, it in enumerate(target_iterators(copy))}
 
     def read_source(node):
         if isinstance(node, Load) and node.array == target.array:
@@ -111,6 +118,16 @@ def _without(stmts: list[Statement], arrays, copy: str):
             index = tuple(a.substitute(mapping) for a in source.index)
             return Load(source.array, index, source.dtype)
         return None
+
+    return read_source
+
+
+def _without(stmts: list[Statement], arrays, copy: str):
+    """The statements and arrays with the copy ``copy`` gone, its readers reading
+    its source."""
+    stmt = next(s for s in stmts if s.name == copy)
+    target = stmt.target
+    read_source = source_reader(stmt)
 
     kept = [
         dataclasses.replace(s, body=s.body.map(read_source))
@@ -123,8 +140,15 @@ def _without(stmts: list[Statement], arrays, copy: str):
 def _rebuilt(kernel: Kernel, stmts, arrays, copies: list[str]) -> Kernel:
     """``kernel`` with ``stmts`` and ``arrays`` in program order, one history step
     per inlined copy."""
+    return rebuilt(
+        kernel, stmts, arrays, tuple(Step("inline_copy", (c,)) for c in copies)
+    )
+
+
+def rebuilt(kernel: Kernel, stmts, arrays, steps: tuple[Step, ...]) -> Kernel:
+    """``kernel`` with ``stmts`` and ``arrays``, its schedule the program order
+    (one band per statement), ``steps`` added to its history."""
     schedule = tree.initial_schedule([(s.name, s.domain, s.iterators) for s in stmts])
-    steps = tuple(Step("inline_copy", (c,)) for c in copies)
     return kernel.replace(
         arrays=arrays,
         statements=tuple(stmts),
@@ -181,4 +205,12 @@ def _why_not(stmts: list[Statement], arrays, copy: str) -> str | None:
     return None
 
 
-__all__ = ["inline_all", "inline_copy", "inlinable", "target_iterators"]
+__all__ = [
+    "inline_all",
+    "inline_copy",
+    "inlinable",
+    "plain_index",
+    "rebuilt",
+    "source_reader",
+    "target_iterators",
+]

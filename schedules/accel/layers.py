@@ -209,6 +209,15 @@ def top_children(kernel: Kernel) -> tuple:
     return root.children if isinstance(root, stree.Sequence_) else (root,)
 
 
+def lone_statements(kernel: Kernel) -> list[Statement | None]:
+    """Per top-level child, its statement when it runs exactly one (else None)."""
+    out: list[Statement | None] = []
+    for child in top_children(kernel):
+        names = stree.statements(child)
+        out.append(kernel.statement(names[0]) if len(names) == 1 else None)
+    return out
+
+
 def sub_kernel(kernel: Kernel, positions) -> Kernel:
     """The statements of some top-level children as a kernel of their own, with
     their part of the schedule: transformations of one layer are checked against

@@ -58,7 +58,8 @@ from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.accel import boundary, cache
 from schedules.accel.groups import _contraction_starts
-from schedules.accel.layers import split, top_children
+from schedules.accel.inline import plain_index
+from schedules.accel.layers import lone_statements, split, top_children
 from schedules.accel.reindex import permute_iterators
 from schedules.accel.tensorize import contraction
 from schedules.fusion import reorder
@@ -286,21 +287,12 @@ def cores(kernel: Kernel) -> list[Core]:
     nests computes from the contractions before it (the first), every loop nest
     between the first one's init and the second one in the chain, the second
     reducing over the dimensions of that operand."""
-    items = _items(kernel)
+    items = lone_statements(kernel)
     out = []
     for c, s in enumerate(items):
         found = _found(items, c) if s is not None else None
         if found is not None:
             out.append(found)
-    return out
-
-
-def _items(kernel: Kernel) -> list[Statement | None]:
-    """Per top-level child, its statement when it runs exactly one (else None)."""
-    out: list[Statement | None] = []
-    for child in top_children(kernel):
-        names = stree.statements(child)
-        out.append(kernel.statement(names[0]) if len(names) == 1 else None)
     return out
 
 
@@ -335,17 +327,8 @@ def _found(items, c: int) -> Core | None:
 def _plain(index) -> tuple[str, ...] | None:
     """The iterators of an access indexed by distinct iterators, one per
     dimension, each plain; else None."""
-    its = []
-    for aff in index:
-        if not aff.terms and aff.const == 0:
-            continue  # a unit dimension read at 0 (a view that drops the batch)
-        if aff.const or len(aff.terms) != 1:
-            return None
-        ((atom, coeff),) = aff.terms
-        if not isinstance(atom, str) or coeff != 1:
-            return None
-        its.append(atom)
-    return tuple(its) if len(set(its)) == len(its) else None
+    # a unit dimension read at 0 (a view that drops the batch) is skipped
+    return plain_index([a for a in index if a.terms or a.const])
 
 
 def _writers(items, end: int, array: str) -> list[int]:

@@ -46,7 +46,13 @@ import islpy as isl
 from polyc.errors import IllegalTransformError
 from polyc.ir.expr import Const, Load, loads
 from polyc.ir.kernel import Kernel, Role, Statement, Step, access_map
-from schedules.accel.inline import _plain, _program_order, target_iterators
+from schedules.accel.inline import (
+    _plain,
+    _program_order,
+    rebuilt,
+    source_reader,
+    target_iterators,
+)
 from schedules.accel.tensorize import contraction
 
 
@@ -196,16 +202,9 @@ def _without(stmts, arrays, params, copy: str, fill: str):
     """The statements and arrays with the pair gone, its readers reading the
     copy's source on the instances that read inside the copy's region."""
     c = next(s for s in stmts if s.name == copy)
-    target, source = c.target, c.body
-    position = {it: d for d, it in enumerate(target_iterators(c))}
+    target = c.target
     inside = _written(c, params)
-
-    def read_source(node):
-        if isinstance(node, Load) and node.array == target.array:
-            mapping = {it: node.index[d] for it, d in position.items()}
-            index = tuple(a.substitute(mapping) for a in source.index)
-            return Load(source.array, index, source.dtype)
-        return None
+    read_source = source_reader(c)
 
     kept = []
     for s in stmts:
@@ -223,17 +222,8 @@ def _without(stmts, arrays, params, copy: str, fill: str):
 def _rebuilt(kernel: Kernel, stmts, arrays, pairs) -> Kernel:
     """``kernel`` with ``stmts`` and ``arrays`` in program order, one history step
     per inlined pair."""
-    from polyc.ir import tree
-
-    schedule = tree.initial_schedule([(s.name, s.domain, s.iterators) for s in stmts])
     steps = tuple(Step("inline_zero_pad", pair) for pair in pairs)
-    return kernel.replace(
-        arrays=arrays,
-        statements=tuple(stmts),
-        schedule=schedule,
-        program_schedule=None,
-        history=kernel.history + steps,
-    )
+    return rebuilt(kernel, stmts, arrays, steps)
 
 
 __all__ = ["inline_pads", "inline_zero_pad", "zero_pads"]

@@ -121,7 +121,10 @@ def test_the_buffers_of_one_mac_call_take_banks_apart():
             Request("acc", "acc", 1, 1, 2048, 0, 0, produced=True, partners=p("acc")),
             Request("a", "a", 1, 1, 2048, 0, 0, produced=True, partners=p("a")),
             Request("w", "w", 1, 2, 1024, 0, 0, partners=p("w")),
-            *(Request(n, n, 1, 1, 2048, 0, 0, produced=True) for n in ("n1", "n2", "n3")),
+            *(
+                Request(n, n, 1, 1, 2048, 0, 0, produced=True)
+                for n in ("n1", "n2", "n3")
+            ),
         ]
 
     bank = spec.memory[1].capacity_bytes // spec.memory[1].banks

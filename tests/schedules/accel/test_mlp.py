@@ -215,7 +215,9 @@ def test_a_copy_out_inside_a_vector_tile_waits_for_its_vector_work():
     compiled = polyc.compile(kernel, config="tiny")
     assert _fused(compiled)
     (init,) = [
-        lc.layer.stmts[0].name for lc in compiled.choice.layers if len(lc.layer.stmts) == 1
+        lc.layer.stmts[0].name
+        for lc in compiled.choice.layers
+        if len(lc.layer.stmts) == 1
     ]
     out, report = compiled.run(arg0=x.numpy())
     _check(kernel, {"arg0": x.numpy()}, out)
@@ -224,7 +226,10 @@ def test_a_copy_out_inside_a_vector_tile_waits_for_its_vector_work():
     store = next(e for e in events if e.kind == "dma" and e.label.endswith(" out"))
     assert store.start >= fill.end, (fill, store)
     ratio = compiled.choice.predicted_cycles / report.cycles
-    assert abs(ratio - 1) <= TOLERANCE, (compiled.choice.predicted_cycles, report.cycles)
+    assert abs(ratio - 1) <= TOLERANCE, (
+        compiled.choice.predicted_cycles,
+        report.cycles,
+    )
 
 
 class _Conv1DMLP(torch.nn.Module):
@@ -260,7 +265,10 @@ def test_an_mlp_on_flattened_rows_fuses_across_its_views():
     out, report = compiled.run(arg0=x.numpy())
     _check(kernel, {"arg0": x.numpy()}, out)
     ratio = compiled.choice.predicted_cycles / report.cycles
-    assert abs(ratio - 1) <= TOLERANCE, (compiled.choice.predicted_cycles, report.cycles)
+    assert abs(ratio - 1) <= TOLERANCE, (
+        compiled.choice.predicted_cycles,
+        report.cycles,
+    )
 
 
 class _ConvNextBlock(torch.nn.Module):
