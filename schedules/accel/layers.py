@@ -218,6 +218,26 @@ def lone_statements(kernel: Kernel) -> list[Statement | None]:
     return out
 
 
+def own_program(kernel: Kernel, stmts, name: str, arrays=None) -> Kernel:
+    """``stmts`` (statements of ``kernel``, in order) as a program of their own
+    named ``name``, in program order (one loop nest each), with none of
+    ``kernel``'s history, data or enclosing program; ``arrays`` replaces its
+    arrays when given. Its dependences are computed for it alone."""
+    stmts = tuple(stmts)
+    return kernel.replace(
+        name=name,
+        arrays=kernel.arrays if arrays is None else arrays,
+        statements=stmts,
+        schedule=tree.initial_schedule(
+            [(s.name, s.domain, s.iterators) for s in stmts]
+        ),
+        program_schedule=None,
+        history=(),
+        data={},
+        part_of=None,
+    )
+
+
 def sub_kernel(kernel: Kernel, positions) -> Kernel:
     """The statements of some top-level children as a kernel of their own, with
     their part of the schedule: transformations of one layer are checked against
@@ -392,7 +412,7 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
         if _runs_backwards(kernel, [g[0] for g in group], item[0], d):
             return False
         part = sub_kernel(kernel, positions)
-        if _PART_SHARE * len(part.statements) > len(kernel.statements):
+        if PART_SHARE * len(part.statements) > len(kernel.statements):
             return _fuses(part, bands, d)
         text = _text(part)
         key = (text, tuple(bands), d)
@@ -420,7 +440,7 @@ def _fuses(part: Kernel, bands: list[str], d: int) -> bool:
 
 #: a part of at most this share of its program's statements is checked on its
 #: own dependences
-_PART_SHARE = 4
+PART_SHARE = 4
 #: :func:`_can_fuse`'s answers by the part's text (its schedule with the
 #: domains, its accesses and context), the bands and the depth: what the
 #: answer is a function of

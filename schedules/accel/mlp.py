@@ -128,8 +128,8 @@ def plan(
 ) -> Plan:
     """Each MLP core of ``kernel`` fused along its hidden dimension where the
     cost model predicts it faster (see the module docstring). ``cuts`` and
-    ``wide`` are the fused attentions'. A core whose rewrite is refused (a dependence, a layer that
-    does not fuse) stays as written."""
+    ``wide`` are the fused attentions'. A core whose rewrite is refused (a
+    dependence, a layer that does not fuse) stays as written."""
     memo: dict = {}  # (statement names, depth) -> candidates
     notes: dict = {}
     moved: set[int] = set()
@@ -148,9 +148,8 @@ def plan(
         # the positions of every layer either way that holds one of the core's:
         # a layer fused across the core (narrow linear layers on few rows) is
         # compared whole with what replaces it
-        span = _closure(
-            core.window, split(kernel, cuts=frozenset(cuts), wide=wide), layers
-        )
+        written = split(kernel, cuts=frozenset(cuts), wide=wide)
+        span = _closure(core.window, written, layers)
         # as written, the fusion-group search (schedules.accel.groups) may yet
         # cut the span's layers before each contraction: the core is compared
         # with the better of the span fused on its leading iterators and cut so
@@ -159,7 +158,7 @@ def plan(
         # dimension 203,008)
         starts = {
             p
-            for layer in split(kernel, cuts=frozenset(cuts), wide=wide)
+            for layer in written
             if set(layer.children) & span
             for p in _contraction_starts(layer)[1:]
         }

@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from accelerator.hardware.bound import ENGINES, engine_bound
 from accelerator.hardware.spec import Spec
 from polyc.errors import PolycError
-from polyc.ir import tree
 from polyc.ir.affine import var
 from polyc.ir.kernel import Kernel, Role
 from schedules import stree
 from schedules.accel import cache, search
-from schedules.accel.layers import Layer, split, top_children
+from schedules.accel.layers import Layer, own_program, split, top_children
 from schedules.accel.split import _program_order, split_layer
 from schedules.accel.tensorize import contraction
 
@@ -255,18 +254,7 @@ def _local(kernel: Kernel, layer: Layer) -> Kernel:
             else:
                 role = Role.TEMP
             arrays[ld.array] = dataclasses.replace(arr, role=role)
-    return kernel.replace(
-        name=f"{kernel.name}_{stmts[0].name}",
-        arrays=arrays,
-        statements=tuple(stmts),
-        schedule=tree.initial_schedule(
-            [(s.name, s.domain, s.iterators) for s in stmts]
-        ),
-        program_schedule=None,
-        history=(),
-        data={},
-        part_of=None,
-    )
+    return own_program(kernel, stmts, f"{kernel.name}_{stmts[0].name}", arrays)
 
 
 def _nearest(periods: list[int], share: float) -> tuple[int, int]:

@@ -43,6 +43,7 @@ from polyc.ir.affine import var
 from polyc.ir.expr import Load, substitute_indices
 from polyc.ir.kernel import Kernel, Statement, Step
 from schedules import legality
+from schedules.accel.layers import PART_SHARE, own_program
 
 
 def split_layer(
@@ -302,11 +303,6 @@ def _check(op, kernel: Kernel, group, cuts, order, schedule) -> None:
             )
 
 
-#: a group of at most this share of its program's statements is checked on its
-#: own dependences (as :data:`schedules.accel.layers._PART_SHARE`)
-_PART_SHARE = 4
-
-
 def _dependences(kernel: Kernel, group) -> list[tuple[str, str, isl.Map]]:
     """The dependences :func:`_check` asks about: the program's, or for a small
     group of a large program (a depthwise layer of a whole network) those of
@@ -319,20 +315,9 @@ def _dependences(kernel: Kernel, group) -> list[tuple[str, str, isl.Map]]:
     them, kills included. A network split layer by layer thus never asks for
     its whole dataflow analysis, which costs as much as the layer's times the
     program's length."""
-    if _PART_SHARE * len(group) > len(kernel.statements):
+    if PART_SHARE * len(group) > len(kernel.statements):
         return legality.dependences(kernel)
-    part = kernel.replace(
-        name=f"{kernel.name}_part",
-        statements=tuple(group),
-        schedule=tree.initial_schedule(
-            [(s.name, s.domain, s.iterators) for s in group]
-        ),
-        program_schedule=None,
-        history=(),
-        data={},
-        part_of=None,
-    )
-    return legality.dependences(part)
+    return legality.dependences(own_program(kernel, group, f"{kernel.name}_part"))
 
 
 def split_side(kernel: Kernel, stmt: str) -> int | None:
