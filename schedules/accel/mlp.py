@@ -34,6 +34,12 @@ tiles of w1 and w2 stream together. The layer search then also tries fc1 a
 tile ahead (:mod:`schedules.accel.pipeline`): the MAC array runs fc1(h + 1) and
 fc2(h) while the vector unit runs the activation of h.
 
+A gated MLP (Llama's ``down(silu(gate(x)) * up(x))``) has two first
+contractions; fused, the gate runs a tile ahead and the up projection with the
+rest, and their input ``x``, the same box in every hidden tile, is one buffer
+above the pipelined loop (:func:`schedules.accel.pipeline.read_apart`), as the
+cost model holds it.
+
 A core written on rows flattened to 2-D (GPT-2's ``Conv1D`` is ``addmm`` on
 ``x.view(-1, d)``, its activation on the 3-D view) reads the activation as
 ``a[0, t, k]``: the unit batch dimension is skipped when the core is found,
@@ -340,8 +346,8 @@ def _chain(items, c: int, array: str) -> set[int] | None:
     """The positions of the element-wise loop nests that compute ``array`` (read
     by the second contraction at ``c``) from contractions, with those
     contractions and their inits; None unless there is at least one
-    element-wise statement and exactly one contraction. What other statements write
-    counts as an input of the core."""
+    element-wise statement and one contraction, or two (a gated MLP). What
+    other statements write counts as an input of the core."""
     members: set[int] = set()
     todo, seen, elementwise, firsts = [array], set(), 0, 0
     while todo:
@@ -367,12 +373,9 @@ def _chain(items, c: int, array: str) -> set[int] | None:
         members.add(writers[0])
         elementwise += 1
         todo += [ld.array for ld in last.reads]
-    if not elementwise or firsts != 1:
-        # a gated MLP (Llama's ``down(act(gate(x)) * up(x))``) is left as
-        # written: placement gives each first contraction its own buffer of x,
-        # reloaded every hidden tile, where the cost model holds one for the
-        # whole layer (hf-llama's fused MLP was predicted at 27,202 cycles and
-        # simulated at 41,470 on edge-npu)
+    # one first contraction, or two: a gated MLP (Llama's
+    # ``down(act(gate(x)) * up(x))``)
+    if not elementwise or firsts not in (1, 2):
         return None
     return members
 

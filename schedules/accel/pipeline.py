@@ -78,6 +78,24 @@ def chain(layer: Layer, engine: dict[str, str], softmax: bool = True) -> list:
     return []
 
 
+def _moves(layer: Layer, st: Structure, array: str) -> bool:
+    """Whether some read of ``array`` in ``layer`` moves with the pipelined
+    loop (the innermost tiled loop the layer shares, ``st.order[-1]``): a
+    gated MLP's input ``x``, read by the gate (ahead) and the up projection,
+    is the same box in every tile of the hidden dimension."""
+    if not st.order:
+        return True
+    p = st.order[-1]
+    for s in layer.stmts:
+        if p >= len(s.iterators):
+            return True
+        it = s.iterators[p]
+        for ld in s.reads:
+            if ld.array == array and any(it in aff.names() for aff in ld.index):
+                return True
+    return False
+
+
 def _shared(layer: Layer, st: Structure) -> set[str]:
     """The arrays both the statements ahead and the others touch."""
     early = set(st.ahead)
@@ -133,12 +151,16 @@ def read_apart(layer: Layer, st: Structure) -> dict[str, list[str]]:
     """The arrays the layer only reads, both ahead and not (the query, key and
     value as slices of one projection's output), each with its readers when
     one statement ahead and one other read it: each reader gets a buffer of
-    its own above its own loops (one box per tile, not the hull of two)."""
+    its own above its own loops (one box per tile, not the hull of two). An
+    array whose box is the same in every tile of the pipelined loop is not
+    read apart: :func:`lifted` places it once above that loop."""
     written = {s.target.array for s in layer.stmts}
     early = set(st.ahead)
     out = {}
     for a in sorted(_shared(layer, st) - written):
         users = [s.name for s in layer.stmts if a in {ld.array for ld in s.reads}]
+        if not _moves(layer, st, a):
+            continue  # one box for every tile: placed above the loop (lifted)
         if (
             sum(u in early for u in users) == 1
             and sum(u not in early for u in users) == 1
