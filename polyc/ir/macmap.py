@@ -372,10 +372,13 @@ def from_marks(
     return check(stmt.name, groups, ops, extents, exact)
 
 
-def placed(kernel) -> dict[str, tuple[pm.TensorizeMark, dict]]:
+def placed(kernel, stmts=None) -> dict[str, tuple[pm.TensorizeMark, dict]]:
     """Per tensorized statement of ``kernel``'s schedule, its ``@tensorize`` mark
     and the buffer of each array active at its MAC call (the innermost
-    ``@buffer`` of that array above the ``pc_mac_<stmt>`` leaf)."""
+    ``@buffer`` of that array above the ``pc_mac_<stmt>`` leaf). With ``stmts``
+    (names), at least those statements: the children of the root sequence that
+    run none of them are not walked (a statement's marks, buffers and MAC call
+    are all below the child that runs it)."""
     marks: dict[str, pm.TensorizeMark] = {}
     active_at: dict[str, dict] = {}
     T = isl.schedule_node_type
@@ -403,7 +406,16 @@ def placed(kernel) -> dict[str, tuple[pm.TensorizeMark, dict]]:
         for i in range(node.n_children()):
             visit(node.child(i), active, reach)
 
-    visit(kernel.schedule.get_root(), {}, None)
+    root = kernel.schedule.get_root()
+    skip = tree.unrelated_children(root, stmts) if stmts is not None else set()
+    if skip:
+        seq = root.child(0)
+        reach = tree.Reach(None, root)
+        for i in range(seq.n_children()):
+            if i not in skip:
+                visit(seq.child(i), {}, reach)
+    else:
+        visit(root, {}, None)
     return {s: (tm, active_at.get(s, {})) for s, tm in marks.items()}
 
 
@@ -411,7 +423,7 @@ def refusals(kernel, stmts=None) -> list[tuple[str, Refusal]]:
     """The tensorized statements of ``kernel`` (those named in ``stmts``, or all)
     whose placed mapping is not realisable, with the reason."""
     out = []
-    for name, (tm, bufs) in placed(kernel).items():
+    for name, (tm, bufs) in placed(kernel, stmts).items():
         if stmts is not None and name not in stmts:
             continue
         got = from_marks(kernel.statement(name), tm, bufs)

@@ -388,6 +388,22 @@ class Reach:
         return above | tuple_names(self.node.extension_get_extension().range())
 
 
+def unrelated_children(root: isl.ScheduleNode, stmts) -> set[int]:
+    """The positions of the children of the root sequence (``root``: a schedule's
+    domain node) whose filters keep none of the statements ``stmts``: a walk
+    after those statements' nodes may skip them. Empty when the root has no
+    sequence."""
+    seq = root.child(0)
+    if seq.get_type() != isl.schedule_node_type.sequence:
+        return set()
+    wanted = set(stmts)
+    return {
+        i
+        for i in range(seq.n_children())
+        if not wanted & tuple_names(seq.child(i).filter_get_filter())
+    }
+
+
 #: the node types that change which statements reach the nodes below
 REACH_TYPES = (
     isl.schedule_node_type.domain,

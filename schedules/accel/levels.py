@@ -171,11 +171,14 @@ class Misplaced:
         )
 
 
-def misplaced(kernel, spec: Spec) -> list[Misplaced]:
+def misplaced(kernel, spec: Spec, stmts=None) -> list[Misplaced]:
     """The buffers of ``kernel``'s schedule that an engine reads or writes from a
     level the config does not let it reach: per tensorized statement its A, B and
     C buffers at the MAC call, per vector statement the buffers active at its
-    tile (an array with no buffer there stays in DRAM and is not checked here)."""
+    tile (an array with no buffer there stays in DRAM and is not checked here).
+    With ``stmts`` (names), at least those of these statements: the children of
+    the root sequence that run none of them are not walked (a statement's marks,
+    buffers and calls are all below the child that runs it)."""
     import islpy as isl
 
     from polyc.ir import marks as pm
@@ -241,7 +244,15 @@ def misplaced(kernel, spec: Spec) -> list[Misplaced]:
         for i in range(node.n_children()):
             visit(node.child(i), active, vector, reach)
 
-    visit(kernel.schedule.get_root(), {}, frozenset(), None)
+    root = kernel.schedule.get_root()
+    skip = tree.unrelated_children(root, stmts) if stmts is not None else set()
+    if skip:
+        seq = root.child(0)
+        for i in range(seq.n_children()):
+            if i not in skip:
+                visit(seq.child(i), {}, frozenset(), tree.Reach(None, root))
+    else:
+        visit(root, {}, frozenset(), None)
     return list(dict.fromkeys(out))
 
 

@@ -29,6 +29,7 @@ those fills) at its top for the whole kernel.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -381,12 +382,73 @@ def buffer_names(schedule: isl.Schedule) -> list[str]:
 
 def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     """Every ``@buffer`` mark of a schedule, in tree order."""
-    out = []
-    for _, node in tree.walk_paths(schedule):
-        name = tree.mark_name(node)
-        if name and pm.kind(name) == "buffer":
-            out.append(pm.BufferMark.parse(name))
+    return [_buffer(t) for t in tree.marks(schedule) if pm.kind(t) == "buffer"]
+
+
+def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:
+    """Raise what :func:`replan` would raise for ``schedule``, without planning
+    (placements that plan only at the last one check each layer's fit with this,
+    at a cost that does not grow with the layers already planned).
+
+    :func:`replan` gives every buffer the lifetime of its layer alone, so the
+    buffers live at once in a level are those of one layer: it fails exactly
+    when, in some layer and level, they add up (each rounded up to the level's
+    alignment) to more than the level holds, less its zero block when some
+    buffer of the kernel in that level is clamped (the packing never fails
+    otherwise: first fit lays one layer's buffers end to end). Then
+    :func:`replan` runs, to raise its own error.
+
+    Raises:
+        PlacementError: as :func:`replan`.
+    """
+    texts = _layer_marks(schedule)
+    if any(pm.kind(t) == "scope" for layer in texts for t in layer):
+        texts = _layer_marks(_drop_scopes(schedule))  # as replan sees it
+    per_layer = [
+        [_buffer(t) for t in layer if pm.kind(t) == "buffer"] for layer in texts
+    ]
+    zero_levels = {b.level_index for bufs in per_layer for b in bufs if b.clamp}
+    for bufs in per_layer:
+        total: dict[int, int] = {}
+        for b in bufs:
+            align = spec.memory[b.level_index].alignment_bytes
+            size = round_up(b.slots * b.slot_bytes, align)
+            total[b.level_index] = total.get(b.level_index, 0) + size
+        if any(
+            size > _capacity(spec, level, zero_levels) for level, size in total.items()
+        ):
+            replan(spec, schedule, kernel=kernel)  # raises, naming the buffers
+            return  # pragma: no cover - replan raised
+
+
+def _layer_marks(schedule: isl.Schedule) -> list[list[str]]:
+    """The text of every mark of each layer (:func:`isltree.layers`), in tree
+    order, with isl's own traversal (see :func:`polyc.ir.tree.marks`)."""
+    first = schedule.get_root().child(0)
+    if first.get_type() == isl.schedule_node_type.sequence:
+        tops = [first.child(i) for i in range(first.n_children())]
+    else:
+        tops = [first]
+    mark = isl.schedule_node_type.mark
+    out: list[list[str]] = []
+    for top in tops:
+        texts: list[str] = []
+
+        def visit(node: isl.ScheduleNode, texts=texts) -> bool:
+            if node.get_type() == mark:
+                texts.append(node.mark_get_id().get_name())
+            return True
+
+        top.foreach_descendant_top_down(visit)
+        out.append(texts)
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _buffer(text: str) -> pm.BufferMark:
+    """A ``@buffer`` mark's text parsed (once per text: :func:`check` reads the
+    marks of every layer at each layer's placement)."""
+    return pm.BufferMark.parse(text)
 
 
 def replan(

@@ -70,7 +70,7 @@ def place(
     pad: Mapping[str, Mapping[int, int]] | None = None,
     layout: Mapping[str, Sequence[int]] | None = None,
     phase: Mapping[str, Mapping[int, int]] | None = None,
-    plan: bool = True,
+    plan: bool | str = True,
 ) -> Kernel:
     """Give ``arrays`` on-chip buffers in ``level`` for each tile of band ``band``.
 
@@ -109,6 +109,12 @@ def place(
             halved pitch. A layout change only: the copies stay the same.
         plan: run the memory planner over every buffer of the kernel now (the
             default); several placements in a row may plan only at the last one.
+            ``"check"``: only check that the buffers fit, raising what planning
+            would raise (:func:`schedules.accel.memplan.check`), and leave the
+            offsets to a later placement that plans (the accelerator scheduler
+            plans once, at its last placement). The history records it as
+            planning: a replay plans at each step, and ends with the same kernel
+            when the last placement plans.
 
     Raises:
         ScheduleError: unknown band, or a depth past the band's members.
@@ -131,7 +137,7 @@ def place(
     mark = tree.find_band_mark(schedule, band, op)
     node, prefix = _position(kernel, mark, band, depth, op)
     plans = [_plan(kernel, prefix, name, node, op) for name in names]
-    taken = set(memplan.buffer_names(schedule))
+    taken = _buffer_names(schedule)
     marks = []
     for one in plans:
         n = sum(1 for t in taken if t.startswith(f"{one.array}_{level}_"))
@@ -151,8 +157,13 @@ def place(
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
     _reachable(kernel, schedule, spec, marks, op)
-    if plan:
+    if plan == "check":
+        memplan.check(spec, schedule, kernel=kernel)
+    elif plan:
         schedule = memplan.replan(spec, schedule, kernel=kernel)
+    _NAMES[id(schedule)] = (schedule, frozenset(taken))
+    while len(_NAMES) > 8:
+        del _NAMES[next(iter(_NAMES))]
     new = kernel.with_schedule(
         schedule,
         step(
@@ -170,6 +181,20 @@ def place(
         ),
     )
     return new
+
+
+#: the buffer names of the schedules placement made last, by ``id`` (with the
+#: schedule, which is never edited in place): the next placement starts from
+#: one of them, and need not read every mark of a network's tree again
+_NAMES: dict[int, tuple[isl.Schedule, frozenset[str]]] = {}
+
+
+def _buffer_names(schedule: isl.Schedule) -> set[str]:
+    """The names of the buffers of ``schedule``."""
+    known = _NAMES.get(id(schedule))
+    if known is not None and known[0] is schedule:
+        return set(known[1])
+    return set(memplan.buffer_names(schedule))
 
 
 def _reachable(

@@ -337,15 +337,21 @@ def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
             k = _engines(k, layer, cand)
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
+    # buffers are planned once, at the last layer's last placement: the others
+    # only check that their layer fits (a replay of the history plans at each)
+    last = max((lay.index for lay, c in zip(layers, chosen) if c), default=None)
     for layer, cand in zip(layers, chosen):
         if cand is None:
             continue
+        plan = True if layer.index == last else "check"
         try:
-            k = _placements(k, layer, cand, bands[layer.index], spec)
+            k = _placements(k, layer, cand, bands[layer.index], spec, plan)
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
         _check_macs(k, layer)
-        bad = levels.misplaced(k, spec)
+        # the layers placed before were checked, and their subtrees are as they
+        # were: only this layer's statements can be misplaced
+        bad = levels.misplaced(k, spec, {s.name for s in layer.stmts})
         if bad:
             raise _LayerFailed(layer.index, bad[0].message("place"))
     return k
@@ -485,7 +491,11 @@ def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
     return k
 
 
-def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) -> Kernel:
+def _placements(
+    k: Kernel, layer: Layer, cand: search.Candidate, where, spec, plan=True
+) -> Kernel:
+    """Place the layer's buffers; its last placement plans (or checks, with
+    ``plan="check"``: see :func:`schedules.accel.placement.place`)."""
     st = cand.structure
     at = levels.assign(layer, st, spec, search.engine_level(spec))
     order = _place_order(layer)
@@ -513,7 +523,7 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
                     config=spec,
                     depth=depth,
                     slots=st.stream_slots,
-                    plan=last,
+                    plan=plan if last else False,
                 )
             continue
         if array in cand.staged:  # whole, once, above the tile loops
@@ -537,7 +547,7 @@ def _placements(k: Kernel, layer: Layer, cand: search.Candidate, where, spec) ->
             layout=layout,
             phase=phase,
             slots=slots,
-            plan=array == order[-1],  # plan once the layer's buffers are all in
+            plan=plan if array == order[-1] else False,  # the layer's all in
         )
     return k
 
