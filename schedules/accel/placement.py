@@ -396,12 +396,19 @@ def tensorized_hulls(
         if not name or pm.kind(name) != "tensorize":
             continue
         t = pm.TensorizeMark.parse(name)
-        lo, hi = pm.pw_multi_aff(t.lo), pm.pw_multi_aff(t.hi)
-        stmt = kernel.statement(t.stmt)
-        hull = _hull(lo, hi, stmt)
+        hull = kernel.analysis(
+            ("placement.hull", name), lambda k, t=t: _mark_hull(k, t)
+        )
         extra = hull.dim(isl.dim_type.in_) - n
         out[t.stmt] = hull.project_out(isl.dim_type.in_, n, extra) if extra else hull
     return out
+
+
+def _mark_hull(kernel: Kernel, t: pm.TensorizeMark) -> isl.Map:
+    """The hull of a ``@tensorize`` mark's tiles (the same for every placement
+    below it: memoised by the mark's text with the program)."""
+    lo, hi = pm.pw_multi_aff(t.lo), pm.pw_multi_aff(t.hi)
+    return _hull(lo, hi, kernel.statement(t.stmt))
 
 
 def _hull(lo: isl.PwMultiAff, hi: isl.PwMultiAff, stmt) -> isl.Map:
