@@ -118,8 +118,9 @@ def place(
 
     Raises:
         ScheduleError: unknown band, or a depth past the band's members.
-        ArgumentError: unknown array or level, DRAM as the level, bad slots or
-            padding, or an array no statement below the position accesses.
+        ArgumentError: unknown array or level, DRAM as the level, bad slots,
+            padding or plan, or an array no statement below the position
+            accesses.
         PlacementError: when the level cannot hold the layer's buffers (level,
             capacity, buffers and sizes), when an engine already mapped onto an
             array (``tensorize``, ``map_vector``) cannot reach the level (the
@@ -127,6 +128,11 @@ def place(
             ``accumulator_levels``, ``vector.levels``), or sizes are symbolic.
     """
     op = "place"
+    if isinstance(plan, str) and plan != "check":
+        raise ArgumentError(
+            f"{op}: plan={plan!r} is not supported because plan is True, False or "
+            '"check". Pass one of those.'
+        )
     spec = config if isinstance(config, Spec) else load_config(config)
     names = [arrays] if isinstance(arrays, str) else list(arrays)
     level_index = _level(spec, level, op)

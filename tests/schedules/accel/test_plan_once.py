@@ -16,7 +16,7 @@ import pytest
 import schedules as S
 from accelerator import load_config
 from polyc import compute as pc
-from polyc.errors import PlacementError
+from polyc.errors import ArgumentError, PlacementError
 from polyc.ir import macmap
 from polyc.ir import marks as pm
 from polyc.ir.tree import unrelated_children
@@ -101,6 +101,12 @@ def test_a_placement_that_only_checks_raises_what_planning_raises():
                 depth=0,
                 plan=plan,
             )
+    with pytest.raises(
+        ArgumentError,
+        match=r"place: plan='later' is not supported because plan is True, False "
+        r'or "check"',
+    ):
+        S.place(k, "S1_t", "A", "l1", config="tiny", plan="later")
     placed = S.place(k, "S1_t", ["A", "B"], "l1", config="tiny", plan="check")
     assert memplan.buffers(placed.schedule)  # placed, not yet planned
     assert "@scope" not in str(placed.schedule)
