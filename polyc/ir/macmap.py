@@ -299,7 +299,9 @@ def _gap_refusal(stmt, role, group, c: Operand, ratios, extents) -> Refusal | No
         it, d = group[pos], dims[pos]
         span += (extents[it] - 1) * ratios[pos]
         rows = extents[it] * abs(c.index[d].coefficient(it))
-        if ratios[pos - 1] > span and rows < c.box[d]:
+        # an outer iterator of one point (a batch of one) never steps to a pitch
+        steps = any(extents[o] > 1 for o in group[:pos])
+        if steps and ratios[pos - 1] > span and rows < c.box[d]:
             return Refusal(
                 f"iterators {', '.join(group)} of {stmt} cannot fuse into MAC "
                 f"dimension {role}",

@@ -27,7 +27,7 @@ from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
 from schedules.accel.model import LayerModel
-from schedules.accel.split import split_groups, split_side
+from schedules.accel.split import split_engine, split_groups
 from schedules.accel.structure import STREAM_SLOTS, Structure, polyphase
 from schedules.accel.tensorize import contraction
 from schedules.accel.tilevars import PrivateTile, SharedTile, TileVar
@@ -96,18 +96,19 @@ def engines(kernel: Kernel, stmt: Statement, spec: Spec) -> list[str]:
     """Engines that can run ``stmt``: the MAC array for a contraction of a dtype it
     takes, the vector unit for element-wise and reduction work, else the scalar
     core. A contraction cut in two by :func:`schedules.accel.split.split_layer`
-    runs its first part on the MAC array and its second on the vector unit."""
+    runs each part on the engine :func:`schedules.accel.split.split_engine`
+    names."""
     out = []
     con = contraction(stmt)
     if con is not None and con.operand in spec.mac_array.dtypes:
         out.append("mac")
     if stmt.reduction is not None or not _self_dependent(kernel, stmt):
         out.append("vector")
-    side = split_side(kernel, stmt.name)
+    side = split_engine(kernel, stmt.name)
     if side is not None and out == ["mac", "vector"]:
-        # a layer split across engines: its first part on the MAC array, the
-        # second on the vector unit, running beside each other in each tile
-        out = [out[1 - side]]
+        # a layer split across engines: each part on its engine, running beside
+        # each other in each tile
+        out = [side]
     return out or ["scalar"]
 
 

@@ -84,27 +84,34 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
             (layer, found)
             for layer in layers
             if layer.stmts[0].name not in done
-            and (found := _splittable(kernel, layer, spec)) is not None
+            and (found := _candidate(kernel, layer, spec)) is not None
         ]
         if not todo:
             return Plan(kernel, tuple(groups), tuple(notes))
-        layer, (stmts, iterator, extent) = todo[0]
+        layer, (choose, stmts, iterator, point) = todo[0]
         done.add(layer.stmts[0].name)
-        chosen = _choose(kernel, layer, spec, stage, stmts, iterator, extent)
+        chosen = choose(kernel, layer, spec, stage, stmts, iterator, point)
         if chosen is None:
             continue  # the program is unchanged: so are its pieces
         kernel, note = chosen
-        layers = _pieces(kernel)
         done |= {f"{n}_1" for n in stmts}
         notes.append(note)
         groups.append((*stmts, *(f"{n}_1" for n in stmts)))
+        # each split layer a piece of its own, as the fusion groups will have
+        # it (Plan.cuts): the statements after it start the next piece
+        second = frozenset(n for g in groups for n in g[len(g) // 2 :])
+        layers = _pieces(kernel, second, frozenset(g[-1] for g in groups))
 
 
-def _pieces(kernel: Kernel, joined: frozenset[str] = frozenset()) -> list[Layer]:
+def _pieces(
+    kernel: Kernel,
+    joined: frozenset[str] = frozenset(),
+    ends: frozenset[str] = frozenset(),
+) -> list[Layer]:
     """The layers cut before every contraction, as the fusion groups start
     (:mod:`schedules.accel.groups`): a depthwise convolution with its init and
     epilogue. No cut before the statements ``joined`` (the second part of a
-    split layer stays with the first)."""
+    split layer stays with the first), and one after each of ``ends``."""
     from schedules.accel.groups import _contraction_starts
 
     names = [s.name for s in kernel.statements]
@@ -114,6 +121,7 @@ def _pieces(kernel: Kernel, joined: frozenset[str] = frozenset()) -> list[Layer]
         for p in _contraction_starts(la)[1:]
         if names[p] not in joined
     }
+    starts |= {names.index(n) + 1 for n in ends if names.index(n) + 1 < len(names)}
     return split(kernel, cuts=frozenset(starts))
 
 
@@ -149,6 +157,105 @@ def _splittable(kernel: Kernel, layer: Layer, spec: Spec):
         ):
             return tuple(t.name for t in layer.stmts), tuple(its), extent
     return None
+
+
+def _candidate(kernel: Kernel, layer: Layer, spec: Spec):
+    """``(choose, statements, iterators, point)`` for a layer to try splitting:
+    its channels shared (:func:`_splittable`, ``point`` the extent) or its odd
+    rows apart (:func:`_odd_rows`, ``point`` the cut), with the function that
+    chooses; None for a layer of neither kind."""
+    found = _splittable(kernel, layer, spec)
+    if found is not None:
+        return (_choose, *found)
+    found = _odd_rows(kernel, layer, spec)
+    if found is not None:
+        return (_choose_rows, *found)
+    return None
+
+
+def _odd_rows(kernel: Kernel, layer: Layer, spec: Spec):
+    """``(statements, iterators, at)`` when ``layer`` holds one
+    contraction whose rows on an output-stationary MAC array (its one M
+    iterator of more than one point, from 0) end in a fold that few rows fill:
+    ``extent = q * R + r`` with ``0 < r <= R / 4``, so the last fold of each
+    column tile runs ``r`` of its ``R`` rows. The cut is at ``at = q * R``: the
+    part from ``at`` on (the odd rows) is a statement of its own, which the
+    vector unit runs beside the MAC array's full folds. Every statement of the
+    layer must run over the iterator and index its target by it, as for
+    :func:`_splittable` (a layer with a layer norm after its epilogue is not
+    cut: cutting the contraction away from it loses the fusion with it and
+    the layers after, which cost hf-vit more than the split won)."""
+    if layer.opaque or spec.mac_array.dataflow != "output_stationary":
+        return None
+    cons = [s for s in layer.stmts if contraction(s) is not None]
+    if len(cons) != 1:
+        return None
+    s = cons[0]
+    con = contraction(s)
+    if search.engines(kernel, s, spec) != ["mac", "vector"]:
+        return None
+    rows = spec.mac_array.rows
+    wide = [i for i in con.members("m") if layer.extent(s, i) > 1]
+    if len(wide) != 1 or con.members("batch"):
+        return None
+    it = wide[0]
+    extent = layer.extent(s, it)
+    odd = extent % rows
+    if extent < rows or not 0 < odd <= rows // 4 or layer.lo(s, it) != 0:
+        return None
+    dims = [d for d, a in enumerate(s.target.index) if a.names() == {it}]
+    if len(dims) != 1:
+        return None
+    its = [_channel(t, s.target.array, dims[0]) for t in layer.stmts]
+    if all(
+        i is not None
+        and layer.lo(t, i) == 0
+        and layer.extent(t, i) == extent
+        and any(a.coefficient(i) for a in t.target.index)
+        for t, i in zip(layer.stmts, its)
+    ):
+        return tuple(t.name for t in layer.stmts), tuple(its), extent - odd
+    return None
+
+
+def _choose_rows(kernel, layer, spec, stage, stmts, iterator, at):
+    """``(kernel, note)`` with ``layer`` cut at ``iterator = at`` (its odd rows
+    apart, see :func:`_odd_rows`), or None when the unsplit layer is predicted as
+    fast (within :data:`MARGIN`). Searched on the layer as a program of its own,
+    as :func:`_choose` does."""
+    local = _local(kernel, layer)
+    (piece,) = _pieces(local)
+    base = cache.search(local, piece, spec, stage)
+    if not base:
+        return None
+    unsplit = base[0].cycles
+    busy = dict(base[0].engines)
+    if busy.get("dma", 0.0) >= unsplit * (1 - MARGIN) or not busy.get("mac"):
+        return None
+    try:
+        k = split_layer(local, stmts, iterator, at, vector="second")
+    except PolycError:
+        return None
+    names = set(stmts) | {f"{n}_1" for n in stmts}
+    pieces = _pieces(k, frozenset(f"{n}_1" for n in stmts))
+    part = next((la for la in pieces if {s.name for s in la.stmts} == names), None)
+    found = cache.search(k, part, spec, stage) if part is not None else None
+    if not found:
+        return None
+    cycles = found[0].cycles
+    if cycles > unsplit * (1 - MARGIN):
+        return None
+    try:
+        split_kernel = split_layer(kernel, stmts, iterator, at, vector="second")
+    except PolycError:
+        return None
+    note = (
+        f"{'+'.join(stmts)} split across the MAC array and the vector unit: rows "
+        f"below {at} of {iterator[0]} on the MAC array, the rest on the vector "
+        f"unit, predicted {cycles:,.0f} cycles against {unsplit:,.0f} on one "
+        "engine"
+    )
+    return split_kernel, note
 
 
 def _channel(t, array: str, dim: int) -> str | None:

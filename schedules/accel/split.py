@@ -52,6 +52,7 @@ def split_layer(
     iterator: str | tuple[str, ...],
     at: int,
     period: int | None = None,
+    vector: str = "first",
 ):
     """``kernel`` with the consecutive statements ``stmts`` each cut at
     ``iterator = at`` (see the module docstring): the parts before ``at`` keep
@@ -67,8 +68,15 @@ def split_layer(
     neighbouring elements (channels ``[0, at)`` and ``[at, period)`` of each
     group), and a tile of it holds work of both.
 
+    ``vector`` names the part the vector unit runs (the accelerator scheduler's
+    search gives the other to the MAC array, :func:`split_engine`): ``"first"``
+    (a depthwise layer's channels before the cut in each period) or
+    ``"second"`` (a contraction's odd rows past its last full fold of the
+    array's rows).
+
     Raises:
-        ArgumentError: the schedule is not the program order (one loop nest per
+        ArgumentError: ``vector`` is neither ``"first"`` nor ``"second"``, the
+            schedule is not the program order (one loop nest per
             statement, as the scheduler has it before its layers), ``stmts`` are
             not consecutive statements, a statement lacks ``iterator``, or a part
             would be empty, or ``period`` does not divide the iterator's range.
@@ -77,6 +85,11 @@ def split_layer(
     """
     op = "split_layer"
     stmts = tuple(stmts)
+    if vector not in ("first", "second"):
+        raise ArgumentError(
+            f"{op}: vector={vector!r} names no part because a split has two. "
+            'Pass vector="first" or vector="second".'
+        )
     names = [s.name for s in kernel.statements]
     if not _program_order(kernel):
         raise ArgumentError(
@@ -128,11 +141,12 @@ def split_layer(
     )
     _check(op, kernel, group, cuts, order, schedule)
     args = (stmts, iterator, at) + ((period,) if period else ())
+    kwargs = (("vector", vector),) if vector != "first" else ()
     return kernel.replace(
         statements=statements,
         schedule=schedule,
         program_schedule=None,
-        history=kernel.history + (Step(op, args),),
+        history=kernel.history + (Step(op, args, kwargs),),
     )
 
 
@@ -333,6 +347,20 @@ def split_side(kernel: Kernel, stmt: str) -> int | None:
     return None
 
 
+def split_engine(kernel: Kernel, stmt: str) -> str | None:
+    """``"vector"`` or ``"mac"``: the engine that runs ``stmt`` when it is a
+    part of a statement that :func:`split_layer` cut (the vector unit the part
+    its ``vector`` argument names, the MAC array the other), else None."""
+    for st in kernel.history:
+        if st.name != "split_layer":
+            continue
+        for name in st.args[0]:
+            if stmt in (name, f"{name}_1"):
+                first = dict(st.kwargs).get("vector", "first") == "first"
+                return "vector" if (stmt == name) == first else "mac"
+    return None
+
+
 def split_groups(kernel: Kernel) -> frozenset[str]:
     """The group iterators that :func:`split_layer` introduced with a period."""
     out: set[str] = set()
@@ -343,4 +371,4 @@ def split_groups(kernel: Kernel) -> frozenset[str]:
     return frozenset(out)
 
 
-__all__ = ["split_groups", "split_layer", "split_side"]
+__all__ = ["split_engine", "split_groups", "split_layer", "split_side"]
