@@ -15,6 +15,13 @@ engine (the MAC array's mapping of a depthwise convolution reaches a fraction of
 the bound's rate). Of those points and the unsplit layer, the layer with the
 fewest predicted cycles is kept; a split must win by :data:`MARGIN`, since the
 cost model does not see every stall the split adds (more commands per tile).
+
+A contraction whose rows on an output-stationary array end in a nearly empty
+fold (ViT's 17 tokens on 16 rows: two folds per column tile, the second with
+one row busy, 17/32 of the peak) is cut at its last full fold instead
+(:func:`_odd_rows`): the MAC array runs full folds, the vector unit the odd rows
+beside them (a GEMV, which an output-stationary array runs at one row in
+``R`` whatever the mapping), when the cost model predicts the layer faster.
 """
 
 from __future__ import annotations
