@@ -26,9 +26,8 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
-from accelerator.hardware.dataflow import mac_bytes
+from schedules.accel import exprs
 
 if TYPE_CHECKING:
     from polyc.ir.kernel import Statement
@@ -63,7 +62,7 @@ def _terms(model: LayerModel, stmt: Statement) -> dict | None:
             if not any(aff.coefficient(it) for aff in stmt.target.index)
         )
         add = 1 - k / red
-        a, b, cw, mn = mac_bytes(array, m, n, k, esz, asz, sp.ceiling)
+        a, b, cw, mn = exprs.mac_bytes(array, m, n, k, esz, asz)
         moved = {"a": a, "b": b, "c": cw + add * mn}
         moved = {r: moved[r] for r in arrays}
         levels = {r: model.levels[arr] for r, arr in arrays.items()}

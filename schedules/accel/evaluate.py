@@ -3,6 +3,7 @@ DMA descriptor counts, and the tile sizes worth trying."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -72,6 +73,13 @@ def candidates(extent: int, cap: int = 11) -> list[int]:
     powers of two below it and its larger divisors, thinned to ``cap`` values
     spread on a log scale from 1 to the extent (so that small memories find small
     tiles and large ones large tiles)."""
+    return list(_candidates(extent, cap))
+
+
+@functools.lru_cache(maxsize=4096)
+def _candidates(extent: int, cap: int) -> tuple[int, ...]:
+    """:func:`candidates`, once per loop length (every structure of every layer
+    asks)."""
     out = {extent}
     p = 1
     while p < extent:
@@ -90,4 +98,4 @@ def candidates(extent: int, cap: int = 11) -> list[int]:
             for i in range(1, len(vals) - 1)
         ]
         del vals[1 + gaps.index(min(gaps))]
-    return vals
+    return tuple(vals)

@@ -37,20 +37,18 @@ cycles per statement); :mod:`schedules.accel.terms` holds the numeric terms that
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
 
-from accelerator.hardware.dataflow import mac_timing
 from accelerator.hardware.spec import OP_CLASSES, Spec
 from polyc.errors import PlacementError
 from polyc.ir import macmap
 from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
-from schedules.accel import banks, levels, terms
+from schedules.accel import banks, exprs, levels, terms
 from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
@@ -118,27 +116,18 @@ class TileBox:
     phases: int  # copies per tile: one per phase of a polyphase operand
 
 
-def _max(a, b):
-    """``sympy.Max`` left as written: its simplification (a search for the
-    arguments' order) costs more than the whole grid's evaluation, and
-    :func:`numeric` takes the maximum at every candidate anyway."""
-    return sp.Max(a, b, evaluate=False)
-
-
-def _unevaluated(fn, *args):
-    """``fn(*args)`` (``sp.ceiling``, ``sp.Max``, ``sp.Min``) left as written unless
-    every argument is a number: sympy's simplification of a symbolic one asks its
-    assumptions about the arguments' signs and order, which took a third of
-    building a model, and :func:`numeric` gives the same values either way."""
-    args = [sp.sympify(a) for a in args]
-    if all(a.is_Number for a in args):
-        return fn(*args)
-    return fn(*args, evaluate=False)
-
-
 #: ``[key, values, model]`` of the last :meth:`LayerModel._values` (the model
 #: is held so that its ``id`` in the key stays its own)
 _LAST_VALUES: list = [None, None, None]
+#: ``(key, moves, model)`` of the last :meth:`LayerModel._moves`, oldest first
+#: (the model is held so that its ``id`` in the key stays its own): enough for a
+#: structure's slots to find its evaluation, with and without staging, while an
+#: attention's structures issued a tile ahead or not take turns
+_LAST_MOVES: list = []
+#: ``[grid, memo]``: :func:`numeric`'s values of subexpressions over the last
+#: grid (its symbols and their values), shared by the models evaluated on it
+_GRID_MEMO: list = [None, {}]
+_KEEP_MOVES = 8
 
 
 class LayerModel:
@@ -221,10 +210,10 @@ class LayerModel:
 
     @property
     def _attention(self) -> bool:
-        """Whether the layer chains QK^T, a softmax and PV."""
+        """Whether the layer chains QK^T, a softmax and PV (asked per access)."""
         from schedules.accel.pipeline import _softmax
 
-        return _softmax(self.chain())
+        return self._once(("attention",), lambda: _softmax(self.chain()))
 
     @property
     def _lifted(self) -> set[str]:
@@ -240,7 +229,7 @@ class LayerModel:
         return self.trips(first, it) if self._var(first, it) else sp.Integer(1)
 
     def trips(self, stmt: Statement, it: str):
-        return _trips(self.layer.extent(stmt, it), self.size(stmt, it))
+        return exprs.trips(self.layer.extent(stmt, it), self.size(stmt, it))
 
     def loops(self, stmt: Statement) -> list[str]:
         """Tiled loops of ``stmt``, outermost first (shared in the chosen order)."""
@@ -265,7 +254,7 @@ class LayerModel:
         users = [s for s in self.layer.stmts if name in _arrays_of(s)]
         copies, inside, streamed = self._copy_site(name, users)
         extents = [
-            sp.Max(*per) if len(per) > 1 else per[0]
+            exprs.largest(tuple(per)) if len(per) > 1 else per[0]
             for per in self._box(name, users, inside, shape)
         ]
         # the whole layer's box (a buffer staged above the tile loops)
@@ -320,7 +309,7 @@ class LayerModel:
             if outer:
                 for it in self.loops(s)[: self.loops(s).index(outer[-1]) + 1]:
                     prev *= self.trips(s, it)
-            whole = _unevaluated(sp.Min, 1, self.trips(s, last) - 1)
+            whole = exprs.unevaluated(sp.Min, 1, self.trips(s, last) - 1)
             copies = prev + (copies - prev) * whole
             return copies, inside, streamed
         first = users[0]
@@ -372,14 +361,14 @@ class LayerModel:
     def _extent(self, stmt: Statement, aff, inside: set, dim: int):
         if not aff.is_linear:
             return sp.Integer(dim)
-        e = sp.Integer(1)
+        coefs = dict(aff.terms)
+        terms = []
         for it in stmt.iterators:
-            coef = abs(aff.coefficient(it))
+            coef = abs(coefs.get(it, 0))
             if coef:
-                e += coef * (
-                    self.size(stmt, it, it in inside or not self._var(stmt, it)) - 1
-                )
-        return e
+                inner = it in inside or not self._var(stmt, it)
+                terms.append((coef, self.size(stmt, it, inner)))
+        return exprs.span(tuple(terms))
 
     # engines ---------------------------------------------------------------------------
     def mac_cycles(self, stmt: Statement):
@@ -426,7 +415,7 @@ class LayerModel:
         m, n, k = self.mac_extents(stmt)
         rate = a.dtypes[contraction(stmt).operand].macs_per_cycle
         rate = sp.Rational(rate).limit_denominator(64)
-        return mac_timing(a, m, n, k, rate, sp.ceiling, _max)
+        return exprs.timing(a, m, n, k, rate)
 
     def mac_extents(self, stmt: Statement):
         """The M, N, K extents of one MAC call of ``stmt``, over tile symbols."""
@@ -468,7 +457,7 @@ class LayerModel:
 
     @staticmethod
     def _padded(ph: Polyphase, extent):
-        return ph.multiple * _unevaluated(sp.ceiling, extent / ph.multiple)
+        return ph.multiple * exprs.unevaluated(sp.ceiling, extent / ph.multiple)
 
     # the MAC mapping at one point ------------------------------------------------------
     def mac_mapping(self, stmt: Statement, point: dict):
@@ -537,7 +526,7 @@ class LayerModel:
             elements *= self.size(stmt, it)
         ops = ops_count(stmt.body)
         per = sum(ops.get(k, 0) * v.cycles[k] for k in OP_CLASSES) or 1
-        cycles = _unevaluated(sp.ceiling, elements / v.lanes) * per
+        cycles = exprs.unevaluated(sp.ceiling, elements / v.lanes) * per
         if stmt.reduction is not None:
             red = sp.Integer(1)
             target = {n for a in stmt.target.index for n in a.names()}
@@ -548,14 +537,14 @@ class LayerModel:
             # (tensorize.vertical_order): lanes accumulate their own elements, and
             # only a tile of one output folds its run across lanes, one step
             outputs = elements / red
-            steps = _unevaluated(sp.Max, 0, 2 - outputs) * _unevaluated(
+            steps = exprs.unevaluated(sp.Max, 0, 2 - outputs) * exprs.unevaluated(
                 sp.Min, 1, red - 1
             )
             if len(self.layer.stmts) > 1 and any(
                 isinstance(self._var(stmt, it), PrivateTile) for it in stmt.iterators
             ):
                 # kept in order (scheduler._vertical)
-                steps = _unevaluated(sp.ceiling, outputs)
+                steps = exprs.unevaluated(sp.ceiling, outputs)
             cycles += steps * v.cycles["reduce"]
         return cycles
 
@@ -615,41 +604,45 @@ class LayerModel:
             stream_slots = self.st.stream_slots
         args = [np.asarray(grid[s], dtype=float) for s in self.syms]
         n = len(args[0]) if args else 1
-        ev = self._values(args, n).__getitem__
-        dma = self.spec.dma
-        routes = {}
-        traffic = terms.Traffic.zeros(n)
+        moves = self._moves(args, n, tuple(staged), upper)
         sram = np.zeros(n)
         per_level: dict[int, np.ndarray] = {}
-        staged_at = {}
         for name, buf in self.buffers.items():
             index = self.levels[name]
             level = self.spec.memory[index]
-            if index not in routes:
-                routes[index] = terms.Routes.of(self.spec, upper, level)
-            box = self.tile_box(buf, ev, n)
+            box = moves.boxes[name]
             fp = terms.footprint(buf, box, stream_slots, level.alignment_bytes)
             sram += fp
             per_level[index] = per_level.get(index, 0) + fp
-            use = terms.staged_here(buf, box, name in staged and upper is not None)
-            staged_at[name] = use
-            route = routes[index]
-            moves = [terms.tile_copies(buf, box, use, route, dma)]
-            if use.any():
-                moves.append(terms.staging_copy(buf, use, route.staging, dma))
-            traffic.add(buf, box, use, moves)
-        work = terms.engines(self, ev, n)
-        busy = terms.overlap(self.spec, traffic, work, max(stream_slots - 1, 1))
+        traffic = moves.traffic
+        busy = terms.overlap(self.spec, traffic, moves.work, max(stream_slots - 1, 1))
         return Estimate(
             busy.cycles,
             traffic.dram_bytes,
             sram,
             busy.engines,
             traffic.transfers,
-            staged_at,
+            dict(moves.staged),
             per_level,
             busy.edges,
         )
+
+    def _moves(self, args, n: int, staged: tuple, upper) -> terms.Moves:
+        """The part of :meth:`evaluate` that the slots do not change: the
+        buffers' tiles, their copies and the engines' work over the grid
+        ``args``. The last few are kept (:data:`_LAST_MOVES`): the structures
+        that differ only in slots share this model and come soon after one
+        another (only the footprints and the overlap then remain)."""
+        key = (id(self), n, tuple(a.tobytes() for a in args), staged, upper)
+        for i, (k, moves, _) in enumerate(_LAST_MOVES):
+            if k == key:
+                _LAST_MOVES.append(_LAST_MOVES.pop(i))
+                return moves
+        ev = self._values(args, n).__getitem__
+        moves = terms.moves(self, ev, n, staged, upper)
+        _LAST_MOVES.append((key, moves, self))
+        del _LAST_MOVES[:-_KEEP_MOVES]
+        return moves
 
     def tile_box(self, buf: TileBuffer, ev, n: int) -> TileBox:
         """``buf``'s tile at the ``n`` candidates (``ev`` maps an expression to its
@@ -708,7 +701,13 @@ class LayerModel:
 
     def _compute_values(self, args, n: int) -> dict:
         env = dict(zip(self.syms, args))
-        memo: dict = {}
+        # the values of subexpressions over this grid, whatever model asks: the
+        # structures of a layer evaluate many of the same (never changed: each
+        # value below is a copy)
+        grid = (n, tuple(self.syms), tuple(a.tobytes() for a in args))
+        if _GRID_MEMO[0] != grid:
+            _GRID_MEMO[:] = [grid, {}]
+        memo = _GRID_MEMO[1]
         out = {}
         for e in self._once("distinct", lambda: dict.fromkeys(self._expressions())):
             v = numeric(e, env, memo)
@@ -760,13 +759,6 @@ class LayerModel:
                 moved *= sp.Min(e, dim)
             total += buf.directions * buf.copies * moved * buf.itemsize
         return total
-
-
-@functools.lru_cache(maxsize=65536)
-def _trips(extent: int, size: sp.Expr) -> sp.Expr:
-    """``ceiling(extent / size)``: the models of one layer's structures ask for the
-    same few thousand times, and sympy's ceiling is slow to build."""
-    return _unevaluated(sp.ceiling, sp.Integer(extent) / size)
 
 
 def read_later(kernel: Kernel, layer: Layer, array: str) -> bool:

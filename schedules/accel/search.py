@@ -5,8 +5,10 @@ and the best tile sizes of each under the cost model (:mod:`schedules.accel.mode
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
+import math
 from dataclasses import dataclass, replace
 
 import islpy as isl
@@ -345,10 +347,7 @@ def structures(
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
         layouts = tuple(x for c in combo for x in c[3])
         phased = tuple(s.name for s, c in zip(layer.stmts, combo) if c[4])
-        if isinstance(
-            levels.assign(layer, _Engines(engine), spec, engine_level(spec)),
-            levels.Conflict,
-        ):
+        if _conflicts(kernel, layer, engine, spec):
             continue  # some buffer has no level all its engines reach
         streams = (STREAM_SLOTS, 2)
         # an attention's QK^T one tile ahead of its softmax and PV, or not
@@ -373,6 +372,19 @@ def structures(
                     if extra:
                         st = dataclasses.replace(st, layouts=layouts + extra)
                     yield st
+
+
+def _conflicts(kernel: Kernel, layer: Layer, engine, spec: Spec) -> bool:
+    """Whether some buffer of ``layer`` has no level all its engines reach under
+    ``engine`` (asked per structure, in each pass of :func:`search`)."""
+    key = ("accel.conflicts", tuple(s.name for s in layer.stmts), engine, spec)
+    return kernel.analysis(
+        key,
+        lambda _: isinstance(
+            levels.assign(layer, _Engines(engine), spec, engine_level(spec)),
+            levels.Conflict,
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -468,9 +480,13 @@ def search(
     upper = upper_level(spec) if stage else None
     capacity = capacities(kernel, layer, spec)
     found: list[Candidate] = []
+
+    def ranked(st: Structure) -> _Ranked:
+        return _ranked(kernel, layer, spec, st, level, capacity, upper)
+
     for private in (False, True):
-        for st in structures(kernel, layer, spec, private, all_orders=False):
-            found.extend(_best(kernel, layer, spec, st, level, capacity, keep, upper))
+        natural = [ranked(st) for st in structures(kernel, layer, spec, private, False)]
+        found = _realised(natural, keep, [])
         if not found:
             continue
         # the two best structures again, in every order of their tile loops
@@ -481,12 +497,13 @@ def search(
                 tops.append(key)
             if len(tops) == 2:
                 break
-        natural = {c.structure for c in found}
-        for st in structures(kernel, layer, spec, private, all_orders=True):
-            if replace(st, order=()) in tops and st not in natural:
-                found.extend(
-                    _best(kernel, layer, spec, st, level, capacity, keep, upper)
-                )
+        seen = {c.structure for c in found}
+        more = [
+            ranked(st)
+            for st in structures(kernel, layer, spec, private, all_orders=True)
+            if replace(st, order=()) in tops and st not in seen
+        ]
+        found.extend(_realised(more, keep, found, tops=False))
         break
     best = min((c.cycles for c in found), default=1.0)
     # the last tie-break, once per structure (candidates share their structure)
@@ -550,10 +567,66 @@ def fits(est, capacity: dict[int, int]) -> np.ndarray:
     return ok
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    """A structure's points that fit, ranked (:func:`_ranked`), before their MAC
+    mappings are checked: ``lowest`` is the fewest cycles among them (every
+    candidate the structure can give takes at least that many)."""
+
+    structure: Structure
+    model: LayerModel | None
+    mesh: np.ndarray | None
+    est: object
+    order: np.ndarray
+    lowest: float
+
+
+def _realised(
+    ranked: list[_Ranked], keep: int, known: list[Candidate], tops: bool = True
+) -> list[Candidate]:
+    """The candidates of each ranked structure (:func:`_chosen`), in order, but
+    for the structures none of whose candidates can be among the search's
+    ``keep`` best nor its two best structures (:func:`search`), which are not
+    checked: those with ``lowest`` over ``TIE`` of the best cycles beyond the
+    ``keep``-th fewest cycles so far (each candidate of theirs then rounds to a
+    later tie class than ``keep`` candidates, whatever the final best), the
+    structures taken by ``lowest`` so that the first such one ends the checks.
+    With ``tops``, a structure is also checked while its candidates could be
+    among the first of two structures (by cycles; the order of the tile loops
+    aside). ``known``: the candidates found before."""
+    out: dict[int, list[Candidate]] = {}
+    cycles = sorted(c.cycles for c in known)
+    keys: dict[Structure, float] = {}  # structure without order -> fewest cycles
+    for c in known:
+        k = replace(c.structure, order=())
+        keys[k] = min(keys.get(k, math.inf), c.cycles)
+    for i in sorted(range(len(ranked)), key=lambda i: ranked[i].lowest):
+        r = ranked[i]
+        if r.order.size == 0:
+            continue
+        if len(cycles) >= keep and cycles[0] > 0 and (len(keys) >= 2 or not tops):
+            bar = cycles[keep - 1] + TIE * cycles[0]
+            second = sorted(keys.values())[1] if tops else -math.inf
+            if r.lowest > bar and r.lowest > second:
+                break
+        got = out[i] = _chosen(r, keep)
+        for c in got:
+            bisect.insort(cycles, c.cycles)
+            k = replace(c.structure, order=())
+            keys[k] = min(keys.get(k, math.inf), c.cycles)
+    return [c for i in range(len(ranked)) for c in out.get(i, ())]
+
+
 def _best(
     kernel, layer, spec, st: Structure, level, capacity, keep, upper=None
 ) -> list[Candidate]:
-    """The ``keep`` best tile sizes of ``st``. With an ``upper`` level, each point
+    """The ``keep`` best tile sizes of ``st`` (:func:`_ranked`, then
+    :func:`_chosen`)."""
+    return _chosen(_ranked(kernel, layer, spec, st, level, capacity, upper), keep)
+
+
+def _ranked(kernel, layer, spec, st: Structure, level, capacity, upper) -> _Ranked:
+    """The points of ``st`` that fit, best first. With an ``upper`` level, each point
     is also modelled with its re-read operands staged there (those that fit,
     copied once from DRAM above the tile loops) and staged where that is not
     slower than the single-level placement (within the tie margin)."""
@@ -597,7 +670,9 @@ def _best(
         cap -= 1
         values = [v[-cap:] for v in values]
     if values:
-        mesh = np.array(list(itertools.product(*values)), dtype=float)
+        # every combination, the last variable fastest (itertools.product's order)
+        axes = np.meshgrid(*(np.asarray(v, dtype=float) for v in values), indexing="ij")
+        mesh = np.stack(axes, axis=-1).reshape(-1, len(values))
         grid = {sym: mesh[:, i] for i, sym in enumerate(model.syms)}
     else:
         mesh = np.zeros((1, 0))
@@ -610,13 +685,22 @@ def _best(
         est = _staged(est, model.evaluate(grid, staged, top, stream_slots=slots))
     ok = np.flatnonzero(fits(est, capacity))
     if ok.size == 0:
-        return []
+        return _Ranked(st, model, mesh, est, ok, math.inf)
     near = np.round(est.cycles[ok] / (TIE * est.cycles[ok].min()))
     order = ok[
         np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.transfers[ok], near))
     ]
+    return _Ranked(st, model, mesh, est, order, float(est.cycles[ok].min()))
+
+
+def _chosen(r: _Ranked, keep: int) -> list[Candidate]:
+    """The first ``keep`` ranked points of ``r`` whose MAC mappings are realisable,
+    as candidates."""
+    if r.order.size == 0:
+        return []
+    st, mesh, est = r.structure, r.mesh, r.est
     out = []
-    for i in _realisable(model, st, mesh, order, keep):
+    for i in _realisable(r.model, st, mesh, r.order, keep):
         sizes = tuple((v, int(mesh[i, j])) for j, v in enumerate(st.free))
         out.append(
             Candidate(

@@ -262,6 +262,42 @@ class Traffic:
             )
 
 
+@dataclass(frozen=True)
+class Moves:
+    """What :meth:`LayerModel.evaluate` computes before the slots matter: each
+    buffer's tile, the layer's copies and the engines' work (never changed once
+    made: each evaluation with other slots reads them)."""
+
+    boxes: dict[str, TileBox]
+    traffic: Traffic
+    work: Work
+    staged: dict[str, np.ndarray]  # array -> staged at each point
+
+
+def moves(model: LayerModel, ev, n: int, staged: tuple, upper) -> Moves:
+    """The tiles and copies of ``model``'s buffers and its engines' work at ``n``
+    candidates (``ev`` maps an expression to its values there), with the
+    ``staged`` operands staged in ``upper`` where that pays."""
+    spec = model.spec
+    routes = {}
+    traffic = Traffic.zeros(n)
+    boxes = {}
+    staged_at = {}
+    for name, buf in model.buffers.items():
+        index = model.levels[name]
+        if index not in routes:
+            routes[index] = Routes.of(spec, upper, spec.memory[index])
+        box = boxes[name] = model.tile_box(buf, ev, n)
+        use = staged_here(buf, box, name in staged and upper is not None)
+        staged_at[name] = use
+        route = routes[index]
+        copies = [tile_copies(buf, box, use, route, spec.dma)]
+        if use.any():
+            copies.append(staging_copy(buf, use, route.staging, spec.dma))
+        traffic.add(buf, box, use, copies)
+    return Moves(boxes, traffic, engines(model, ev, n), staged_at)
+
+
 def _one_by_one(alone, latency, calls):
     """The time of ``calls`` copies of ``alone`` cycles each (``latency`` of it
     the latency) one after the other on a channel: each call's latency runs

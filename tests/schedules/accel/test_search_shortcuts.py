@@ -1,0 +1,86 @@
+"""The search's shortcuts change nothing it returns: structures whose candidates
+cannot reach its best are not checked for a realisable MAC mapping, and an
+evaluation with other stream slots reuses the copies and work of the last one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyc
+from accelerator import load_config
+from polyc import ops
+from schedules.accel import model as model_module
+from schedules.accel import search
+from schedules.accel.layers import per_statement, split
+
+
+def _layers(kernel):
+    kernel, _ = per_statement(kernel)
+    return kernel, [la for la in split(kernel) if not la.opaque]
+
+
+def _conv():
+    import torch
+
+    torch.manual_seed(0)
+    conv = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU())
+    return polyc.from_torch(conv.eval(), (torch.randn(1, 8, 12, 12),), name="conv")
+
+
+CASES = [
+    (lambda: ops.matmul(64, 48, 80), "edge-npu"),
+    (lambda: ops.matmul(64, 48, 80), "datacenter"),
+    (_conv, "edge-npu"),
+    (_conv, "hw-a"),
+]
+
+
+@pytest.mark.parametrize("build, config", CASES)
+def test_skipping_structures_keeps_the_search_result(build, config, monkeypatch):
+    spec = load_config(config)
+    kernel, layers = _layers(build())
+    quick = [search.search(kernel, la, spec) for la in layers]
+    calls = []
+
+    def every(ranked, keep, known, tops=True):
+        # every structure with a fitting point realised, in order
+        calls.append(len(ranked))
+        return [c for r in ranked for c in search._chosen(r, keep)]
+
+    monkeypatch.setattr(search, "_realised", every)
+    fresh, _ = _layers(build())  # no model cached from the quick search
+    full = [search.search(fresh, la, spec) for la in split(fresh) if not la.opaque]
+    assert calls  # the exhaustive version ran
+    assert [[repr(c) for c in cands] for cands in quick] == [
+        [repr(c) for c in cands] for cands in full
+    ]
+    assert any(quick)
+
+
+def test_the_second_slots_reuse_the_first_evaluation_exactly():
+    spec = load_config("edge-npu")
+    kernel, layers = _layers(ops.matmul(64, 48, 80))
+    layer = layers[0]
+    level = search.engine_level(spec)
+    st = next(search.structures(kernel, layer, spec, private=False))
+    grid_values = np.array([8.0, 16.0, 32.0, 64.0])
+
+    def grid(model):
+        return {s: grid_values for s in model.syms}
+
+    shared = search.layer_model(kernel, layer, spec, st, level)
+    first = shared.evaluate(grid(shared), stream_slots=3)
+    second = shared.evaluate(grid(shared), stream_slots=2)
+    model_module._LAST_MOVES.clear()
+    alone = model_module.LayerModel(kernel, layer, spec, st, level)
+    again = alone.evaluate(grid(alone), stream_slots=2)
+    for a, b in ((second, again),):
+        assert a.cycles.tolist() == b.cycles.tolist()
+        assert a.sram_bytes.tolist() == b.sram_bytes.tolist()
+        assert a.dram_bytes.tolist() == b.dram_bytes.tolist()
+        assert {k: v.tolist() for k, v in a.edges.items()} == {
+            k: v.tolist() for k, v in b.edges.items()
+        }
+    # the slots do change what the buffers take
+    assert (first.sram_bytes >= second.sram_bytes).all()
