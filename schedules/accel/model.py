@@ -37,6 +37,7 @@ cycles per statement); :mod:`schedules.accel.terms` holds the numeric terms that
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -154,9 +155,12 @@ class LayerModel:
             ph = polyphase(stmt, st.groups_of(name))
             if ph is not None:
                 self._phases[ph.array] = ph
-        self.buffers: dict[str, TileBuffer] = {}
-        for name in layer.arrays:
-            self.buffers[name] = self._buffer(name)
+
+    @functools.cached_property
+    def buffers(self) -> dict[str, TileBuffer]:
+        """Each array's buffer (:class:`TileBuffer`), built on first use: the
+        search bounds a structure by its MAC work (:meth:`mac_floor`) first."""
+        return {name: self._buffer(name) for name in self.layer.arrays}
 
     # tile sizes ----------------------------------------------------------------------
     def size(self, stmt: Statement, it: str, inside: bool = True):
@@ -699,15 +703,35 @@ class LayerModel:
             _LAST_VALUES[0] = key
         return {e: v.copy() for e, v in _LAST_VALUES[1].items()}
 
-    def _compute_values(self, args, n: int) -> dict:
-        env = dict(zip(self.syms, args))
-        # the values of subexpressions over this grid, whatever model asks: the
-        # structures of a layer evaluate many of the same (never changed: each
-        # value below is a copy)
+    def _memo(self, args, n: int) -> dict:
+        """:func:`numeric`'s values of subexpressions over the grid ``args``,
+        whatever model asks: the structures of a layer evaluate many of the same
+        (never changed: their users copy them)."""
         grid = (n, tuple(self.syms), tuple(a.tobytes() for a in args))
         if _GRID_MEMO[0] != grid:
             _GRID_MEMO[:] = [grid, {}]
-        memo = _GRID_MEMO[1]
+        return _GRID_MEMO[1]
+
+    def mac_floor(self, grid: dict[sp.Symbol, np.ndarray]) -> float:
+        """A lower bound of :meth:`evaluate`'s cycles over ``grid``: the fewest
+        cycles the MAC statements' calls take back to back at their steady time
+        (the banks' stretch and the first loads only add to the MAC array's
+        time, and a layer takes at least that: :func:`terms.overlap`); zero
+        without MAC statements."""
+        args = [np.asarray(grid[s], dtype=float) for s in self.syms]
+        n = len(args[0]) if args else 1
+        env = dict(zip(self.syms, args))
+        memo = self._memo(args, n)
+        total = np.zeros(n)
+        for s in self.layer.stmts:
+            if self.st.engine_of(s.name) == "mac":
+                cycles = numeric(self.mac_cycles(s)[0], env, memo)
+                total = total + numeric(self.tiles(s), env, memo) * cycles
+        return float(total.min())
+
+    def _compute_values(self, args, n: int) -> dict:
+        env = dict(zip(self.syms, args))
+        memo = self._memo(args, n)
         out = {}
         for e in self._once("distinct", lambda: dict.fromkeys(self._expressions())):
             v = numeric(e, env, memo)
@@ -745,20 +769,6 @@ class LayerModel:
         for d, aff in enumerate(stmt.target.index):
             out *= pitch if aff.coefficient(w) else ext[d]
         return out
-
-    def traffic_formula(self, staged=()) -> sp.Expr:
-        """DRAM bytes of the layer as a formula of the tile sizes (for explanations;
-        a ``staged`` operand moves its whole box once)."""
-        total = sp.Integer(0)
-        for name, buf in self.buffers.items():
-            if name in staged:
-                total += sp.Integer(int(buf.whole_bytes))
-                continue
-            moved = sp.Integer(1)
-            for e, dim in zip(buf.extents, buf.shape):
-                moved *= sp.Min(e, dim)
-            total += buf.directions * buf.copies * moved * buf.itemsize
-        return total
 
 
 def read_later(kernel: Kernel, layer: Layer, array: str) -> bool:

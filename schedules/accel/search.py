@@ -5,7 +5,6 @@ and the best tile sizes of each under the cost model (:mod:`schedules.accel.mode
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import itertools
 import math
@@ -13,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 import numpy as np
+import sympy as sp
 
 from accelerator.hardware.spec import Spec
 from polyc.ir import requant
@@ -29,6 +29,7 @@ from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
 from schedules.accel.model import LayerModel
+from schedules.accel.ranking import Ranked, searched
 from schedules.accel.split import split_engine, split_groups
 from schedules.accel.structure import STREAM_SLOTS, Structure, polyphase
 from schedules.accel.tensorize import contraction
@@ -481,12 +482,18 @@ def search(
     capacity = capacities(kernel, layer, spec)
     found: list[Candidate] = []
 
-    def ranked(st: Structure) -> _Ranked:
+    def ranked(st: Structure) -> Ranked:
         return _ranked(kernel, layer, spec, st, level, capacity, upper)
 
+    def floor(st: Structure) -> float:
+        model = layer_model(kernel, layer, spec, st, level)
+        return model.mac_floor(_points(kernel, layer, st, model)[1])
+
+    def checked(sts: list[Structure], known: list[Candidate], tops: bool):
+        return searched(sts, keep, known, floor, ranked, _chosen, TIE, tops)
+
     for private in (False, True):
-        natural = [ranked(st) for st in structures(kernel, layer, spec, private, False)]
-        found = _realised(natural, keep, [])
+        found = checked(list(structures(kernel, layer, spec, private, False)), [], True)
         if not found:
             continue
         # the two best structures again, in every order of their tile loops
@@ -499,11 +506,11 @@ def search(
                 break
         seen = {c.structure for c in found}
         more = [
-            ranked(st)
+            st
             for st in structures(kernel, layer, spec, private, all_orders=True)
             if replace(st, order=()) in tops and st not in seen
         ]
-        found.extend(_realised(more, keep, found, tops=False))
+        found.extend(checked(more, found, False))
         break
     best = min((c.cycles for c in found), default=1.0)
     # the last tie-break, once per structure (candidates share their structure)
@@ -567,56 +574,6 @@ def fits(est, capacity: dict[int, int]) -> np.ndarray:
     return ok
 
 
-@dataclass(frozen=True)
-class _Ranked:
-    """A structure's points that fit, ranked (:func:`_ranked`), before their MAC
-    mappings are checked: ``lowest`` is the fewest cycles among them (every
-    candidate the structure can give takes at least that many)."""
-
-    structure: Structure
-    model: LayerModel | None
-    mesh: np.ndarray | None
-    est: object
-    order: np.ndarray
-    lowest: float
-
-
-def _realised(
-    ranked: list[_Ranked], keep: int, known: list[Candidate], tops: bool = True
-) -> list[Candidate]:
-    """The candidates of each ranked structure (:func:`_chosen`), in order, but
-    for the structures none of whose candidates can be among the search's
-    ``keep`` best nor its two best structures (:func:`search`), which are not
-    checked: those with ``lowest`` over ``TIE`` of the best cycles beyond the
-    ``keep``-th fewest cycles so far (each candidate of theirs then rounds to a
-    later tie class than ``keep`` candidates, whatever the final best), the
-    structures taken by ``lowest`` so that the first such one ends the checks.
-    With ``tops``, a structure is also checked while its candidates could be
-    among the first of two structures (by cycles; the order of the tile loops
-    aside). ``known``: the candidates found before."""
-    out: dict[int, list[Candidate]] = {}
-    cycles = sorted(c.cycles for c in known)
-    keys: dict[Structure, float] = {}  # structure without order -> fewest cycles
-    for c in known:
-        k = replace(c.structure, order=())
-        keys[k] = min(keys.get(k, math.inf), c.cycles)
-    for i in sorted(range(len(ranked)), key=lambda i: ranked[i].lowest):
-        r = ranked[i]
-        if r.order.size == 0:
-            continue
-        if len(cycles) >= keep and cycles[0] > 0 and (len(keys) >= 2 or not tops):
-            bar = cycles[keep - 1] + TIE * cycles[0]
-            second = sorted(keys.values())[1] if tops else -math.inf
-            if r.lowest > bar and r.lowest > second:
-                break
-        got = out[i] = _chosen(r, keep)
-        for c in got:
-            bisect.insort(cycles, c.cycles)
-            k = replace(c.structure, order=())
-            keys[k] = min(keys.get(k, math.inf), c.cycles)
-    return [c for i in range(len(ranked)) for c in out.get(i, ())]
-
-
 def _best(
     kernel, layer, spec, st: Structure, level, capacity, keep, upper=None
 ) -> list[Candidate]:
@@ -625,12 +582,32 @@ def _best(
     return _chosen(_ranked(kernel, layer, spec, st, level, capacity, upper), keep)
 
 
-def _ranked(kernel, layer, spec, st: Structure, level, capacity, upper) -> _Ranked:
+def _ranked(kernel, layer, spec, st: Structure, level, capacity, upper) -> Ranked:
     """The points of ``st`` that fit, best first. With an ``upper`` level, each point
     is also modelled with its re-read operands staged there (those that fit,
     copied once from DRAM above the tile loops) and staged where that is not
     slower than the single-level placement (within the tie margin)."""
     model = layer_model(kernel, layer, spec, st, level)
+    mesh, grid = _points(kernel, layer, st, model)
+    slots = st.stream_slots
+    est = model.evaluate(grid, stream_slots=slots)
+    top = spec.memory[upper] if upper is not None else None
+    staged = model.stageable(top)
+    if staged:
+        est = _staged(est, model.evaluate(grid, staged, top, stream_slots=slots))
+    ok = np.flatnonzero(fits(est, capacity))
+    if ok.size == 0:
+        return Ranked(st, model, mesh, est, ok, math.inf)
+    near = np.round(est.cycles[ok] / (TIE * est.cycles[ok].min()))
+    order = ok[
+        np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.transfers[ok], near))
+    ]
+    return Ranked(st, model, mesh, est, order, float(est.cycles[ok].min()))
+
+
+def _points(kernel, layer, st: Structure, model: LayerModel):
+    """``(mesh, grid)``: the tile sizes ``st`` tries, one row per point (its free
+    variables' values, the last fastest), and per symbol its column."""
     values = []
     exact = {
         (name, it) for name, g in st.groups for it in g[2][1:]
@@ -677,23 +654,10 @@ def _ranked(kernel, layer, spec, st: Structure, level, capacity, upper) -> _Rank
     else:
         mesh = np.zeros((1, 0))
         grid = {}
-    slots = st.stream_slots
-    est = model.evaluate(grid, stream_slots=slots)
-    top = spec.memory[upper] if upper is not None else None
-    staged = model.stageable(top)
-    if staged:
-        est = _staged(est, model.evaluate(grid, staged, top, stream_slots=slots))
-    ok = np.flatnonzero(fits(est, capacity))
-    if ok.size == 0:
-        return _Ranked(st, model, mesh, est, ok, math.inf)
-    near = np.round(est.cycles[ok] / (TIE * est.cycles[ok].min()))
-    order = ok[
-        np.lexsort((est.sram_bytes[ok], est.dram_bytes[ok], est.transfers[ok], near))
-    ]
-    return _Ranked(st, model, mesh, est, order, float(est.cycles[ok].min()))
+    return mesh, grid
 
 
-def _chosen(r: _Ranked, keep: int) -> list[Candidate]:
+def _chosen(r: Ranked, keep: int) -> list[Candidate]:
     """The first ``keep`` ranked points of ``r`` whose MAC mappings are realisable,
     as candidates."""
     if r.order.size == 0:
@@ -783,6 +747,21 @@ def layer_model(kernel, layer, spec, st: Structure, level) -> LayerModel:
 def formula(kernel: Kernel, layer: Layer, spec: Spec, cand: Candidate) -> str:
     """The DRAM traffic of a candidate as a formula of its tile sizes."""
     model = LayerModel(kernel, layer, spec, cand.structure, engine_level(spec))
-    expr = model.traffic_formula(cand.staged)
+    expr = _traffic_formula(model, cand.staged)
     names = ", ".join(f"{v.symbol(layer)}={n}" for v, n in cand.sizes)
     return f"DRAM bytes = {expr}" + (f" at {names}" if names else "")
+
+
+def _traffic_formula(model: LayerModel, staged=()) -> sp.Expr:
+    """DRAM bytes of the layer as a formula of the tile sizes (for explanations;
+    a ``staged`` operand moves its whole box once)."""
+    total = sp.Integer(0)
+    for name, buf in model.buffers.items():
+        if name in staged:
+            total += sp.Integer(int(buf.whole_bytes))
+            continue
+        moved = sp.Integer(1)
+        for e, dim in zip(buf.extents, buf.shape):
+            moved *= sp.Min(e, dim)
+        total += buf.directions * buf.copies * moved * buf.itemsize
+    return total

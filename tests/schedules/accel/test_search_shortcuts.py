@@ -1,6 +1,7 @@
 """The search's shortcuts change nothing it returns: structures whose candidates
-cannot reach its best are not checked for a realisable MAC mapping, and an
-evaluation with other stream slots reuses the copies and work of the last one."""
+cannot reach its best are neither modelled nor checked for a realisable MAC
+mapping (:mod:`schedules.accel.ranking`), and an evaluation with other stream
+slots reuses the copies and work of the last one."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import polyc
 from accelerator import load_config
 from polyc import ops
 from schedules.accel import model as model_module
-from schedules.accel import search
+from schedules.accel import ranking, search
 from schedules.accel.layers import per_statement, split
 
 
@@ -43,12 +44,12 @@ def test_skipping_structures_keeps_the_search_result(build, config, monkeypatch)
     quick = [search.search(kernel, la, spec) for la in layers]
     calls = []
 
-    def every(ranked, keep, known, tops=True):
-        # every structure with a fitting point realised, in order
-        calls.append(len(ranked))
-        return [c for r in ranked for c in search._chosen(r, keep)]
+    def never(*args):
+        # no structure is skipped: every one is modelled and checked
+        calls.append(args)
+        return False
 
-    monkeypatch.setattr(search, "_realised", every)
+    monkeypatch.setattr(ranking, "beyond", never)
     fresh, _ = _layers(build())  # no model cached from the quick search
     full = [search.search(fresh, la, spec) for la in split(fresh) if not la.opaque]
     assert calls  # the exhaustive version ran
