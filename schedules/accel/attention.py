@@ -157,16 +157,9 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
     memo: dict = {}  # (statements, depth) -> candidates
 
     def searched(v: Variant):
-        out = []
-        for layer in split(v.kernel, cuts=v.cuts, wide=v.wide):
-            key = (tuple(s.name for s in layer.stmts), layer.depth)
-            if layer.opaque:
-                out.append((layer, None))
-                continue
-            if key not in memo:
-                memo[key] = cache.search(v.kernel, layer, spec, stage=stage)
-            out.append((layer, memo[key]))
-        return out
+        layers = split(v.kernel, cuts=v.cuts, wide=v.wide)
+        cache.search_into(memo, v.kernel, layers, spec, stage)
+        return [(la, None if la.opaque else memo[cache.memo_key(la)]) for la in layers]
 
     def predicted(v: Variant) -> float:
         total = 0.0

@@ -165,6 +165,28 @@ def search_layers(
     return out
 
 
+def memo_key(layer: Layer) -> tuple:
+    """A layer's key in a planner's memo of searches (:func:`search_into`):
+    its statements' names and its depth, for layers of programs that name
+    the same statements alike."""
+    return tuple(s.name for s in layer.stmts), layer.depth
+
+
+def search_into(
+    memo: dict, kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool = True
+) -> None:
+    """The layers of ``kernel`` (not opaque) that ``memo`` (by :func:`memo_key`)
+    does not hold yet, searched and put in it: at once, in worker processes
+    where there are several (:func:`search_layers`), where a planner comparing
+    variants of a program (:mod:`schedules.accel.attention`,
+    :mod:`schedules.accel.mlp`) would search them one after the other."""
+    new: dict = {}
+    for layer in layers:
+        if not layer.opaque and memo_key(layer) not in memo:
+            new.setdefault(memo_key(layer), layer)
+    memo.update(zip(new, search_layers(kernel, list(new.values()), spec, stage=stage)))
+
+
 def jobs() -> int:
     """How many worker processes search at once: ``$POLYC_JOBS`` when set, else
     the machine's cores (the variable :func:`codegen.build.jobs` reads too)."""

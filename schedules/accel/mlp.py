@@ -230,18 +230,20 @@ def _predicted(kernel, spec, stage, memo, cuts, wide, window) -> float:
     ``window``, in order, less what consecutive ones overlap
     (:func:`schedules.accel.boundary.program_cycles`); infinite when one of
     them fits nothing."""
+    layers = [
+        layer
+        for layer in split(kernel, cuts=frozenset(cuts), wide=wide)
+        if set(layer.children) & set(window)
+    ]
+    if any(layer.opaque for layer in layers):
+        return float("inf")
+    cache.search_into(memo, kernel, layers, spec, stage)
     chosen = []
-    for layer in split(kernel, cuts=frozenset(cuts), wide=wide):
-        if not set(layer.children) & set(window):
-            continue
-        if layer.opaque:
+    for layer in layers:
+        found = memo[cache.memo_key(layer)]
+        if not found:
             return float("inf")
-        key = (tuple(s.name for s in layer.stmts), layer.depth)
-        if key not in memo:
-            memo[key] = cache.search(kernel, layer, spec, stage=stage)
-        if not memo[key]:
-            return float("inf")
-        chosen.append((layer, memo[key][0]))
+        chosen.append((layer, found[0]))
     return boundary.program_cycles(spec, chosen)
 
 
