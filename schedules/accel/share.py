@@ -139,30 +139,49 @@ def _splittable(kernel: Kernel, layer: Layer, spec: Spec):
     over and indexes its target by: the contraction's own, the init's and the
     epilogue's iterators at the channel's dimension of the contraction's
     output (each statement's, by its own name)."""
-    if layer.opaque:
+    found = None if layer.opaque else _one_contraction(kernel, layer, spec)
+    if found is None:
         return None
-    cons = [s for s in layer.stmts if contraction(s) is not None]
-    if len(cons) != 1:
+    s, con = found
+    if con.members("n"):
         return None
-    s = cons[0]
-    con = contraction(s)
-    if con.members("n") or search.engines(kernel, s, spec) != ["mac", "vector"]:
-        return None
-    out = s.target.array
     for it in sorted(con.members("batch"), key=lambda i: -layer.extent(s, i)):
         extent = layer.extent(s, it)
         dims = [d for d, a in enumerate(s.target.index) if a.names() == {it}]
         if extent < 2 or layer.lo(s, it) != 0 or len(dims) != 1:
             continue
-        its = [_channel(t, out, dims[0]) for t in layer.stmts]
-        if all(
-            i is not None
-            and layer.lo(t, i) == 0
-            and layer.extent(t, i) == extent
-            and any(a.coefficient(i) for a in t.target.index)
-            for t, i in zip(layer.stmts, its)
-        ):
-            return tuple(t.name for t in layer.stmts), tuple(its), extent
+        its = _along(layer, s, dims[0], extent)
+        if its is not None:
+            return tuple(t.name for t in layer.stmts), its, extent
+    return None
+
+
+def _one_contraction(kernel: Kernel, layer: Layer, spec: Spec):
+    """``(statement, contraction)`` of the layer's one contraction when both
+    the MAC array and the vector unit can run it, else None."""
+    cons = [s for s in layer.stmts if contraction(s) is not None]
+    if len(cons) != 1:
+        return None
+    s = cons[0]
+    if search.engines(kernel, s, spec) != ["mac", "vector"]:
+        return None
+    return s, contraction(s)
+
+
+def _along(layer: Layer, s, dim: int, extent: int) -> tuple[str, ...] | None:
+    """Each statement's iterator at dimension ``dim`` of the contraction
+    ``s``'s output (:func:`_channel`), when every statement of the layer runs
+    over it from 0 for ``extent`` points and indexes its target by it; else
+    None."""
+    its = [_channel(t, s.target.array, dim) for t in layer.stmts]
+    if all(
+        i is not None
+        and layer.lo(t, i) == 0
+        and layer.extent(t, i) == extent
+        and any(a.coefficient(i) for a in t.target.index)
+        for t, i in zip(layer.stmts, its)
+    ):
+        return tuple(its)
     return None
 
 
@@ -194,13 +213,10 @@ def _odd_rows(kernel: Kernel, layer: Layer, spec: Spec):
     the layers after, which cost hf-vit more than the split won)."""
     if layer.opaque or spec.mac_array.dataflow != "output_stationary":
         return None
-    cons = [s for s in layer.stmts if contraction(s) is not None]
-    if len(cons) != 1:
+    found = _one_contraction(kernel, layer, spec)
+    if found is None:
         return None
-    s = cons[0]
-    con = contraction(s)
-    if search.engines(kernel, s, spec) != ["mac", "vector"]:
-        return None
+    s, con = found
     rows = spec.mac_array.rows
     wide = [i for i in con.members("m") if layer.extent(s, i) > 1]
     if len(wide) != 1 or con.members("batch"):
@@ -213,16 +229,10 @@ def _odd_rows(kernel: Kernel, layer: Layer, spec: Spec):
     dims = [d for d, a in enumerate(s.target.index) if a.names() == {it}]
     if len(dims) != 1:
         return None
-    its = [_channel(t, s.target.array, dims[0]) for t in layer.stmts]
-    if all(
-        i is not None
-        and layer.lo(t, i) == 0
-        and layer.extent(t, i) == extent
-        and any(a.coefficient(i) for a in t.target.index)
-        for t, i in zip(layer.stmts, its)
-    ):
-        return tuple(t.name for t in layer.stmts), tuple(its), extent - odd
-    return None
+    its = _along(layer, s, dims[0], extent)
+    if its is None:
+        return None
+    return tuple(t.name for t in layer.stmts), its, extent - odd
 
 
 def _choose_rows(kernel, layer, spec, stage, stmts, iterator, at):
