@@ -240,26 +240,14 @@ def _choose_rows(kernel, layer, spec, stage, stmts, iterator, at):
     apart, see :func:`_odd_rows`), or None when the unsplit layer is predicted as
     fast (within :data:`MARGIN`). Searched on the layer as a program of its own,
     as :func:`_choose` does."""
-    local = _local(kernel, layer)
-    (piece,) = _pieces(local)
-    base = cache.search(local, piece, spec, stage)
-    if not base:
+    got = _unsplit(kernel, layer, spec, stage)
+    if got is None or not dict(got[1].engines).get("mac"):
         return None
-    unsplit = base[0].cycles
-    busy = dict(base[0].engines)
-    if busy.get("dma", 0.0) >= unsplit * (1 - MARGIN) or not busy.get("mac"):
+    local, unsplit = got[0], got[1].cycles
+    found = _split_best(local, spec, stage, stmts, iterator, at, vector="second")
+    if found is None:
         return None
-    try:
-        k = split_layer(local, stmts, iterator, at, vector="second")
-    except PolycError:
-        return None
-    names = set(stmts) | {f"{n}_1" for n in stmts}
-    pieces = _pieces(k, frozenset(f"{n}_1" for n in stmts))
-    part = next((la for la in pieces if {s.name for s in la.stmts} == names), None)
-    found = cache.search(k, part, spec, stage) if part is not None else None
-    if not found:
-        return None
-    cycles = found[0].cycles
+    cycles = found.cycles
     if cycles > unsplit * (1 - MARGIN):
         return None
     try:
@@ -293,16 +281,11 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     searched on the layer as a program of its own (:func:`_local`), whose
     dependences are quick to compute; the chosen split is then applied to
     ``kernel``."""
-    local = _local(kernel, layer)
-    (piece,) = _pieces(local)
-    base = cache.search(local, piece, spec, stage)
-    if not base:
+    got = _unsplit(kernel, layer, spec, stage)
+    if got is None:
         return None
-    unsplit = base[0].cycles
-    # moving compute to the other engine leaves the layer's DMA as it is: a layer
-    # whose DMA already takes the time a split would have to win is not probed
-    if dict(base[0].engines).get("dma", 0.0) >= unsplit * (1 - MARGIN):
-        return None
+    local, base = got
+    unsplit = base.cycles
     con = next(s for s in layer.stmts if contraction(s) is not None)
     work = {w.stmt: w for w in engine_bound(local, spec, {}).work}.get(con.name)
     if work is None:
@@ -314,7 +297,7 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     # at best the split runs the vector unit's work at both engines' rates (the
     # bound's: the MAC array's real mapping of the layer is slower), the DMA as
     # it is: a layer that cannot win the margin that way is not probed
-    busy = dict(base[0].engines)
+    busy = dict(base.engines)
     if not busy.get("mac"):
         ideal = busy.get("vector", 0.0) * t_mac / (t_mac + t_vec)
         if max(ideal, busy.get("dma", 0.0)) >= unsplit * (1 - MARGIN):
@@ -351,6 +334,37 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
         f"{cycles:,.0f} cycles against {unsplit:,.0f} on one engine"
     )
     return split_kernel, note
+
+
+def _unsplit(kernel: Kernel, layer: Layer, spec: Spec, stage: bool):
+    """``(local, best)``: ``layer`` as a program of its own (:func:`_local`) and
+    its best candidate unsplit, or None when none fits or its DMA already takes
+    the time a split would have to win (moving compute to the other engine
+    leaves the layer's DMA as it is)."""
+    local = _local(kernel, layer)
+    (piece,) = _pieces(local)
+    base = cache.search(local, piece, spec, stage)
+    if not base:
+        return None
+    if dict(base[0].engines).get("dma", 0.0) >= base[0].cycles * (1 - MARGIN):
+        return None
+    return local, base[0]
+
+
+def _split_best(kernel: Kernel, spec: Spec, stage: bool, stmts, iterator, *cut, **how):
+    """The best candidate of ``stmts`` split by ``split_layer(kernel, stmts,
+    iterator, *cut, **how)``, searched as the layer of both parts; None when
+    the split is refused, the parts do not form one layer, or it fits
+    nothing."""
+    try:
+        k = split_layer(kernel, stmts, iterator, *cut, **how)
+    except PolycError:
+        return None
+    names = set(stmts) | {f"{n}_1" for n in stmts}
+    pieces = _pieces(k, frozenset(f"{n}_1" for n in stmts))
+    layer = next((la for la in pieces if {s.name for s in la.stmts} == names), None)
+    found = cache.search(k, layer, spec, stage) if layer is not None else None
+    return found[0] if found else None
 
 
 def _local(kernel: Kernel, layer: Layer) -> Kernel:
@@ -391,19 +405,9 @@ def _try(kernel, spec, stage, stmts, iterator, extent, point):
     """``(predicted cycles, (MAC, vector) cycles per element)`` of the split
     layer at ``point``, or None when it cannot split or fits nothing."""
     period, p = point
-    try:
-        k = split_layer(kernel, stmts, iterator, period - p, period)
-    except PolycError:
+    best = _split_best(kernel, spec, stage, stmts, iterator, period - p, period)
+    if best is None:
         return None
-    names = set(stmts) | {f"{n}_1" for n in stmts}
-    pieces = _pieces(k, frozenset(f"{n}_1" for n in stmts))
-    layer = next((la for la in pieces if {s.name for s in la.stmts} == names), None)
-    if layer is None:
-        return None
-    found = cache.search(k, layer, spec, stage)
-    if not found:
-        return None
-    best = found[0]
     busy = dict(best.engines)
     rates = None
     if busy.get("mac") and busy.get("vector"):
