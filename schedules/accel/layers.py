@@ -90,6 +90,17 @@ class Layer:
 
 
 @functools.cache
+def touches(stmt: Statement, array: str, it: str) -> bool:
+    """Whether some access of ``stmt`` to ``array`` (its target or a read)
+    moves with iterator ``it``: the array's box changes along that loop."""
+    return any(
+        it in a.names()
+        for ld in (stmt.target, *stmt.reads)
+        if ld.array == array
+        for a in ld.index
+    )
+
+
 def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:
     """Per iterator: the smallest and largest value in the domain."""
     dom = stmt.domain

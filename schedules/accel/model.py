@@ -51,7 +51,7 @@ from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
 from schedules.accel import banks, exprs, levels, terms
 from schedules.accel.evaluate import numeric
-from schedules.accel.layers import Layer
+from schedules.accel.layers import Layer, touches
 from schedules.accel.memplan import ZERO_BYTES
 from schedules.accel.structure import Polyphase, Structure, polyphase
 from schedules.accel.tilevars import PrivateTile, TileVar, tile_var
@@ -288,7 +288,7 @@ class LayerModel:
         moves its box (inside a private loop when its only user streams it
         through one). Returns ``(copies, loops above it per user, streamed)``."""
         touching = {
-            s.name: [it for it in self.loops(s) if _touches(s, name, it)] for s in users
+            s.name: [it for it in self.loops(s) if touches(s, name, it)] for s in users
         }
         copies, inside = sp.Integer(1), {}
         streamed = len(users) == 1 and any(
@@ -321,7 +321,7 @@ class LayerModel:
             p
             for p in self.st.order
             if any(
-                self._var(s, s.iterators[p]) and _touches(s, name, s.iterators[p])
+                self._var(s, s.iterators[p]) and touches(s, name, s.iterators[p])
                 for s in users
             )
         ]
@@ -786,12 +786,3 @@ def read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
 
 def _arrays_of(stmt: Statement) -> set[str]:
     return {ld.array for ld in (stmt.target, *stmt.reads)}
-
-
-def _touches(stmt: Statement, array: str, it: str) -> bool:
-    return any(
-        it in a.names()
-        for ld in (stmt.target, *stmt.reads)
-        if ld.array == array
-        for a in ld.index
-    )

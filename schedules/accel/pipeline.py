@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from polyc.ir.expr import Unary
 from polyc.ir.kernel import Statement
-from schedules.accel.layers import Layer
+from schedules.accel.layers import Layer, touches
 from schedules.accel.structure import Structure
 from schedules.accel.tensorize import contraction
 
@@ -86,14 +86,9 @@ def _moves(layer: Layer, st: Structure, array: str) -> bool:
     if not st.order:
         return True
     p = st.order[-1]
-    for s in layer.stmts:
-        if p >= len(s.iterators):
-            return True
-        it = s.iterators[p]
-        for ld in s.reads:
-            if ld.array == array and any(it in aff.names() for aff in ld.index):
-                return True
-    return False
+    return any(
+        p >= len(s.iterators) or touches(s, array, s.iterators[p]) for s in layer.stmts
+    )
 
 
 def _shared(layer: Layer, st: Structure) -> set[str]:

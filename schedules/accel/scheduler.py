@@ -51,7 +51,14 @@ from schedules.accel import (
     search,
     share,
 )
-from schedules.accel.layers import Layer, per_statement, split, sub_kernel, top_children
+from schedules.accel.layers import (
+    Layer,
+    per_statement,
+    split,
+    sub_kernel,
+    top_children,
+    touches,
+)
 from schedules.accel.placement import box_extent, place
 from schedules.accel.structure import polyphase
 from schedules.accel.tensorize import map_vector, tensorize, vertical_order
@@ -583,7 +590,7 @@ def _position(layer: Layer, cand, where, users, array) -> tuple[str, int]:
         for it in s.iterators:
             if (s.name, it) not in where or not _tiles(layer, cand, s, it):
                 continue
-            if not _touches(s, array, it):
+            if not touches(s, array, it):
                 continue
             private = s.iterators.index(it) >= layer.depth
             if private and len(users) > 1:
@@ -609,15 +616,6 @@ def _outermost(layer: Layer, where) -> str:
 def _tiles(layer: Layer, cand, s, it) -> bool:
     size = cand.size_of(tile_var(layer, s, it))
     return size is not None and size < layer.extent(s, it)
-
-
-def _touches(s, array, it) -> bool:
-    return any(
-        it in a.names()
-        for ld in (s.target, *s.reads)
-        if ld.array == array
-        for a in ld.index
-    )
 
 
 def _pitch(k: Kernel, st, array: str) -> dict | None:
