@@ -101,14 +101,23 @@ def touches(stmt: Statement, array: str, it: str) -> bool:
     )
 
 
+#: statement -> its iterators' bounds; the search asks tens of thousands of
+#: times per model and isl's dim_min_val is a small optimisation each time
+_BOUNDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _bounds(stmt: Statement) -> dict[str, tuple[int, int]]:
-    """Per iterator: the smallest and largest value in the domain."""
-    dom = stmt.domain
-    out = {}
-    for d, it in enumerate(stmt.iterators):
-        lo = dom.dim_min_val(d).to_python()
-        hi = dom.dim_max_val(d).to_python()
-        out[it] = (int(lo), int(hi))
+    """Per iterator: the smallest and largest value in the domain (read once
+    per statement: a Statement never changes)."""
+    out = _BOUNDS.get(stmt)
+    if out is None:
+        dom = stmt.domain
+        out = {}
+        for d, it in enumerate(stmt.iterators):
+            lo = dom.dim_min_val(d).to_python()
+            hi = dom.dim_max_val(d).to_python()
+            out[it] = (int(lo), int(hi))
+        _BOUNDS[stmt] = out
     return out
 
 
