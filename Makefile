@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.polyc-installed
+# the simulator's runtime library, built once into the installation (polyc
+# prebuild) so that no compile pays for it; again when its C changes
+RUNTIME := $(VENV)/.polyc-runtime
 # torch is pinned: the 2.13.0 CPU build is on this machine's disk; an unpinned torch
 # would pull a several-GB CUDA build.
 TORCH := torch==2.13.0
@@ -15,7 +18,11 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,sweep,bench]' $(TORCH)
 	touch $(STAMP)
 
-run: $(STAMP)
+$(RUNTIME): $(STAMP) $(wildcard accelerator/sim/runtime/*) accelerator/sim/abi.py
+	$(BIN)/polyc prebuild
+	touch $(RUNTIME)
+
+run: $(RUNTIME)
 	$(BIN)/polyc demo
 
 lint: $(STAMP)
@@ -26,7 +33,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(STAMP) lint
+test: $(RUNTIME) lint
 	$(BIN)/python -m pytest -q -n 2 --durations=15
 
 test-slow: $(STAMP)
@@ -36,4 +43,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info codegen/installed

@@ -10,7 +10,8 @@ that nothing is reused: each phase as a user meets it, ``torch.export`` (after
 torch's one-time warm-up, timed on its own), lowering to one polyc Kernel,
 ``polyc.compile`` from the empty cache (the simulator's runtime library included: it
 builds in the background while the scheduler runs) with its stages (schedule,
-codegen, build: ``Compiled.stage_seconds``), the first simulated run (with its
+codegen, build: ``Compiled.stage_seconds``; no runtime library installed by
+``polyc prebuild`` either), the first simulated run (with its
 report), the same compile again in the process and as a later process finds it
 (from the compile cache on disk, polyc/reuse.py), a compile from another empty
 cache with the runtime library already built (what a compile costs once the
@@ -184,7 +185,11 @@ def _in_process(name: str, args) -> dict:
     cmd = [sys.executable, "-m", "bench.compile_time", "--one", name]
     cmd += ["--config", args.config] + (["--quick"] if args.quick else [])
     with tempfile.TemporaryDirectory(prefix="polyc-bench-cache-") as tmp:
-        env = {**os.environ, "POLYC_CACHE_DIR": tmp}
+        # nothing built at all: not even the runtime library ``make`` installs
+        # (``polyc prebuild``); the "runtime library built before" column is
+        # what a compile costs with it, as after ``make``
+        installed = os.path.join(tmp, "nothing-installed")
+        env = {**os.environ, "POLYC_CACHE_DIR": tmp, "POLYC_INSTALLED_DIR": installed}
         out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"bench.compile_time: {name} failed:\n{out.stderr}")

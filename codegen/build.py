@@ -106,6 +106,17 @@ class Built:
     cached: bool
 
 
+#: where ``polyc prebuild`` puts modules built once at installation (the
+#: simulator's runtime library): looked in, never written, by :func:`build`
+INSTALLED_DIR = Path(__file__).resolve().parent / "installed"
+
+
+def installed_dir() -> Path:
+    """The directory of modules built at installation: ``$POLYC_INSTALLED_DIR``
+    when set, else :data:`INSTALLED_DIR` (in the package, ignored by git)."""
+    return Path(os.environ.get("POLYC_INSTALLED_DIR") or INSTALLED_DIR)
+
+
 def cache_dir() -> Path:
     root = os.environ.get("POLYC_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "polyc"
@@ -181,9 +192,13 @@ def _build_locked(
 ) -> Built:
     root = cache_dir()
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    path = root / f"{modname}{suffix}"
+    shelf = installed_dir()  # built at installation (``polyc prebuild``)?
+    path = shelf / f"{modname}{suffix}"
+    mod = _load_verified(modname, path, shelf / f"{modname}.json")
+    if mod is None:
+        path = root / f"{modname}{suffix}"
     manifest = root / f"{modname}.json"
-    mod = _load_verified(modname, path, manifest)
+    mod = mod or _load_verified(modname, path, manifest)
     cached = mod is not None
     if mod is None:
         parts = split[1](source) if split is not None else None

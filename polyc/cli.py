@@ -21,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
         "demo", help="compile and run a small multi-op example end to end and report"
     )
     demo.add_argument("--size", type=int, default=64, help="problem size (default 64)")
+    sub.add_parser(
+        "prebuild",
+        help="build the simulator's runtime library into the installation once "
+        "(make does), so that no compile pays for it",
+    )
     from polyc.integrations.c_source.cli import add_compile_parser
 
     add_compile_parser(sub)
@@ -51,6 +56,8 @@ def _run(args) -> int:
         from polyc.demo import run_demo
 
         return run_demo(size=args.size)
+    if args.command == "prebuild":
+        return _prebuild()
     if args.command == "compile":
         from polyc.integrations.c_source.cli import run_compile
 
@@ -64,6 +71,18 @@ def _run(args) -> int:
 
         return getattr(sweep_cli, f"run_{args.command}")(args)
     return 2
+
+
+def _prebuild() -> int:
+    import time
+
+    from codegen.accel.direct import prebuild
+
+    start = time.perf_counter()
+    built = prebuild()
+    how = "found" if built.cached else f"built in {time.perf_counter() - start:.1f} s"
+    print(f"polyc prebuild: the simulator's runtime library, {how}: {built.path}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,6 +26,7 @@ calls, and must call :meth:`flush` before each asynchronous call so the scalar c
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -198,6 +199,27 @@ def build_runtime() -> cbuild.Built:
     return cbuild.build(
         f'#include "{abi.HEADER}"\n', abi.cdef(), name="runtime", files=abi.files()
     )
+
+
+def prebuild() -> cbuild.Built:
+    """Build the runtime into :func:`codegen.build.installed_dir` (``polyc
+    prebuild``, which ``make`` runs at installation), where every later process
+    finds it: a first compile from an empty cache then pays for its kernel's C
+    only. Built with the flags a compile uses (``$POLYC_OPT`` or the default);
+    a runtime whose sources or flags changed since is built into the cache as
+    before."""
+    shelf = cbuild.installed_dir()
+    old = os.environ.get("POLYC_CACHE_DIR")
+    os.environ["POLYC_CACHE_DIR"] = str(shelf)
+    try:
+        build_runtime.cache_clear()
+        return build_runtime()
+    finally:
+        build_runtime.cache_clear()
+        if old is None:
+            os.environ.pop("POLYC_CACHE_DIR", None)
+        else:
+            os.environ["POLYC_CACHE_DIR"] = old
 
 
 @dataclass
