@@ -1,7 +1,8 @@
 """Consecutive layers overlap at their boundary.
 
 The memory planner (:func:`schedules.accel.memplan.plan_overlapped`) keeps a
-layer's buffers off the bytes of the layer before wherever the two fit together,
+layer's buffers off the bytes of the layer before (and of the one before that:
+a one-tile layer in between does not shield it) wherever they fit together,
 so the next layer's first loads wait for no write-after-read hazard on the
 previous layer's bytes: they run while the previous layer's last tile computes and
 its stores drain. What they really depend on still waits: a load of an array the

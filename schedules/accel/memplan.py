@@ -123,6 +123,13 @@ def plan(
     raise AssertionError  # pragma: no cover
 
 
+#: how many layers before its own a layer's buffers keep off, where they all
+#: fit together: two, so that a one-tile layer in between (a bias
+#: initialisation) does not put the next layer's loads back behind the reads of
+#: the layer before it
+BACK = 2
+
+
 def plan_overlapped(
     spec: Spec,
     requests: Sequence[Request],
@@ -130,13 +137,14 @@ def plan_overlapped(
     bank_aware: bool = True,
 ) -> dict[str, Allocation]:
     """Offsets for ``requests`` of one layer each (``start == end``) where each
-    layer's buffers also keep off the bytes of the layer before, in every level
-    where the two layers fit together: the next layer's first loads then wait
-    for no write-after-read hazard on the bytes the previous layer still reads,
-    and its first tiles may run beside the previous layer's last ones (what
-    really depends on the previous layer still waits, through DRAM's hazards).
-    A (layer, level) whose extended lifetime leaves some buffer no gap is planned
-    as before, one at a time. The bank-aware packing (:func:`plan`) is tried
+    layer's buffers also keep off the bytes of the layers before (up to
+    :data:`BACK`), in every level where those layers fit together: the next
+    layer's first loads then wait for no write-after-read hazard on the bytes
+    the previous layers still read, and its first tiles may run beside the
+    previous layer's last ones (what really depends on the previous layer still
+    waits, through DRAM's hazards). A (layer, level) whose extended lifetime
+    leaves some buffer no gap keeps off one layer fewer, down to none (planned
+    as before, one at a time). The bank-aware packing (:func:`plan`) is tried
     first, with overlap and then without; first fit with overlap only where the
     bank rule finds no gap even without it. With nothing left to extend this is
     :func:`plan`: it never fails where :func:`plan` succeeds.
@@ -144,20 +152,24 @@ def plan_overlapped(
     Raises:
         PlacementError: as :func:`plan`.
     """
-    together: dict[tuple[int, int], int] = {}
+    sizes: dict[tuple[int, int], int] = {}
     for r in requests:
         align = spec.memory[r.level_index].alignment_bytes
-        for layer in (r.end, r.end + 1):
-            key = (layer, r.level_index)
-            together[key] = together.get(key, 0) + round_up(r.bytes, align)
-    extend = {
-        (r.end, r.level_index)
-        for r in requests
-        if r.start == r.end
-        and r.end > 0
-        and together[(r.end, r.level_index)]
-        <= _capacity(spec, r.level_index, zero_levels)
-    }
+        key = (r.end, r.level_index)
+        sizes[key] = sizes.get(key, 0) + round_up(r.bytes, align)
+    extend: dict[tuple[int, int], int] = {}  # (layer, level) -> layers kept off
+    for layer, level in sizes:
+        room = _capacity(spec, level, zero_levels)
+        if any(r.start != r.end for r in requests if r.end == layer):
+            continue
+        total, back = sizes[(layer, level)], 0
+        while back < min(BACK, layer):
+            total += sizes.get((layer - back - 1, level), 0)
+            if total > room:
+                break
+            back += 1
+        if back:
+            extend[(layer, level)] = back
     if bank_aware:  # the bank rule is a preference, as in plan
         got = _extended(spec, requests, zero_levels, extend, banked=True)
         if got is not None:
@@ -174,23 +186,30 @@ def plan_overlapped(
 
 def _extended(spec, requests, zero_levels, extend, banked: bool):
     """The plan with the requests of each (layer, level) of ``extend`` live from
-    the layer before, dropping from ``extend`` what leaves a buffer no gap; None
-    when none is left or the gap is not theirs."""
-    extend = set(extend)
+    that many layers before, keeping off one layer fewer where a buffer finds no
+    gap; None when nothing is left to extend or the gap is not theirs."""
+    extend = dict(extend)
     while extend:
         extended = [
-            replace(r, start=r.start - 1) if (r.end, r.level_index) in extend else r
+            replace(r, start=r.start - extend.get((r.end, r.level_index), 0))
             for r in requests
         ]
         try:
             return _pack(spec, extended, zero_levels, banked=banked)
         except _NoGap as gap:
-            key = (gap.req.end, gap.req.level_index)
-            if key not in extend:  # a buffer of a layer planned alone: the next
-                key = (gap.req.end + 1, gap.req.level_index)  # layer's is in the way
-            if key not in extend:
+            layer, level = gap.req.end, gap.req.level_index
+            # the buffer's own layer, else the nearest later layer kept off it
+            keys = [
+                (layer + j, level)
+                for j in range(BACK + 1)
+                if extend.get((layer + j, level), -1) >= j
+            ]
+            if not keys:
                 return None
-            extend.discard(key)
+            key = keys[0]
+            extend[key] -= 1
+            if not extend[key]:
+                del extend[key]
     return None
 
 

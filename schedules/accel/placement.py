@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import islpy as isl
+import numpy as np
 
 from accelerator import CONFIGS, load_config
 from accelerator.hardware.spec import Spec
@@ -524,13 +525,20 @@ def _phases(array: str, want: dict, extent, op: str) -> list[int]:
     return factors
 
 
-#: a copy is cut into several DMA calls only when each moves at least this much
-CHUNK_BYTES = 16384
+def worth_cutting(nbytes, calls, rate, want, setup):
+    """Whether a copy of ``nbytes`` is cut into ``calls`` DMA calls on as many
+    channels: when the time the copy saves running alone (``nbytes / rate``
+    on one channel, ``nbytes / min(calls * rate, want)`` on ``calls``) pays for
+    the channel time of the calls added (``(calls - 1) * setup``). Works on
+    numbers and on numpy arrays (the cost model's candidates)."""
+    saved = nbytes / rate - nbytes / np.minimum(calls * rate, want)
+    return saved >= (calls - 1) * setup
 
 
 def chunks(spec: Spec, outer: int, inner: int, mark: pm.BufferMark) -> int:
     """DMA calls per copy: enough channels to reach the slower end's bandwidth
-    (DRAM's 151.7 B/cycle needs three 64 B/cycle channels), when the copy is large."""
+    (DRAM's 151.7 B/cycle needs three 64 B/cycle channels), when that pays
+    for their set-up (:func:`worth_cutting`)."""
     ends = [spec.memory[outer], spec.memory[inner]]
     rate = min(
         [spec.dma.bytes_per_cycle]
@@ -541,7 +549,7 @@ def chunks(spec: Spec, outer: int, inner: int, mark: pm.BufferMark) -> int:
     box = mark.elem_bytes
     for e in mark.extent:
         box *= e
-    if n > 1 and box < n * CHUNK_BYTES:
+    if n > 1 and not worth_cutting(box, n, rate, want, spec.dma.setup_cycles):
         return 1
     return n
 

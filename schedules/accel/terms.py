@@ -30,7 +30,7 @@ import numpy as np
 from accelerator.hardware.spec import DMA, MemoryLevel, Spec
 from schedules.accel import banks
 from schedules.accel.evaluate import descriptors
-from schedules.accel.placement import CHUNK_BYTES
+from schedules.accel.placement import worth_cutting
 from schedules.accel.split import split_engine, split_side
 
 if TYPE_CHECKING:
@@ -72,10 +72,12 @@ class Route:
         )
 
     def copy(self, nbytes, desc, setup: int, phases: int = 1) -> Transfer:
-        """One copy of ``nbytes`` in ``desc`` descriptors on this route: a copy of
-        at least ``split`` chunks is cut into ``split`` calls on as many channels
-        (and each of a buffer's ``phases`` is a copy of its own)."""
-        calls = np.where(nbytes >= self.split * CHUNK_BYTES, self.split, 1) * phases
+        """One copy of ``nbytes`` in ``desc`` descriptors on this route: cut into
+        ``split`` calls on as many channels where that pays
+        (:func:`~schedules.accel.placement.worth_cutting`, as placement cuts it),
+        and each of a buffer's ``phases`` is a copy of its own."""
+        cut = worth_cutting(nbytes, self.split, self.rate, self.want, setup)
+        calls = np.where(cut, self.split, 1) * phases
         start = desc * setup + self.latency
         return Transfer(
             calls,

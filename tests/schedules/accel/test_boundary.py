@@ -11,6 +11,7 @@ simulated ones, as for single layers (tests/schedules/accel/test_scheduler.py).
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -76,6 +77,27 @@ def test_the_next_layers_weights_load_while_the_previous_layer_computes(mlp_run)
     assert max(e.start for e in loads) < last_mac
 
 
+def test_weights_load_under_the_layer_two_before_when_a_bias_layer_sits_between():
+    """The MLP as the scheduler fuses it on datacenter: the first linear layer,
+    the third's bias initialisation (a one-tile layer), then the second and
+    third fused along the hidden dimension. That layer's weights load while the
+    first layer's MAC calls still run. Before, its buffers kept off the bias
+    layer's bytes only and took the first layer's: its first weight load
+    started at 671, after the first layer's last MAC call (545)."""
+    kernel, feeds = _mlp()
+    compiled = polyc.compile(kernel, config="datacenter", trace_limit=100_000)
+    layers = [lc.layer for lc in compiled.choice.layers]
+    assert len(layers) == 3 and len(layers[1].stmts) == 1
+    out, report = compiled.run(**feeds)
+    first = {s.name for s in layers[0].stmts}
+    last_mac = max(e.end for e in report.events if e.kind == "mac" and e.label in first)
+    loads = [e for e in report.events if e.label == "p_fc2_weight in"]
+    assert loads and min(e.start for e in loads) < last_mac
+    want = polyc.interpret(kernel, feeds)
+    for name, value in want.items():
+        np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+
+
 def test_the_overlapped_layers_compute_what_the_interpreter_does(mlp_run):
     kernel, feeds, _, out, _ = mlp_run
     want = polyc.interpret(kernel, feeds)
@@ -128,6 +150,26 @@ def test_layers_that_fit_together_get_disjoint_bytes():
     # without the overlap the planner reuses layer 0's bytes
     old = plan(spec, reqs, bank_aware=False)
     assert old["a"].offset == old["b"].offset == 0
+
+
+def test_a_layer_keeps_off_the_bytes_of_the_two_layers_before():
+    """A one-tile layer in between (a bias initialisation) does not put the
+    next layer back on the bytes of the layer before it; where the three do
+    not fit together, it keeps off the one before only."""
+    spec = _spec()
+    reqs = [
+        Request("a", "a", 1, 1, 4096, 0, 0),
+        Request("b", "b", 1, 1, 256, 1, 1),
+        Request("c", "c", 1, 1, 4096, 2, 2),
+    ]
+    got = plan_overlapped(spec, reqs)
+    for x, y in (("a", "c"), ("b", "c"), ("a", "b")):
+        p, q = got[x], got[y]
+        assert p.offset + p.bytes <= q.offset or q.offset + q.bytes <= p.offset
+    big = [replace(r, slot_bytes=8192) if r.name != "b" else r for r in reqs]
+    got = plan_overlapped(spec, big)  # a and c together fill the 16 KiB
+    b, c = got["b"], got["c"]
+    assert b.offset + b.bytes <= c.offset or c.offset + c.bytes <= b.offset
 
 
 def test_the_plan_falls_back_when_two_layers_do_not_fit_together():

@@ -10,6 +10,7 @@ import pytest
 import sympy as sp
 
 import polyc
+from accelerator.hardware.config import load_config
 from polyc import ops
 from schedules.accel import search
 from schedules.accel.model import LayerModel
@@ -56,18 +57,57 @@ def test_each_array_has_one_buffer_record(gemm):
     assert a.extents == (t_i, t_k)
 
 
-def test_a_large_copy_is_cut_into_as_many_calls_as_channels_reach_its_bandwidth():
+def test_a_copy_is_cut_into_as_many_calls_as_channels_reach_its_bandwidth():
+    """Cut where the time saved alone (``n / 8`` on one channel, ``n / 12`` on
+    two) pays for the second call's set-up (10): from 240 bytes on."""
     route = Route(latency=100, rate=8.0, want=12.0, split=2)
-    nbytes = np.array([1000.0, 40000.0])  # below and above 2 chunks of 16 KiB
+    nbytes = np.array([200.0, 40000.0])
     t = route.copy(nbytes, desc=np.array([1.0, 2.0]), setup=10)
     assert t.calls.tolist() == [1, 2]
     # a channel's time: setup per descriptor + each call's bytes at its rate
     # (the latency runs while the channel issues the next call)
-    assert t.per_call.tolist() == [10 + 1000 / 8, 20 + 40000 / 2 / 8]
+    assert t.per_call.tolist() == [10 + 200 / 8, 20 + 40000 / 2 / 8]
     # alone, the calls run in parallel up to the bandwidth the copy wants
-    assert t.alone.tolist() == [10 + 100 + 1000 / 8, 20 + 100 + 40000 / 12]
+    assert t.alone.tolist() == [10 + 100 + 200 / 8, 20 + 100 + 40000 / 12]
+    assert route.copy(np.array([240.0]), desc=np.array([1.0]), setup=10).calls == 2
     phased = route.copy(nbytes, desc=np.array([1.0, 1.0]), setup=10, phases=2)
     assert phased.calls.tolist() == [2, 4]
+
+
+def test_placement_cuts_a_copy_where_the_cost_model_does():
+    """Placement's DMA calls per copy (:func:`placement.chunks`) and the cost
+    model's (``Route.copy``) agree, on datacenter (eight 64 B/cycle channels
+    under 151.7 B/cycle of DRAM: three calls reach it): a 16 KiB tile is cut
+    (a single call took 256 cycles of data where three take 108, for 64 of
+    set-up more; before, only copies of 48 KiB or more were cut), a 2 KiB one
+    is not."""
+    from polyc.ir import marks as pm
+    from schedules.accel.placement import chunks
+
+    spec = load_config("datacenter")
+    level = search.engine_level(spec)
+    route = Route.between(spec, spec.dram, spec.memory[level])
+    for rows, want in ((64, 3), (8, 1)):
+        mark = pm.BufferMark(
+            "w_local_0",
+            "w",
+            "local",
+            level,
+            4,
+            1,
+            (rows, 64),
+            (64, 1),
+            rows * 64,
+            True,
+            False,
+            False,
+            "",
+            "",
+        )
+        assert chunks(spec, 0, level, mark) == want
+        nbytes = np.array([rows * 64 * 4.0])
+        t = route.copy(nbytes, desc=np.array([1.0]), setup=spec.dma.setup_cycles)
+        assert t.calls.tolist() == [want]
 
 
 def test_a_route_takes_the_slower_end_and_enough_channels(gemm):
