@@ -266,6 +266,20 @@ def reorder(kernel: Kernel, order: Sequence[str]) -> Kernel:
     """
     op = "reorder"
     order = list(order)
+    new, seq_path = _reordered(kernel, order, op)
+    return finish(
+        kernel,
+        new,
+        seq_path,
+        step(op, tuple(order)),
+        f"the children {', '.join(order)} cannot run in this order",
+        "Keep producers before their consumers.",
+    )
+
+
+def _reordered(kernel: Kernel, order: list[str], op: str):
+    """``(tree, path)``: the kernel's tree with the children ``order`` names
+    in that order, and the path of their sequence."""
     root = stree.from_isl(kernel.schedule)
     located = [_child_path(root, name, op) for name in order]
     parents = {p[:-1] for p in located}
@@ -285,15 +299,7 @@ def reorder(kernel: Kernel, order: Sequence[str]) -> Kernel:
             kids[slot] = old[p[-1]]
         return stree.Sequence_(tuple(kids))
 
-    new = stree.replace_at(root, seq_path, rebuild)
-    return finish(
-        kernel,
-        new,
-        seq_path,
-        step(op, tuple(order)),
-        f"the children {', '.join(order)} cannot run in this order",
-        "Keep producers before their consumers.",
-    )
+    return stree.replace_at(root, seq_path, rebuild), seq_path
 
 
 def _child_path(root: stree.Node, name: str, op: str) -> stree.Path:

@@ -291,6 +291,28 @@ def sub_kernel(kernel: Kernel, positions) -> Kernel:
     return kernel.analysis(key, lambda _: build(kernel))
 
 
+def own_part(kernel: Kernel, positions) -> Kernel | None:
+    """The top-level children at ``positions`` (consecutive) as a program of
+    their own, with their part of the schedule as its program order, when
+    ``kernel`` runs in its program order and they hold at most a
+    :data:`PART_SHARE`-th of its statements; else None (ask the program).
+
+    Every instance that runs between two of theirs is then theirs, so the
+    part's dependences are the program's between its statements, kills
+    included, and they are computed on those statements alone: a check of a
+    rewrite inside the part (a loop order, the order of its children) asks
+    them, not the whole network's dataflow."""
+    positions = tuple(positions)
+    if positions != tuple(range(positions[0], positions[0] + len(positions))):
+        return None
+    if not kernel.schedule.plain_is_equal(kernel.program_schedule):
+        return None
+    part = sub_kernel(kernel, positions)
+    if PART_SHARE * len(part.statements) > len(kernel.statements):
+        return None
+    return part.replace(part_of=None)
+
+
 def schedule_text(kernel: Kernel) -> str:
     """The text of ``kernel``'s schedule tree, printed once per kernel: the
     memoised analyses of a part key by it, and isl takes longer to print a

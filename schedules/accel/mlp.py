@@ -65,10 +65,11 @@ from schedules import stree
 from schedules.accel import boundary, cache
 from schedules.accel.groups import _contraction_starts
 from schedules.accel.inline import plain_index
-from schedules.accel.layers import lone_statements, split, top_children
+from schedules.accel.layers import lone_statements, own_part, split, top_children
 from schedules.accel.reindex import permute_iterators
 from schedules.accel.tensorize import contraction
-from schedules.fusion import reorder
+from schedules.common import step
+from schedules.fusion import _reordered, reorder
 
 #: the fused form must be predicted faster by this fraction to be kept
 TIE = 0.01
@@ -266,10 +267,29 @@ def rewrite(kernel: Kernel, core: Core) -> Kernel | None:
         if core.init is not None:
             names = [_name(k, p) for p in core.window]
             at = names.index(core.init)
-            k = reorder(k, [core.init, *names[:at], *names[at + 1 :]])
+            k = _reorder(k, [core.init, *names[:at], *names[at + 1 :]], core.window)
     except PolycError:
         return None
     return k
+
+
+def _reorder(kernel: Kernel, order: list[str], window: tuple[int, ...]) -> Kernel:
+    """``reorder(kernel, order)`` of the children at ``window``, checked on
+    their own dependences when they are a part of a program in its program
+    order (:func:`schedules.accel.layers.own_part`): they take each other's
+    places, so a dependence with one end outside keeps its order, and the
+    part's dependences are the program's between them. The same check, the
+    dataflow of a few loop nests instead of the network's.
+
+    Raises:
+        PolycError: as :func:`schedules.fusion.reorder` does.
+    """
+    part = own_part(kernel, window)
+    if part is None:
+        return reorder(kernel, order)
+    reorder(part, order)  # raises when the new order breaks a dependence
+    new, _ = _reordered(kernel, order, "reorder")
+    return kernel.with_schedule(stree.to_isl(new), step("reorder", tuple(order)))
 
 
 def _unit(s: Statement) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from polyc.errors import ArgumentError, IllegalTransformError
 from polyc.ir import tree
 from polyc.ir.kernel import Kernel, Step
 from schedules import legality, stree
-from schedules.accel.layers import _simple, top_children
+from schedules.accel.layers import _simple, own_part, top_children
 
 
 def permute_iterators(kernel: Kernel, stmt: str, order) -> Kernel:
@@ -84,7 +84,7 @@ def permute_iterators(kernel: Kernel, stmt: str, order) -> Kernel:
     )
     root = children[0] if len(children) == 1 else stree.Sequence_(tuple(children))
     schedule = stree.to_isl(stree.name_bands(root))
-    _check(op, kernel, s, order, schedule)
+    _check(op, kernel, s, order, schedule, pos)
     statements = tuple(new if x.name == stmt else x for x in kernel.statements)
     return kernel.replace(
         statements=statements,
@@ -104,14 +104,21 @@ def _renaming(kernel: Kernel, name: str, s, order) -> isl.Map:
     )
 
 
-def _check(op: str, kernel: Kernel, s, order, schedule) -> None:
+def _check(op: str, kernel: Kernel, s, order, schedule, pos: int) -> None:
     """Every dependence of ``kernel`` that involves ``s`` runs forward in
-    ``schedule``, each original instance of ``s`` timed by its renamed one."""
+    ``schedule``, each original instance of ``s`` timed by its renamed one.
+
+    In a program that runs in its program order, a dependence between ``s``
+    and another statement runs forward whatever ``s``'s loop order (its loop
+    nest, the top-level child at ``pos``, keeps its place in the sequence):
+    only ``s``'s own dependences are asked, computed on its loop nest alone
+    (:func:`schedules.accel.layers.own_part`), not on the whole network."""
     times = legality.statement_times(schedule)
     times = dict(times)
     renamed = _renaming(kernel, s.name, s, order).apply_range(times[s.name])
     times[s.name] = renamed.intersect_domain(s.domain)
-    for kind, array, dep in legality.dependences(kernel):
+    own = own_part(kernel, (pos,))
+    for kind, array, dep in legality.dependences(own or kernel):
         src = dep.get_tuple_name(isl.dim_type.in_)
         dst = dep.get_tuple_name(isl.dim_type.out)
         if s.name not in (src, dst):
