@@ -11,7 +11,13 @@ from polyc.errors import ScheduleError
 from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.common import step
-from schedules.legality import finish, is_legal
+from schedules.legality import (
+    concurrent_violation,
+    finish,
+    first_violation,
+    is_legal,
+    memory_dependences,
+)
 
 
 def fuse(
@@ -65,11 +71,23 @@ def can_fuse(kernel: Kernel, bands: Sequence[str], *, depth: int | None = None) 
     """Whether :func:`fuse` of ``bands`` at ``depth`` is legal: the same check,
     without building the kernel or the error's hint (which searches for a shift).
 
+    The memory-based dependences are asked first
+    (:func:`schedules.legality.memory_dependences`): when the fused tree runs
+    them all forward it runs the exact ones forward, and the program's
+    dataflow analysis is not needed (a layer's part of a network, a program
+    made of one layer); otherwise the exact ones decide. The same answer
+    either way.
+
     Raises:
         ScheduleError: as :func:`fuse` does for bands it cannot fuse at all.
     """
     _, seq_path, _, _, _, _, new = _fusion(kernel, bands, None, depth, "fuse")
-    return is_legal(kernel, new, seq_path)
+    if concurrent_violation(kernel, new, seq_path) is not None:
+        return False
+    memory = memory_dependences(kernel)
+    if first_violation(kernel, root=new, path=seq_path, deps=memory) is None:
+        return True
+    return first_violation(kernel, root=new, path=seq_path) is None
 
 
 def _fusion(kernel, bands, name, depth, op):

@@ -23,7 +23,7 @@ import islpy as isl
 
 from polyc.errors import IllegalTransformError
 from polyc.ir import tree
-from polyc.ir.kernel import Kernel, Step
+from polyc.ir.kernel import Kernel, Step, access_map
 from schedules import stree
 
 KINDS = ("flow", "anti", "output")
@@ -71,6 +71,58 @@ def dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
     return kernel.analysis("schedules.dependences", compute)
 
 
+def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
+    """``(kind, array, map)`` for every pair of instances that access the same
+    element, at least one of them writing it, the first before the second in
+    the program order (cached): the memory-based dependences. They hold every
+    exact dependence of :func:`dependences` (which drops the pairs that an
+    intervening write kills), so a schedule that runs all of them forward is
+    legal; they take no dataflow analysis, only the accesses' compositions. A
+    schedule that breaks one of them may still be legal: ask
+    :func:`dependences` then."""
+
+    def compute(k: Kernel):
+        times = statement_times(k.program_schedule)
+        root = stree.from_isl(k.program_schedule)
+        children = root.children if isinstance(root, stree.Sequence_) else (root,)
+        child = {
+            n: c for c, node in enumerate(children) for n in stree.statements(node)
+        }
+        before: dict[tuple[str, str], isl.Map | None] = {}
+
+        def order(s: str, t: str) -> isl.Map | bool:
+            """``s[x] -> t[y]`` with ``s[x]`` first; True: every pair (an
+            earlier child of the root sequence), False: none."""
+            if child[s] != child[t]:
+                return child[s] < child[t]
+            if (s, t) not in before:
+                before[s, t] = times[s].lex_lt_map(times[t])
+            return before[s, t]
+
+        accesses = [
+            (s.name, ld, write, access_map(s, ld, k.params))
+            for s in k.statements
+            for ld, write in ((s.target, True), *((r, False) for r in s.reads))
+        ]
+        out = []
+        for s, ld, write, m in accesses:
+            for t, ld2, write2, m2 in accesses:
+                if ld.array != ld2.array or not (write or write2):
+                    continue
+                first = order(s, t)
+                if first is False:
+                    continue
+                kind = "output" if write and write2 else "flow" if write else "anti"
+                pairs = m.apply_range(m2.reverse()).intersect_params(k.context)
+                if first is not True:
+                    pairs = pairs.intersect(first)
+                if not pairs.is_empty():
+                    out.append((kind, ld.array, pairs))
+        return out
+
+    return kernel.analysis("schedules.memory_dependences", compute)
+
+
 def _between(deps, names: set[str]) -> list[tuple[str, str, isl.Map]]:
     """The dependences whose source and sink are both among ``names``."""
     return [
@@ -96,9 +148,11 @@ def first_violation(
     *,
     root: stree.Node | None = None,
     path: stree.Path = (),
+    deps: list[tuple[str, str, isl.Map]] | None = None,
 ) -> Violation | None:
     """The first dependence (flow, then anti, then output) that the schedule does not
-    run forward, or None when it is legal.
+    run forward, or None when it is legal. ``deps`` are the dependences asked
+    (default: the program's exact ones, :func:`dependences`).
 
     With ``root`` and ``path``, only the subtree at ``path`` of the tree ``root`` is
     checked: a transformation that rewrites one subtree of a legal schedule can only
@@ -114,7 +168,7 @@ def first_violation(
     inside = set(stree.statements(sub))
     prefix = _per_statement(stree.bands_above(root, path))
     times = statement_times(stree.to_isl(sub))
-    for kind, array, m in dependences(kernel):
+    for kind, array, m in dependences(kernel) if deps is None else deps:
         src = m.get_tuple_name(isl.dim_type.in_)
         dst = m.get_tuple_name(isl.dim_type.out)
         if src not in inside or dst not in inside:

@@ -1,0 +1,113 @@
+"""A fusion check asks the memory-based dependences before the exact ones
+(:func:`schedules.legality.memory_dependences`) and answers as the exact ones
+alone would."""
+
+from __future__ import annotations
+
+import islpy as isl
+import pytest
+import torch
+
+import polyc
+from polyc import compute as pc
+from schedules import fusion, legality
+from schedules.accel import layers
+from schedules.accel.layers import _simple, split, top_children
+
+
+def _relations(deps):
+    return sorted((kind, array, str(m)) for kind, array, m in deps)
+
+
+def _chain(n: int = 12):
+    """S0 writes T, S1 overwrites it, S2 reads it, then ``n`` element-wise
+    loop nests."""
+    X, Y = pc.placeholder("X", (8,)), pc.placeholder("Y", (8,))
+    (i,) = pc.indices("i")
+    T = pc.tensor("T", (8,))
+    T[i] = X[i]
+    T[i] = Y[i]
+    Z = pc.compute("Z", (8,), lambda i: T[i] + 1.0)
+    for _ in range(n):
+        Z = pc.compute(f"Z{_}", (8,), lambda i, Z=Z: Z[i] * 2.0)
+    return pc.kernel("chain", outputs=[Z])
+
+
+def _items(kernel):
+    return [_simple(kernel, c) for c in top_children(kernel)]
+
+
+def _exact(kernel, bands, d) -> bool:
+    """:func:`schedules.fusion.can_fuse` on the exact dependences alone."""
+    _, seq_path, _, _, _, _, new = fusion._fusion(kernel, bands, None, d, "fuse")
+    return legality.is_legal(kernel, new, seq_path)
+
+
+def _window(later: bool):
+    X = pc.placeholder("X", (16,))
+    Y = pc.compute("Y", (16,), lambda i: X[i] + 1.0)
+    r = pc.reduce_axis(3, "r")
+    if later:
+        Z = pc.compute("Z", (14,), lambda i: pc.sum(Y[i + r], r))
+    else:
+        Z = pc.compute("Z", (16,), lambda i: pc.sum(Y[i - r], r, where=i - r >= 0))
+    return pc.kernel("window", outputs=[Z])
+
+
+def _depthwise():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 8, 1),
+        torch.nn.ReLU6(),
+        torch.nn.Conv2d(8, 8, 3, padding=1, groups=8),
+        torch.nn.ReLU6(),
+        torch.nn.Conv2d(8, 4, 1),
+    )
+    return polyc.from_torch(net.eval(), (torch.randn(1, 4, 8, 8),), name="dw")
+
+
+@pytest.mark.parametrize(
+    "build", [_chain, lambda: _window(True), lambda: _window(False), _depthwise]
+)
+def test_a_fusion_check_answers_as_the_exact_dependences(build):
+    kernel = build()
+    kernel, _ = layers.per_statement(kernel)
+    items = _items(kernel)
+    asked = 0
+    for start in range(len(items)):
+        for end in range(start + 2, min(start + 5, len(items)) + 1):
+            run = items[start:end]
+            if any(x is None for x in run):
+                continue
+            bands = [b for _, b in run]
+            for d in range(1, min(s.depth for s, _ in run) + 1):
+                fresh = build()  # no memoised dependences from the last check
+                fresh, _ = layers.per_statement(fresh)
+                quick = fusion.can_fuse(fresh, bands, depth=d)
+                assert quick == _exact(kernel, bands, d), (bands, d)
+                asked += 1
+    assert asked
+
+
+def test_killed_values_are_in_the_memory_based_dependences_only():
+    kernel = _chain(0)
+    exact = _relations(legality.dependences(kernel))
+    memory = _relations(legality.memory_dependences(kernel))
+    assert set(exact) != set(memory)
+    # S0's values never reach S2 (S1 overwrites them): no exact flow S0 -> S2
+    flows = [m for kind, _, m in legality.dependences(kernel) if kind == "flow"]
+    assert not any(m.get_tuple_name(isl.dim_type.in_) == "S0" for m in flows)
+    assert any(
+        kind == "flow" and m.get_tuple_name(isl.dim_type.in_) == "S0"
+        for kind, _, m in legality.memory_dependences(kernel)
+    )
+
+
+def test_layers_of_a_network_are_the_same_with_the_exact_checks_alone(monkeypatch):
+    kernel = _depthwise()
+    quick = [(la.name, la.depth) for la in split(kernel)]
+    monkeypatch.setattr(fusion, "memory_dependences", lambda k: legality.dependences(k))
+    layers._FUSES.clear()
+    layers._OWN.clear()
+    slow = [(la.name, la.depth) for la in split(_depthwise())]
+    assert quick == slow
