@@ -224,9 +224,20 @@ def _sequence(children) -> stree.Node:
 
 
 def top_children(kernel: Kernel) -> tuple:
-    """The children of the root sequence (or the root alone), as stree nodes."""
-    root = stree.from_isl(kernel.schedule)
-    return root.children if isinstance(root, stree.Sequence_) else (root,)
+    """The children of the root sequence (or the root alone), as stree nodes
+    (read once per kernel: a kernel's schedule never changes, the nodes are
+    frozen, and reading a network's tree takes isl and Python about 5 ms,
+    which the scheduler asked for hundreds of times per network)."""
+    children = _CHILDREN.get(kernel)
+    if children is None:
+        root = stree.from_isl(kernel.schedule)
+        children = root.children if isinstance(root, stree.Sequence_) else (root,)
+        _CHILDREN[kernel] = children
+    return children
+
+
+#: :func:`top_children` by kernel
+_CHILDREN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def lone_statements(kernel: Kernel) -> list[Statement | None]:
