@@ -201,14 +201,15 @@ def test_buffers_of_one_layer_never_overlap_and_layers_reuse_space(rng):
     y = pc.compute("y", (64, 32), lambda i, j: x[i, j] * 3.0)
     z = pc.compute("z", (64, 32), lambda i, j: pc.sqrt(pc.abs(x[i, j])))
     w = pc.compute("w", (64, 32), lambda i, j: x[i, j] + 1.0)
-    kern = pc.kernel("three", [y, z, w])  # independent: three layers
+    v = pc.compute("v", (64, 32), lambda i, j: x[i, j] - 1.0)
+    kern = pc.kernel("four", [y, z, w, v])  # independent: four layers
     compiled = polyc.compile(kern, config="tiny")
     scopes = []
     for _, node in tree.walk_paths(compiled.kernel.schedule):
         name = tree.mark_name(node)
         if name and pm.kind(name) == "scope":
             scopes.append(pm.ScopeMark.parse(name).allocations)
-    assert len(scopes) == 3
+    assert len(scopes) == 4
     for layer in scopes:  # live at once: disjoint, aligned to the level's 16 B
         spans = sorted((a.offset, a.offset + a.bytes) for a in layer)
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
@@ -221,14 +222,16 @@ def test_buffers_of_one_layer_never_overlap_and_layers_reuse_space(rng):
             for b in two
         )
 
-    # consecutive layers keep apart where they fit together (the next one's
+    # a layer keeps apart from the two before it where they fit together (its
     # loads need not wait for the last reads of the bytes before it:
-    # memplan.plan_overlapped), and the third reuses the first one's space
-    assert not shared(scopes[0], scopes[1]) and not shared(scopes[1], scopes[2])
-    assert shared(scopes[0], scopes[2])
+    # memplan.plan_overlapped, memplan.BACK), and the fourth reuses the first
+    # one's space
+    for a, b in ((0, 1), (1, 2), (0, 2), (1, 3), (2, 3)):
+        assert not shared(scopes[a], scopes[b])
+    assert shared(scopes[0], scopes[3])
     data = _inputs(kern, rng)
     out, _ = compiled.run(data)
-    check(kern, out, data, "three layers")
+    check(kern, out, data, "four layers")
 
 
 def test_placement_error_names_the_level_capacity_buffers_and_sizes():
