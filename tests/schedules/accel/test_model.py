@@ -59,7 +59,8 @@ def test_each_array_has_one_buffer_record(gemm):
 
 def test_a_copy_is_cut_into_as_many_calls_as_channels_reach_its_bandwidth():
     """Cut where the time saved alone (``n / 8`` on one channel, ``n / 12`` on
-    two) pays for the second call's set-up (10): from 240 bytes on."""
+    two) pays for the second call's set-up (10) and each call moves 4 KiB at
+    least (placement.MIN_CALL_BYTES): from 8 KiB on."""
     route = Route(latency=100, rate=8.0, want=12.0, split=2)
     nbytes = np.array([200.0, 40000.0])
     t = route.copy(nbytes, desc=np.array([1.0, 2.0]), setup=10)
@@ -69,7 +70,8 @@ def test_a_copy_is_cut_into_as_many_calls_as_channels_reach_its_bandwidth():
     assert t.per_call.tolist() == [10 + 200 / 8, 20 + 40000 / 2 / 8]
     # alone, the calls run in parallel up to the bandwidth the copy wants
     assert t.alone.tolist() == [10 + 100 + 200 / 8, 20 + 100 + 40000 / 12]
-    assert route.copy(np.array([240.0]), desc=np.array([1.0]), setup=10).calls == 2
+    assert route.copy(np.array([8192.0]), desc=np.array([1.0]), setup=10).calls == 2
+    assert route.copy(np.array([8000.0]), desc=np.array([1.0]), setup=10).calls == 1
     phased = route.copy(nbytes, desc=np.array([1.0, 1.0]), setup=10, phases=2)
     assert phased.calls.tolist() == [2, 4]
 
