@@ -157,7 +157,10 @@ def test_a_stride_2_conv_fuses_output_rows_over_a_compact_output(rng):
     dims = macmap.from_marks(compiled.kernel.statement(name), tm, bufs)
     assert dims["m"].group == ("h", "w")
     span, pitch = dims["m"].split_of("a")
-    assert span == 14  # the whole output row, in every tile
+    # a whole output row or half of one in every tile (half since the DMA
+    # cut rule of issue 14's sixth stop: 5,792 cycles simulated, 5,791
+    # predicted, against 6,502 for whole rows)
+    assert span in (7, 14)
     # two elements along an input row per output column, two input rows per
     # output row (NCHW input: dimension 2 its rows, 3 its columns)
     assert dims["m"].stride("a") == 2 * inp.strides[3]
