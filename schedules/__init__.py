@@ -15,6 +15,7 @@ dependences (:mod:`schedules.legality`) and records itself in ``kernel.history``
 from __future__ import annotations
 
 from schedules.accel.bias import defer_bias
+from schedules.accel.homes import home
 from schedules.accel.inline import inline_copy
 from schedules.accel.pads import inline_zero_pad
 from schedules.accel.placement import place
@@ -37,6 +38,7 @@ TRANSFORMATIONS.update(
             defer_bias,
             distribute,
             fuse,
+            home,
             inline_copy,
             inline_zero_pad,
             interchange,

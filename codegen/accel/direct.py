@@ -66,13 +66,13 @@ class SimEmitter(CEmitter):
         """The typed view of the array, and its binding as a DRAM buffer."""
         size = " * ".join(f"(int64_t)({d.to_c()})" for d in a.shape) or "1"
         dram, label = names.dram_buffer(a.name), names.cstr(a.name)
-        return [
-            *super().declare_array(a),
-            c.Line(
-                f"const int {dram} = pc_bind({CTX}, {label}, "
-                f"{raw_name(a.name)}, {size} * {a.dtype.itemsize});"
-            ),
-        ]
+        bind = (
+            f"pc_bind({CTX}, {label}, {raw_name(a.name)}, {size} * {a.dtype.itemsize}"
+        )
+        if a.home:  # an intermediate on chip (schedules.accel.homes)
+            bind = bind.replace("pc_bind(", "pc_bind_at(", 1)
+            bind += f", {a.home}, {a.home_offset}"
+        return [*super().declare_array(a), c.Line(f"const int {dram} = {bind});")]
 
     def prologue(self) -> list[c.Generable]:
         out: list[c.Generable] = []

@@ -48,6 +48,11 @@ class Array:
     shape: tuple[Aff, ...]
     dtype: DType
     role: Role = Role.TEMP
+    #: the memory level that holds the array (0: DRAM) and its byte offset
+    #: there: an intermediate may live on chip for the whole kernel
+    #: (``schedules.accel.homes``)
+    home: int = 0
+    home_offset: int = 0
 
     @property
     def ndim(self) -> int:
@@ -61,7 +66,8 @@ class Array:
 
     def __str__(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)
-        return f"{self.name}: {self.dtype}[{dims}] {self.role}"
+        where = f" at level {self.home} + {self.home_offset}" if self.home else ""
+        return f"{self.name}: {self.dtype}[{dims}] {self.role}{where}"
 
 
 @dataclass(frozen=True, eq=False)

@@ -267,7 +267,10 @@ def signature(
     for a in layer.arrays:
         arr = kernel.arrays[a]
         shape = arr.concrete_shape({})
-        lines.append(f"array {names[a]} {arr.dtype}{list(shape)} {arr.role.value}")
+        where = f" home {arr.home}" if arr.home else ""
+        lines.append(
+            f"array {names[a]} {arr.dtype}{list(shape)} {arr.role.value}{where}"
+        )
         lines.append(f"  read later {read_later(kernel, layer, a)}")
     hardware = dataclasses.replace(spec, description="", source="")
     lines.append(f"spec {hardware!r}")

@@ -41,7 +41,7 @@ from polyc.errors import PlacementError
 from polyc.ir import marks as pm
 from polyc.ir import tree
 from polyc.ir.marks import Allocation
-from schedules.accel import isltree
+from schedules.accel import homes, isltree
 
 #: bytes of the zero block a level keeps for zero-filling copies (one element of
 #: any dtype, repeated with stride 0; the alignment rounds it up)
@@ -420,6 +420,7 @@ def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:
     Raises:
         PlacementError: as :func:`replan`.
     """
+    spec = homes.reserved(spec, kernel)  # the buffers go below the homes
     texts = _layer_marks(schedule)
     if any(pm.kind(t) == "scope" for layer in texts for t in layer):
         texts = _layer_marks(_drop_scopes(schedule))  # as replan sees it
@@ -481,6 +482,7 @@ def replan(
     Raises:
         PlacementError: when a layer's buffers do not fit.
     """
+    spec = homes.reserved(spec, kernel)  # the buffers go below the homes
     schedule = _drop_scopes(schedule)
     layer_paths = isltree.layers(schedule)
     requests, per_layer = [], {}

@@ -159,8 +159,12 @@ def place(
         mark = _buffer_mark(
             kernel, spec, one, buf_name, level_index, count, pad, layout, op, phase
         )
+        # the copies come from the buffer above, else the array's home (in one
+        # bank of its level: at that bank's bandwidth)
         outer = _enclosing_level(node, one.array)
-        marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
+        home = kernel.arrays[one.array].home if not outer else 0
+        n = chunks(spec, outer or home, level_index, mark, one_bank=bool(home))
+        marks.append(replace(mark, chunks=n))
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
     _reachable(kernel, schedule, spec, marks, op)
@@ -533,6 +537,12 @@ def _phases(array: str, want: dict, extent, op: str) -> list[int]:
 MIN_CALL_BYTES = 4096
 
 
+def bank_bandwidth(level) -> float:
+    """Bytes per cycle of one bank of ``level`` (its banks are block-partitioned:
+    a buffer smaller than a bank sits in one, docs/accelerator.md)."""
+    return level.bytes_per_cycle / max(getattr(level, "banks", 1) or 1, 1)
+
+
 def worth_cutting(nbytes, calls, rate, want, setup):
     """Whether a copy of ``nbytes`` is cut into ``calls`` DMA calls on as many
     channels: when the time the copy saves running alone (``nbytes / rate``
@@ -544,16 +554,22 @@ def worth_cutting(nbytes, calls, rate, want, setup):
     return (saved >= (calls - 1) * setup) & (nbytes >= calls * MIN_CALL_BYTES)
 
 
-def chunks(spec: Spec, outer: int, inner: int, mark: pm.BufferMark) -> int:
+def chunks(
+    spec: Spec, outer: int, inner: int, mark: pm.BufferMark, one_bank: bool = False
+) -> int:
     """DMA calls per copy: enough channels to reach the slower end's bandwidth
     (DRAM's 151.7 B/cycle needs three 64 B/cycle channels), when that pays
-    for their set-up (:func:`worth_cutting`)."""
+    for their set-up (:func:`worth_cutting`); ``one_bank``: the outer end is
+    an array's home, in one bank of its level (:func:`bank_bandwidth`)."""
     ends = [spec.memory[outer], spec.memory[inner]]
     rate = min(
         [spec.dma.bytes_per_cycle]
         + [m.bytes_per_cycle for m in ends if m.kind == "sram"]
     )
     want = min(m.bytes_per_cycle for m in ends)
+    if one_bank:
+        rate = min(rate, bank_bandwidth(ends[0]))
+        want = min(want, bank_bandwidth(ends[0]))
     n = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
     box = mark.elem_bytes
     for e in mark.extent:

@@ -43,6 +43,7 @@ from schedules.accel import (
     boundary,
     cache,
     groups,
+    homes,
     inline,
     levels,
     mlp,
@@ -139,6 +140,8 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
             ),
         )
     kernel = pads.inline_pads(inline.inline_all(bias.defer_all(kernel, spec)))
+    if stage:  # intermediates on chip, in the SRAM level above the engines'
+        kernel = homes.assign(kernel, spec)
     kernel, whole = per_statement(kernel)
     # a depthwise layer's channels shared by the vector unit and the MAC array
     shared = share.plan(kernel, spec, stage)

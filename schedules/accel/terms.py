@@ -22,7 +22,7 @@ Every value is a numpy array over the candidates (or a number that broadcasts).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,7 +30,7 @@ import numpy as np
 from accelerator.hardware.spec import DMA, MemoryLevel, Spec
 from schedules.accel import banks
 from schedules.accel.evaluate import descriptors
-from schedules.accel.placement import worth_cutting
+from schedules.accel.placement import bank_bandwidth, worth_cutting
 from schedules.accel.split import split_engine, split_side
 
 if TYPE_CHECKING:
@@ -110,6 +110,15 @@ class Routes:
     direct: Route
     staging: Route
     upper: Route
+
+    def home(self, level: MemoryLevel) -> Routes:
+        """The routes of copies between an array's home in ``level`` (in one
+        of its banks, at that bank's bandwidth) and the engines' level."""
+        bank = bank_bandwidth(level)
+        up = self.upper
+        rate, want = min(up.rate, bank), min(up.want, bank)
+        r = Route(up.latency, rate, want, max(1, -(-int(want) // int(rate))))
+        return Routes(r, r, r)
 
     @classmethod
     def of(cls, spec: Spec, upper: MemoryLevel | None, level: MemoryLevel):
@@ -224,9 +233,12 @@ class Traffic:
         z = np.zeros
         return cls(*(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(11)))
 
-    def add(self, buf: TileBuffer, box: TileBox, use: np.ndarray, moves) -> None:
+    def add(
+        self, buf: TileBuffer, box: TileBox, use: np.ndarray, moves, dram: bool = True
+    ) -> None:
         """Add buffer ``buf``'s copies ``moves`` (:class:`Copies`: its tile copies,
-        then its staging copy where ``use`` holds)."""
+        then its staging copy where ``use`` holds); ``dram=False`` for an array
+        with a home on chip, whose loads take no DRAM bandwidth."""
         alone = 0.0
         for c in moves:
             self.dram_bytes += c.dram_bytes
@@ -239,7 +251,8 @@ class Traffic:
         if buf.copy_out:
             self.stored.append(box.copies)
         if buf.copy_in:
-            self.first_in += np.where(use, buf.whole_bytes, box.moved_bytes)
+            if dram:
+                self.first_in += np.where(use, buf.whole_bytes, box.moved_bytes)
             self.first_time = np.maximum(self.first_time, alone)
             self.first_loads[buf.name] = np.maximum(
                 self.first_loads.get(buf.name, 0.0), alone
@@ -249,12 +262,13 @@ class Traffic:
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
             self.first_calls += calls
             again = (box.copies > 1) & ~use
-            self.next_in += np.where(again, box.moved_bytes, 0)
+            self.next_in += np.where(again & dram, box.moved_bytes, 0)
             self.next_calls += np.where(again, calls, 0)
             self.in_serial += _one_by_one(alone, moves[0].latency, calls)
             self.loads.append((np.where(use, 0, box.copies), alone, moves[0].fixed))
         if buf.copy_out:
-            self.last_out += box.moved_bytes
+            if dram:
+                self.last_out += box.moved_bytes
             self.last_time = np.maximum(self.last_time, alone)
             self.last_fixed = np.maximum(self.last_fixed, moves[0].fixed)
             calls = moves[0].calls / np.maximum(box.copies * buf.directions, 1)
@@ -287,9 +301,18 @@ def moves(model: LayerModel, ev, n: int, staged: tuple, upper) -> Moves:
     staged_at = {}
     for name, buf in model.buffers.items():
         index = model.levels[name]
+        box = boxes[name] = model.tile_box(buf, ev, n)
+        home = model.kernel.arrays[name].home
+        if home:  # the array lives on chip: its copies move no DRAM bytes
+            staged_at[name] = no = np.zeros(n, dtype=bool)
+            route = Routes.of(spec, spec.memory[home], spec.memory[index])
+            # laid out as the array (its descriptors), no bytes through DRAM
+            copies = tile_copies(buf, box, no, route.home(spec.memory[home]), spec.dma)
+            copies = replace(copies, dram_bytes=0 * no, dram_writes=0 * no)
+            traffic.add(buf, box, no, [copies], dram=False)
+            continue
         if index not in routes:
             routes[index] = Routes.of(spec, upper, spec.memory[index])
-        box = boxes[name] = model.tile_box(buf, ev, n)
         use = staged_here(buf, box, name in staged and upper is not None)
         staged_at[name] = use
         route = routes[index]

@@ -264,6 +264,10 @@ int64_t pc_now(pc_ctx *ctx);
 
 /* buffers */
 int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes);
+/* an array of the caller held in on-chip `level` at `offset` (its home: the
+ * values stay in `data`, the timing is the level's) */
+int pc_bind_at(pc_ctx *ctx, const char *name, void *data, int64_t bytes, int level,
+               int64_t offset);
 /* pc_alloc fills a new buffer with PC_POISON bytes (NaN for floats, -1 for
  * integers): a read of bytes nothing wrote since the allocation gives a value the
  * oracle cannot miss, never the stale data of an earlier buffer over the same

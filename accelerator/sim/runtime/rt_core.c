@@ -170,6 +170,45 @@ int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
   return id;
 }
 
+int pc_bind_at(pc_ctx *ctx, const char *name, void *data, int64_t bytes, int level,
+               int64_t offset) {
+  if (level == 0) return pc_bind(ctx, name, data, bytes);
+  if (ctx->failed) return -1;
+  if (level < 0 || level >= ctx->spec.nlevels)
+    return pc__fail(ctx, "pc_bind_at: array %s asks for level %d because of a bad "
+                        "level index; levels are 0..%d. Pass one of them.",
+                   name, level, ctx->spec.nlevels - 1);
+  pc_level *L = &ctx->spec.level[level];
+  if (offset < 0 || offset + bytes > L->capacity || offset % L->alignment)
+    return pc__fail(ctx, "pc_bind_at: array %s [%lld, %lld) does not fit in %s "
+                        "because the level holds %lld bytes at alignment %lld. "
+                        "Plan its home inside the level.",
+                   name, (long long)offset, (long long)(offset + bytes), L->name,
+                   (long long)L->capacity, (long long)L->alignment);
+  for (int i = 0; i < ctx->nbufs; i++) {
+    pc_buf *o = &ctx->bufs[i];
+    if (o->live && o->level == level && o->offset < offset + bytes &&
+        offset < o->offset + o->bytes)
+      return pc__fail(ctx, "pc_bind_at: array %s [%lld, %lld) overlaps live "
+                          "buffer %s in %s because both are there at once. Plan "
+                          "the homes apart.",
+                     name, (long long)offset, (long long)(offset + bytes), o->name,
+                     L->name);
+  }
+  int id = pc_new_buf(ctx);
+  if (id < 0) return -1;
+  pc_buf *b = &ctx->bufs[id];
+  memset(b, 0, sizeof *b);
+  pc_copy_name(b->name, name, sizeof b->name);
+  b->level = level;
+  b->live = 1;
+  b->offset = offset;
+  b->bytes = bytes;
+  b->base = data;
+  for (int e = 0; e < PC_MAX_ENGINES; e++) b->floor_w[e] = b->floor_r[e] = -1;
+  return id;
+}
+
 /* per engine, the latest operation still using released space in [lo, hi) */
 static void pc_freed_users(pc_ctx *ctx, int level, int64_t lo, int64_t hi,
                            int64_t *ids) {

@@ -1,0 +1,107 @@
+"""Intermediates on chip for the whole kernel (``schedules/accel/homes.py``): on
+datacenter every intermediate of a small model lives in the ``shared`` SRAM,
+its copies move no DRAM bytes, the layers' buffers are planned below the homes
+(the simulator refuses an overlap), the outputs are the interpreter's, and the
+cost model predicts the run within the usual tolerance."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import polyc
+from accelerator.hardware.config import load_config
+from polyc.errors import ArgumentError
+from polyc.ir.kernel import Role
+from schedules.accel import homes
+
+TOLERANCE = 0.25
+
+
+def _mlp():
+    from polyc.frontends.torch.models import MLP
+
+    torch.manual_seed(0)
+    model = MLP(64, 128, 10).eval()
+    x = torch.randn(4, 64)
+    return polyc.from_torch(model, (x,)), {"arg0": x.numpy()}
+
+
+def _run(kernel, feeds, monkeypatch, on_chip: bool):
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    if not on_chip:
+        monkeypatch.setattr(homes, "assign", lambda kernel, spec: kernel)
+    compiled = polyc.compile(kernel, config="datacenter")
+    out, report = compiled.run(**feeds)
+    monkeypatch.undo()
+    return compiled, out, report
+
+
+def test_intermediates_live_in_the_level_above_the_engines():
+    kernel, _ = _mlp()
+    spec = load_config("datacenter")
+    got = homes.assign(kernel, spec)
+    shared = spec.level_index("shared")
+    for arr in got.arrays.values():
+        assert arr.home == (shared if arr.role == Role.TEMP else 0)
+    temps = sorted((a.home_offset, a.nbytes()) for a in got.arrays.values() if a.home)
+    for (lo, size), (nxt, _) in itertools.pairwise(temps):  # apart, at the top
+        assert lo + size <= nxt
+    assert temps[-1][0] + temps[-1][1] <= spec.memory[shared].capacity_bytes
+    assert got.history[-1].name == "home"
+    # one SRAM level (edge-npu): the engines work in it, nothing above
+    assert homes.assign(kernel, load_config("edge-npu")) is kernel
+
+
+def test_on_chip_intermediates_move_no_dram_bytes_and_run_faster(monkeypatch):
+    kernel, feeds = _mlp()
+    with_homes, out, report = _run(kernel, feeds, monkeypatch, on_chip=True)
+    _, _, before = _run(kernel, feeds, monkeypatch, on_chip=False)
+    want = polyc.interpret(kernel, feeds)
+    for name, value in want.items():
+        np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+    # the activations' stores and loads left DRAM: only the input, the
+    # weights and the output are moved (the 4x128 float activations were)
+    assert report.dram_bytes < before.dram_bytes - 2 * 4 * 128 * 4
+    assert report.cycles < before.cycles
+    ratio = with_homes.choice.predicted_cycles / report.cycles
+    assert abs(ratio - 1) <= TOLERANCE
+
+
+def test_a_home_for_what_the_caller_passes_is_refused():
+    kernel, _ = _mlp()
+    with pytest.raises(ArgumentError, match="only to intermediates"):
+        homes.home(kernel, "arg0", "shared", 0, "datacenter")
+    temp = next(a.name for a in kernel.arrays.values() if a.role == Role.TEMP)
+    with pytest.raises(ArgumentError, match="misaligned"):
+        homes.home(kernel, temp, "shared", 3, "datacenter")
+    with pytest.raises(ArgumentError, match="SRAM level"):
+        homes.home(kernel, temp, "dram", 0, "datacenter")
+
+
+def test_a_compiled_kernel_with_homes_compiles_again_as_a_given_schedule(monkeypatch):
+    """``polyc.compile(kernel, schedule=compiled.kernel)``: where the
+    intermediates live is the schedule's, the program is the same one."""
+    from polyc import compute as pc
+
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    a = pc.placeholder("A", (64, 64), "float32")
+    w = pc.placeholder("W", (64, 64), "float32")
+    k = pc.reduce_axis(64, "k")
+    h = pc.compute("H", (64, 64), lambda i, j: pc.sum(a[i, k] * w[k, j], k))
+    r = pc.compute("R", (64, 64), lambda i, j: pc.maximum(h[i, j], 0.0))
+    k2 = pc.reduce_axis(64, "k2")
+    out = pc.compute("O", (64, 64), lambda i, j: pc.sum(r[i, k2] * w[k2, j], k2))
+    kernel = pc.kernel("two", [out])
+    compiled = polyc.compile(kernel, config="datacenter")
+    assert {n for n, x in compiled.kernel.arrays.items() if x.home} == {"H", "R"}
+    again = polyc.compile(kernel, config="datacenter", schedule=compiled.kernel)
+    rng = np.random.default_rng(0)
+    feeds = {n: rng.standard_normal((64, 64)).astype(np.float32) for n in "AW"}
+    got, report = again.run(**feeds)
+    want, first = compiled.run(**feeds)
+    assert report.cycles == first.cycles
+    np.testing.assert_allclose(got["O"], want["O"])
