@@ -45,12 +45,13 @@ def mlp_run():
     along their hidden dimension (schedules.accel.mlp) moves the third's bias
     init into a layer of its own between the two, and a layer's loads overlap
     only the layer before it."""
-    from schedules.accel import mlp
+    from schedules.accel import homes, mlp
 
     kernel, feeds = _mlp()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("POLYC_COMPILE_CACHE", "0")
         mp.setattr(mlp, "cores", lambda _kernel: [])
+        mp.setattr(homes, "assign", lambda kernel, _spec: kernel)  # DRAM
         compiled = polyc.compile(kernel, config="datacenter", trace_limit=100_000)
     out, report = compiled.run(**feeds)
     return kernel, feeds, compiled, out, report
@@ -83,9 +84,15 @@ def test_weights_load_under_the_layer_two_before_when_a_bias_layer_sits_between(
     third fused along the hidden dimension. That layer's weights load while the
     first layer's MAC calls still run. Before, its buffers kept off the bias
     layer's bytes only and took the first layer's: its first weight load
-    started at 671, after the first layer's last MAC call (545)."""
+    started at 671, after the first layer's last MAC call (545). The
+    intermediates stay in DRAM here (no homes: schedules.accel.homes)."""
+    from schedules.accel import homes
+
     kernel, feeds = _mlp()
-    compiled = polyc.compile(kernel, config="datacenter", trace_limit=100_000)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POLYC_COMPILE_CACHE", "0")
+        mp.setattr(homes, "assign", lambda kernel, _spec: kernel)
+        compiled = polyc.compile(kernel, config="datacenter", trace_limit=100_000)
     layers = [lc.layer for lc in compiled.choice.layers]
     assert len(layers) == 3 and len(layers[1].stmts) == 1
     out, report = compiled.run(**feeds)
