@@ -16,7 +16,7 @@ so (:mod:`schedules.accel.terms`).
 
 The homes take the top of the level, at most :data:`SHARE` of it, in the
 kernel's array order; the memory planner plans the buffers below them
-(:func:`reserved`). An array that does not fit stays in DRAM. Each home is a
+(:func:`schedules.accel.memplan.below_homes`). An array that does not fit stays in DRAM. Each home is a
 step of the kernel's history (:func:`home`), so a replay ends with the same
 kernel.
 """
@@ -105,22 +105,4 @@ def assign(kernel: Kernel, spec: Spec) -> Kernel:
     return kernel
 
 
-def reserved(spec: Spec, kernel: Kernel | None) -> Spec:
-    """``spec`` with each level that holds homes of ``kernel`` ending where
-    they begin: what the memory planner may give the layers' buffers."""
-    if kernel is None:
-        return spec
-    low: dict[int, int] = {}
-    for arr in kernel.arrays.values():
-        if arr.home:
-            low[arr.home] = min(low.get(arr.home, arr.home_offset), arr.home_offset)
-    if not low:
-        return spec
-    memory = tuple(
-        dataclasses.replace(m, capacity_bytes=low[i]) if i in low else m
-        for i, m in enumerate(spec.memory)
-    )
-    return dataclasses.replace(spec, memory=memory)
-
-
-__all__ = ["assign", "home", "reserved"]
+__all__ = ["assign", "home"]

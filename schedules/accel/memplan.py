@@ -41,7 +41,7 @@ from polyc.errors import PlacementError
 from polyc.ir import marks as pm
 from polyc.ir import tree
 from polyc.ir.marks import Allocation
-from schedules.accel import homes, isltree
+from schedules.accel import isltree
 
 #: bytes of the zero block a level keeps for zero-filling copies (one element of
 #: any dtype, repeated with stride 0; the alignment rounds it up)
@@ -404,6 +404,25 @@ def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     return [_buffer(t) for t in tree.marks(schedule) if pm.kind(t) == "buffer"]
 
 
+def below_homes(spec: Spec, kernel) -> Spec:
+    """``spec`` with each level that holds homes of ``kernel`` (intermediates on
+    chip for the whole kernel, :mod:`schedules.accel.homes`) ending where they
+    begin: what the planner may give the layers' buffers."""
+    if kernel is None:
+        return spec
+    low: dict[int, int] = {}
+    for arr in kernel.arrays.values():
+        if arr.home:
+            low[arr.home] = min(low.get(arr.home, arr.home_offset), arr.home_offset)
+    if not low:
+        return spec
+    memory = tuple(
+        replace(m, capacity_bytes=low[i]) if i in low else m
+        for i, m in enumerate(spec.memory)
+    )
+    return replace(spec, memory=memory)
+
+
 def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:
     """Raise what :func:`replan` would raise for ``schedule``, without planning
     (placements that plan only at the last one check each layer's fit with this,
@@ -420,7 +439,7 @@ def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:
     Raises:
         PlacementError: as :func:`replan`.
     """
-    spec = homes.reserved(spec, kernel)  # the buffers go below the homes
+    spec = below_homes(spec, kernel)  # the buffers go below the homes
     texts = _layer_marks(schedule)
     if any(pm.kind(t) == "scope" for layer in texts for t in layer):
         texts = _layer_marks(_drop_scopes(schedule))  # as replan sees it
@@ -482,7 +501,7 @@ def replan(
     Raises:
         PlacementError: when a layer's buffers do not fit.
     """
-    spec = homes.reserved(spec, kernel)  # the buffers go below the homes
+    spec = below_homes(spec, kernel)  # the buffers go below the homes
     schedule = _drop_scopes(schedule)
     layer_paths = isltree.layers(schedule)
     requests, per_layer = [], {}
