@@ -9,7 +9,10 @@ simulator's rules (``docs/accelerator.md``):
 - a copy of ``b`` bytes keeps a DMA channel busy ``setup x descriptors +
   b / min(channel, SRAM)`` cycles and takes ``b`` of the DRAM bandwidth; its
   data is there ``latency`` cycles later, while the channel issues the next
-  copy's requests; copies run on all channels at once;
+  copy's requests; copies run on all channels at once, except that with two
+  channels or more the stores take the last half and the loads issued while a
+  store waits for its compute the first half (the simulator's channel choice:
+  :func:`schedules.accel.terms.channel_time`);
 - a MAC call ``m x n x k`` costs what its dataflow says
   (:func:`accelerator.hardware.dataflow.mac_timing`: folds of the array, each
   loading, streaming and draining; with double buffering calls pipeline, so each
@@ -24,7 +27,7 @@ simulator's rules (``docs/accelerator.md``):
 
 With double buffering the engines overlap, so a layer takes the busiest engine's
 total (MAC array, vector unit, DMA: the larger of DRAM bytes over its bandwidth and
-channel time over the channels, scalar core), plus the first tile's loads before
+the busiest channel group's time, scalar core), plus the first tile's loads before
 anything can start and the last tile's stores after everything else. DRAM is shared
 by the transfers in flight max-min fairly, as the simulator does, so its time is
 bytes over bandwidth whatever the issue order (:func:`schedules.accel.terms.overlap`

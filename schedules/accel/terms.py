@@ -141,6 +141,13 @@ class Copies:
     alone: np.ndarray  # time of its copy before the first (after the last) tile
     fixed: np.ndarray | float = 0.0  # ... of which set-up and latency
     latency: np.ndarray | float = 0.0  # ... of which latency
+    # the loads' part (copies into the chip): channel time, of which set-up,
+    # calls, and calls that overlap the compute
+    load_cycles: np.ndarray | float = 0.0
+    load_setup: np.ndarray | float = 0.0
+    setup: np.ndarray | float = 0.0  # the set-up of all its calls
+    load_calls: np.ndarray | float = 0.0
+    load_streams: np.ndarray | float = 0.0
 
 
 def footprint(buf: TileBuffer, box: TileBox, stream_slots: int, align: int):
@@ -170,6 +177,7 @@ def tile_copies(
     route = routes.upper.where(use, routes.direct)
     t = route.copy(box.moved_bytes, desc, dma.setup_cycles, box.phases)
     directions = buf.directions
+    loads = int(buf.copy_in)
     return Copies(
         np.where(use, 0, box.copies * box.moved_bytes * directions),
         np.where(use, 0, box.copies * box.moved_bytes * int(buf.copy_out)),
@@ -179,6 +187,11 @@ def tile_copies(
         t.alone,
         t.fixed,
         t.latency,
+        box.copies * t.per_call * t.calls * loads,
+        box.copies * t.calls * (t.fixed - t.latency) * loads,
+        box.copies * t.calls * (t.fixed - t.latency) * directions,
+        box.copies * t.calls * loads,
+        np.where(box.copies > 1, t.calls, 0) * loads,
     )
 
 
@@ -189,13 +202,19 @@ def staging_copy(buf: TileBuffer, use: np.ndarray, route: Route, dma: DMA) -> Co
     box = [np.full(1, float(e)) for e in buf.whole]
     desc = descriptors(box, buf.shape, dma.max_dims)[0]
     t = route.copy(whole, desc, dma.setup_cycles)
+    cycles = np.where(use, t.per_call * t.calls, 0)
+    calls = np.where(use, t.calls, 0)
     return Copies(
         np.where(use, whole, 0),
         0.0,
-        np.where(use, t.per_call * t.calls, 0),
-        np.where(use, t.calls, 0),
+        cycles,
+        calls,
         0.0,
         np.where(use, t.alone, 0),
+        load_cycles=cycles,
+        load_setup=np.where(use, t.calls * (t.fixed - t.latency), 0),
+        setup=np.where(use, t.calls * (t.fixed - t.latency), 0),
+        load_calls=calls,
     )
 
 
@@ -227,6 +246,11 @@ class Traffic:
     # array -> the time of its copy before the first tile (copied-in buffers)
     first_loads: dict = field(default_factory=dict)
     first_latency: np.ndarray | float = 0.0  # the first tile's loads' latency
+    load_cycles: np.ndarray | float = 0.0  # the loads' part of channel_cycles
+    load_setup: np.ndarray | float = 0.0  # ... of which set-up
+    setup: np.ndarray | float = 0.0  # the set-up of all the calls
+    load_calls: np.ndarray | float = 0.0  # ... of transfers
+    load_streams: np.ndarray | float = 0.0  # ... of streams
 
     @classmethod
     def zeros(cls, n: int) -> Traffic:
@@ -246,6 +270,11 @@ class Traffic:
             self.channel_cycles += c.channel_cycles
             self.transfers += c.calls
             self.streams += c.streams
+            self.load_cycles = self.load_cycles + c.load_cycles
+            self.load_setup = self.load_setup + c.load_setup
+            self.setup = self.setup + c.setup
+            self.load_calls = self.load_calls + c.load_calls
+            self.load_streams = self.load_streams + c.load_streams
             alone = alone + c.alone
         self.most = np.maximum(self.most, box.copies)
         if buf.copy_out:
@@ -519,8 +548,8 @@ class Busy:
 
 def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     """With double buffering the engines overlap: the busiest one's total (DMA:
-    the larger of DRAM bytes over its bandwidth and channel time over the
-    channels in flight; the scalar core also issues every call), plus the first
+    the larger of DRAM bytes over its bandwidth and the busiest channel group's
+    time, :func:`channel_time`; the scalar core also issues every call), plus the first
     tile's loads before anything starts and the last tile's stores after.
 
     DRAM as the simulator shares it: the transfers in flight divide its bytes per
@@ -548,13 +577,6 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     bw, read_bw, write_bw = _dram_rates(spec)
     issues = traffic.transfers + work.calls
     scalar = work.scalar + issues * spec.scalar.issue_cycles
-    # each double-buffered stream overlaps the compute; a store of every tile
-    # waits for its compute at the head of a channel's queue, so the loads queued
-    # behind it get one channel fewer
-    waiting = np.zeros(len(issues), dtype=bool)
-    for copies in traffic.stored:
-        waiting |= (copies >= traffic.most) & (traffic.most > 1)
-    in_flight = np.clip(traffic.streams, 1, np.maximum(dma.channels - waiting, 1))
     # the fill and the drain move their own bytes; the rest moves between them
     free = np.maximum(dma.channels - traffic.first_calls, 0)
     filled = np.minimum(free / np.maximum(traffic.next_calls, 1), ahead)
@@ -571,7 +593,7 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     dram_time = np.maximum(
         np.maximum((reads + writes) / bw, reads / read_bw), writes / write_bw
     )
-    dma_time = np.maximum(dram_time, traffic.channel_cycles / in_flight)
+    dma_time = np.maximum(dram_time, channel_time(spec, traffic, reads, writes))
     # one channel: a store waiting for its tile's compute holds up the next
     # tile's loads queued behind it, so each boundary between stored tiles
     # exposes the store and those loads
@@ -657,6 +679,48 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
         {"mac": work.mac, "vector": work.vector, "dma": dma_time, "scalar": scalar},
         edges,
     )
+
+
+def channel_time(spec: Spec, traffic: Traffic, reads, writes) -> np.ndarray:
+    """The busiest DMA channel's time over the layer, as the simulator picks
+    channels at issue (``pc__pick_channel``).
+
+    Each double-buffered stream overlaps the compute, so the transfers spread
+    over the channels. With two channels or more, though, the stores to DRAM take
+    the last ``channels // 2``, and a load goes to one of those only when no
+    store waits in its queue (a store waits at its channel's head for the compute
+    that writes its data, and a load queued behind it would too). A stored
+    buffer's store waits from its issue until its tile's compute ends: through
+    the ``queue_depth`` load calls queued ahead of that compute on each channel
+    of the first half and about as many issued while it runs, so a store
+    period's load calls all, where they are fewer (on edge-npu's two
+    channels the loads then run on channel 0 alone and the stores on channel 1).
+    Loads and stores on their own channels share DRAM max-min fairly (while both
+    move, each gets half): each side's data moves no faster than its own bytes
+    plus as many of the other side's over DRAM's bandwidth, between the fill and
+    the drain (``reads`` and ``writes``: the DRAM bytes loaded and stored
+    there)."""
+    n = spec.dma.channels
+    cycles = traffic.channel_cycles
+    spread = cycles / np.clip(traffic.streams, 1, n)
+    if n < 2:
+        return spread
+    half = n - n // 2
+    bw = spec.dram.bytes_per_cycle
+    # the stores, on the last half
+    out = np.clip(traffic.streams - traffic.load_streams, 1, n // 2)
+    setup = traffic.setup - traffic.load_setup
+    moving = (writes + np.minimum(reads, writes)) / bw * out
+    stores = np.maximum(cycles - traffic.load_cycles, setup + moving) / out
+    # the loads issued while a store waits, on the first half
+    periods = np.max(np.array(traffic.stored, dtype=float), axis=0, initial=0.0)
+    per_period = traffic.load_calls / np.maximum(periods, 1)
+    ahead = 2 * spec.scalar.queue_depth * half
+    waits = np.where(periods > 1, np.minimum(ahead / np.maximum(per_period, 1), 1), 0)
+    width = np.clip(traffic.load_streams, 1, half)
+    moving = (reads + np.minimum(writes, reads)) / bw * width
+    loads = np.maximum(traffic.load_cycles, traffic.load_setup + moving) / width
+    return np.maximum(np.maximum(spread, stores), waits * loads)
 
 
 def _chained(work: Work, dma_time, fill, drain, depth: int):

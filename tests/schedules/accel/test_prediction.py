@@ -8,6 +8,8 @@ the pick it now makes is predicted as well as it is simulated.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,60 @@ def test_a_convolution_chained_through_vector_work_into_another_is_predicted():
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
     ratio = compiled.choice.predicted_cycles / report.cycles
     assert abs(ratio - 1) <= 0.05, ratio
+
+
+def _loads_beside_stores(channels: int):
+    """A fused 1x1 expand + depthwise conv's traffic on edge-npu (DRAM and
+    channels 16 B/cycle, set-up 16), with ``channels`` DMA channels: 132 load
+    calls (2,112 cycles of set-up, 57,600 bytes) and 12 stores of 1,024 bytes,
+    one every four tiles, five loads and one store per tile."""
+    from accelerator.hardware.config import load_config
+
+    spec = load_config("edge-npu")
+    spec = replace(spec, dma=replace(spec.dma, channels=channels))
+    t = terms.Traffic.zeros(1)
+    t.load_setup = np.array([132 * 16.0])
+    t.load_cycles = t.load_setup + 57_600 / 16
+    t.setup = t.load_setup + 12 * 16
+    t.channel_cycles = t.load_cycles + 12 * 16 + 12_288 / 16
+    t.load_calls = np.array([132.0])
+    t.transfers = np.array([144.0])
+    t.streams = np.array([6.0])
+    t.load_streams = np.array([5.0])
+    t.stored = [np.array([12.0])]
+    return spec, t
+
+
+def test_loads_beside_waiting_stores_take_the_first_half_of_the_channels():
+    """The simulator puts a store to DRAM on the last half of the channels and
+    a load on a channel of it only when no store waits in its queue; with a
+    store every four tiles one always waits (11 load calls per store, under the
+    16 the scalar core issues ahead on edge-npu), so all the loads run on
+    channel 0 (hf-mobilenetv2's fused expand + depthwise layer: model 4,196
+    DMA cycles when they spread over both channels, simulated 6,222 on channel
+    0). Between fill and drain, 50,000 bytes loaded and 11,264 stored: the
+    loads' channel pays their set-up and moves its bytes sharing DRAM with the
+    stores (each half while both move), 2,112 + (50,000 + 11,264) / 16."""
+    spec, t = _loads_beside_stores(2)
+    got = terms.channel_time(spec, t, 50_000.0, 11_264.0)
+    assert got == pytest.approx(2112 + 61_264 / 16)
+    # the stores' channel: 12 set-ups, its bytes and as many of the loads'
+    stores = 12 * 16 + 2 * 11_264 / 16
+    assert got > stores
+    # one channel: everything in order on it
+    spec1, t1 = _loads_beside_stores(1)
+    assert terms.channel_time(spec1, t1, 50_000.0, 11_264.0) == pytest.approx(
+        t1.channel_cycles
+    )
+
+
+def test_loads_spread_over_the_channels_where_stores_are_rare():
+    """With a store only every 66 load calls (two stores in the layer), most
+    loads are issued while no store waits: 16 of each store period's 66 calls
+    are held to channel 0, and the rest spread with the stores over both."""
+    spec, t = _loads_beside_stores(2)
+    t.stored = [np.array([2.0])]
+    got = terms.channel_time(spec, t, 50_000.0, 11_264.0)
+    confined = 16 / 66 * (2112 + 61_264 / 16)
+    spread = t.channel_cycles / 2
+    assert got == pytest.approx(max(confined, spread, 12 * 16 + 2 * 11_264 / 16))
