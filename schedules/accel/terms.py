@@ -686,7 +686,8 @@ def channel_time(spec: Spec, traffic: Traffic, reads, writes) -> np.ndarray:
     channels at issue (``pc__pick_channel``).
 
     Each double-buffered stream overlaps the compute, so the transfers spread
-    over the channels. With two channels or more, though, the stores to DRAM take
+    over the channels (less one where a store of every tile waits: it holds its
+    channel's queue). With two channels or more, though, the stores to DRAM take
     the last ``channels // 2``, and a load goes to one of those only when no
     store waits in its queue (a store waits at its channel's head for the compute
     that writes its data, and a load queued behind it would too). A stored
@@ -702,7 +703,13 @@ def channel_time(spec: Spec, traffic: Traffic, reads, writes) -> np.ndarray:
     there)."""
     n = spec.dma.channels
     cycles = traffic.channel_cycles
-    spread = cycles / np.clip(traffic.streams, 1, n)
+    # a store of every tile waits at the head of a channel's queue, so the rest
+    # get one channel fewer: a floor that also stands for the halo's zero fills
+    # (copies the model does not count, which queue with the loads)
+    waiting = np.zeros(np.shape(cycles), dtype=bool)
+    for copies in traffic.stored:
+        waiting |= (copies >= traffic.most) & (traffic.most > 1)
+    spread = cycles / np.clip(traffic.streams, 1, np.maximum(n - waiting, 1))
     if n < 2:
         return spread
     half = n - n // 2
