@@ -289,17 +289,6 @@ def _filter_rows(stmt: Statement, con, fused):
     return (found[0][0], tap, kc), layouts
 
 
-def _one_per_engine(opts: list) -> list:
-    """The first option of each engine in ``opts`` (a MAC mapping, the vector
-    unit, ...), in their order."""
-    seen, out = set(), []
-    for c in opts:
-        if c[0] not in seen:
-            seen.add(c[0])
-            out.append(c)
-    return out
-
-
 def structures(
     kernel: Kernel, layer: Layer, spec: Spec, private: bool, all_orders: bool = True
 ):
@@ -326,15 +315,11 @@ def structures(
         per_stmt.append(opts)
     if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
         # the first contraction keeps its mappings (not an init before it that
-        # folds into it or runs on the vector unit); the other statements keep
-        # one option per engine (a depthwise conv fused after a 1x1 expand may
-        # run on the vector unit)
+        # folds into it or runs on the vector unit)
         varies = [i for i, o in enumerate(per_stmt) if len(o) > 1]
         macs = [i for i in varies if any(c[0] == "mac" for c in per_stmt[i])]
         first = (macs or varies or [0])[0]
-        per_stmt = [
-            o if i == first else _one_per_engine(o) for i, o in enumerate(per_stmt)
-        ]
+        per_stmt = [o if i == first else o[:1] for i, o in enumerate(per_stmt)]
     free = _free(layer, private)
     shared_free = [v.position for v in free if isinstance(v, SharedTile)]
     fixed = [p for p in range(layer.depth) if p not in shared_free]

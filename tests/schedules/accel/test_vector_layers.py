@@ -77,39 +77,3 @@ def test_a_reduction_step_folds_each_run_of_two_or_more_contributions(
     out, report = compiled.run(inputs)
     np.testing.assert_array_equal(out["out"], polyc.interpret(kernel, inputs)["out"])
     assert report.vector_ops["reduce"] == steps * compiled.spec.vector.lanes
-
-
-def test_a_depthwise_conv_fused_after_a_1x1_expand_may_run_on_the_vector_unit():
-    """A 1x1 expand (MAC array) and the depthwise conv it feeds in one layer
-    have more engine combinations than the search models, so the statements
-    after the expand keep fewer options: it kept only their first (the MAC
-    array for the depthwise conv), so the fused layer was modelled with the
-    depthwise conv on the array, one column per call. Now each keeps one
-    option per engine, and the fused layer is also modelled with the expand on
-    the MAC array and the depthwise conv on the vector unit."""
-    import torch
-    from torch import nn
-
-    from accelerator.hardware.config import load_config
-    from schedules.accel import groups, search
-    from schedules.accel.layers import split
-
-    torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(8, 32, 1),
-        nn.ReLU6(),
-        nn.ZeroPad2d(1),
-        nn.Conv2d(32, 32, 3, groups=32),
-        nn.ReLU6(),
-    ).eval()
-    kernel = polyc.from_torch(model, (torch.randn(1, 8, 16, 16),))
-    expand, dw = split(kernel)
-    owner = {c: 0 for lay in (expand, dw) for c in lay.children}
-    layer = groups._merged(kernel, expand, dw, [expand, dw], owner, ())
-    spec = load_config("edge-npu")
-    combos = {
-        (dict(st.engine)[expand.stmts[1].name], dict(st.engine)[dw.stmts[1].name])
-        for st in search.structures(kernel, layer, spec, False, all_orders=False)
-    }
-    assert ("mac", "vector") in combos, combos
-    assert ("mac", "mac") in combos
