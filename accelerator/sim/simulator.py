@@ -125,6 +125,22 @@ class Simulator:
         self.check()
         return buf
 
+    def bind_at(
+        self, name: str, array: np.ndarray, level: str | int, offset: int
+    ) -> int:
+        """Bind a C-contiguous numpy array held in on-chip ``level`` at
+        ``offset`` (an intermediate's home: its values stay in ``array``, its
+        copies take the level's timing); returns its id."""
+        if not array.flags.c_contiguous:
+            raise ValueError("bind_at: the array must be C-contiguous")
+        self._keep.append(array)
+        ptr = self.ffi.from_buffer("void *", array)
+        buf = self.lib.pc_bind_at(
+            self.ctx, name.encode(), ptr, array.nbytes, self.level(level), offset
+        )
+        self.check()
+        return buf
+
     def level(self, level: str | int) -> int:
         return level if isinstance(level, int) else self.spec.level_index(level)
 

@@ -299,6 +299,23 @@ def test_buffer_overlap_misalignment_and_capacity(sim):
         sim.alloc("l1", 128, 256, "y")
 
 
+def test_an_array_bound_on_chip_moves_at_the_levels_timing_and_keeps_its_place(sim, rt):
+    """``pc_bind_at``: the values stay in the caller's array, a copy from it
+    to another buffer of the level moves them (no DRAM bytes), and a buffer
+    that would overlap it, or one out of the level, is refused."""
+    home = np.arange(64, dtype=np.float32)
+    h = sim.bind_at("h", home, "l1", 1024)
+    b = sim.alloc("l1", 0, 256, "b")
+    sim.dma((b, 0, [1]), (h, 0, [1]), [64], 4, label="h in")
+    sim.wait_all()
+    np.testing.assert_array_equal(sim.array(b, np.float32, [64]), home)
+    with pytest.raises(SimulationError, match=r"overlaps live buffer h \[1024, 1280\)"):
+        sim.alloc("l1", 1152, 256, "c")
+    other = Simulator(rt, sim.spec)  # the first stopped on its violation
+    with pytest.raises(SimulationError, match=r"array g \[16384, 16640\) does not fit"):
+        other.bind_at("g", np.zeros(64, dtype=np.float32), "l1", 16384)
+
+
 def test_buffer_misaligned(sim):
     with pytest.raises(
         SimulationError,

@@ -146,6 +146,36 @@ static int pc_valid_buf(pc_ctx *ctx, int buf, const char *op) {
   return 0;
 }
 
+/* a new live buffer `name` of `bytes` at `offset` in `level`, its bytes at
+ * `base`, no operation on its space yet (-1: out of buffer slots) */
+static int pc_add_buf(pc_ctx *ctx, const char *name, int level, int64_t offset,
+                      int64_t bytes, void *base) {
+  int id = pc_new_buf(ctx);
+  if (id < 0) return -1;
+  pc_buf *b = &ctx->bufs[id];
+  memset(b, 0, sizeof *b);
+  pc_copy_name(b->name, name, sizeof b->name);
+  b->level = level;
+  b->live = 1;
+  b->offset = offset;
+  b->bytes = bytes;
+  b->base = base;
+  for (int e = 0; e < PC_MAX_ENGINES; e++) b->floor_w[e] = b->floor_r[e] = -1;
+  return id;
+}
+
+/* the live buffer of `level` that shares a byte with [offset, offset + bytes),
+ * or -1 */
+static int pc_overlapping(pc_ctx *ctx, int level, int64_t offset, int64_t bytes) {
+  for (int i = 0; i < ctx->nbufs; i++) {
+    pc_buf *o = &ctx->bufs[i];
+    if (o->live && o->level == level && o->offset < offset + bytes &&
+        offset < o->offset + o->bytes)
+      return i;
+  }
+  return -1;
+}
+
 int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
   if (ctx->failed) return -1;
   pc_level *dram = &ctx->spec.level[0];
@@ -155,18 +185,8 @@ int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
                         "config with more DRAM or smaller arrays.",
                    name, (long long)bytes, (long long)ctx->dram_bound,
                    (long long)dram->capacity);
-  int id = pc_new_buf(ctx);
-  if (id < 0) return -1;
-  pc_buf *b = &ctx->bufs[id];
-  memset(b, 0, sizeof *b);
-  pc_copy_name(b->name, name, sizeof b->name);
-  b->level = 0;
-  b->live = 1;
-  b->offset = ctx->dram_bound;
-  b->bytes = bytes;
-  b->base = data;
-  for (int e = 0; e < PC_MAX_ENGINES; e++) b->floor_w[e] = b->floor_r[e] = -1;
-  ctx->dram_bound += bytes;
+  int id = pc_add_buf(ctx, name, 0, ctx->dram_bound, bytes, data);
+  if (id >= 0) ctx->dram_bound += bytes;
   return id;
 }
 
@@ -185,28 +205,14 @@ int pc_bind_at(pc_ctx *ctx, const char *name, void *data, int64_t bytes, int lev
                         "Plan its home inside the level.",
                    name, (long long)offset, (long long)(offset + bytes), L->name,
                    (long long)L->capacity, (long long)L->alignment);
-  for (int i = 0; i < ctx->nbufs; i++) {
-    pc_buf *o = &ctx->bufs[i];
-    if (o->live && o->level == level && o->offset < offset + bytes &&
-        offset < o->offset + o->bytes)
-      return pc__fail(ctx, "pc_bind_at: array %s [%lld, %lld) overlaps live "
-                          "buffer %s in %s because both are there at once. Plan "
-                          "the homes apart.",
-                     name, (long long)offset, (long long)(offset + bytes), o->name,
-                     L->name);
-  }
-  int id = pc_new_buf(ctx);
-  if (id < 0) return -1;
-  pc_buf *b = &ctx->bufs[id];
-  memset(b, 0, sizeof *b);
-  pc_copy_name(b->name, name, sizeof b->name);
-  b->level = level;
-  b->live = 1;
-  b->offset = offset;
-  b->bytes = bytes;
-  b->base = data;
-  for (int e = 0; e < PC_MAX_ENGINES; e++) b->floor_w[e] = b->floor_r[e] = -1;
-  return id;
+  int o = pc_overlapping(ctx, level, offset, bytes);
+  if (o >= 0)
+    return pc__fail(ctx, "pc_bind_at: array %s [%lld, %lld) overlaps live "
+                        "buffer %s in %s because both are there at once. Plan "
+                        "the homes apart.",
+                   name, (long long)offset, (long long)(offset + bytes),
+                   ctx->bufs[o].name, L->name);
+  return pc_add_buf(ctx, name, level, offset, bytes, data);
 }
 
 /* per engine, the latest operation still using released space in [lo, hi) */
@@ -238,27 +244,19 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
                         "offset up to a multiple of %lld.",
                    name, (long long)offset, L->name, (long long)L->alignment,
                    (long long)L->alignment);
-  for (int i = 0; i < ctx->nbufs; i++) {
+  int i = pc_overlapping(ctx, level, offset, bytes);
+  if (i >= 0) {
     pc_buf *o = &ctx->bufs[i];
-    if (o->live && o->level == level && o->offset < offset + bytes &&
-        offset < o->offset + o->bytes)
-      return pc__fail(ctx, "pc_alloc: buffer %s [%lld, %lld) overlaps live buffer "
-                          "%s [%lld, %lld) in %s because both are allocated at "
-                          "once. Free %s first or move one of them.",
-                     name, (long long)offset, (long long)(offset + bytes), o->name,
-                     (long long)o->offset, (long long)(o->offset + o->bytes),
-                     L->name, o->name);
+    return pc__fail(ctx, "pc_alloc: buffer %s [%lld, %lld) overlaps live buffer "
+                        "%s [%lld, %lld) in %s because both are allocated at "
+                        "once. Free %s first or move one of them.",
+                   name, (long long)offset, (long long)(offset + bytes), o->name,
+                   (long long)o->offset, (long long)(o->offset + o->bytes),
+                   L->name, o->name);
   }
-  int id = pc_new_buf(ctx);
+  int id = pc_add_buf(ctx, name, level, offset, bytes, ctx->mem[level] + offset);
   if (id < 0) return -1;
   pc_buf *b = &ctx->bufs[id];
-  memset(b, 0, sizeof *b);
-  pc_copy_name(b->name, name, sizeof b->name);
-  b->level = level;
-  b->live = 1;
-  b->offset = offset;
-  b->bytes = bytes;
-  b->base = ctx->mem[level] + offset;
   memset(b->base, PC_POISON, (size_t)bytes);
   /* space released by earlier buffers may still be read or written */
   pc_freed_users(ctx, level, offset, offset + bytes, b->floor_w);
