@@ -9,28 +9,15 @@ import pytest
 import torch
 
 import polyc
-from polyc import compute as pc
 from schedules import fusion, legality
 from schedules.accel import layers
 from schedules.accel.layers import _simple, split, top_children
+from tests.support.small_kernels import overwritten
+from tests.support.small_kernels import window as _window
 
 
 def _relations(deps):
     return sorted((kind, array, str(m)) for kind, array, m in deps)
-
-
-def _chain(n: int = 12):
-    """S0 writes T, S1 overwrites it, S2 reads it, then ``n`` element-wise
-    loop nests."""
-    X, Y = pc.placeholder("X", (8,)), pc.placeholder("Y", (8,))
-    (i,) = pc.indices("i")
-    T = pc.tensor("T", (8,))
-    T[i] = X[i]
-    T[i] = Y[i]
-    Z = pc.compute("Z", (8,), lambda i: T[i] + 1.0)
-    for _ in range(n):
-        Z = pc.compute(f"Z{_}", (8,), lambda i, Z=Z: Z[i] * 2.0)
-    return pc.kernel("chain", outputs=[Z])
 
 
 def _items(kernel):
@@ -41,17 +28,6 @@ def _exact(kernel, bands, d) -> bool:
     """:func:`schedules.fusion.can_fuse` on the exact dependences alone."""
     _, seq_path, _, _, _, _, new = fusion._fusion(kernel, bands, None, d, "fuse")
     return legality.is_legal(kernel, new, seq_path)
-
-
-def _window(later: bool):
-    X = pc.placeholder("X", (16,))
-    Y = pc.compute("Y", (16,), lambda i: X[i] + 1.0)
-    r = pc.reduce_axis(3, "r")
-    if later:
-        Z = pc.compute("Z", (14,), lambda i: pc.sum(Y[i + r], r))
-    else:
-        Z = pc.compute("Z", (16,), lambda i: pc.sum(Y[i - r], r, where=i - r >= 0))
-    return pc.kernel("window", outputs=[Z])
 
 
 def _depthwise():
@@ -67,7 +43,13 @@ def _depthwise():
 
 
 @pytest.mark.parametrize(
-    "build", [_chain, lambda: _window(True), lambda: _window(False), _depthwise]
+    "build",
+    [
+        lambda: overwritten(12, "chain"),
+        lambda: _window(True),
+        lambda: _window(False),
+        _depthwise,
+    ],
 )
 def test_a_fusion_check_answers_as_the_exact_dependences(build):
     kernel = build()
@@ -90,7 +72,7 @@ def test_a_fusion_check_answers_as_the_exact_dependences(build):
 
 
 def test_killed_values_are_in_the_memory_based_dependences_only():
-    kernel = _chain(0)
+    kernel = overwritten(0, "chain")
     exact = _relations(legality.dependences(kernel))
     memory = _relations(legality.memory_dependences(kernel))
     assert set(exact) != set(memory)

@@ -3,20 +3,10 @@ between its statements."""
 
 from __future__ import annotations
 
-from polyc import compute as pc
 from schedules.accel.layers import sub_kernel
 from schedules.legality import dependences
-
-
-def _overwritten():
-    """S0 writes T, S1 overwrites it, S2 reads it: S1 kills S0's values."""
-    X, Y = pc.placeholder("X", (8,)), pc.placeholder("Y", (8,))
-    (i,) = pc.indices("i")
-    T = pc.tensor("T", (8,))
-    T[i] = X[i]
-    T[i] = Y[i]
-    Z = pc.compute("Z", (8,), lambda i: T[i] + 1.0)
-    return pc.kernel("overwritten", outputs=[Z])
+from tests.support.small_kernels import overwritten as _overwritten
+from tests.support.small_kernels import window as _window
 
 
 def test_a_part_has_the_whole_programs_dependences_between_its_statements():
@@ -40,19 +30,6 @@ def test_a_part_fills_only_its_own_analyses():
     assert sub_kernel(whole, (0, 2)) is part  # memoised by the whole
     tiled = part.with_schedule(part.schedule)
     assert dependences(tiled) is dependences(part)
-
-
-def _window(later: bool):
-    """Y = X + 1, then Z[i] sums a window of 3 of Y: from Y[i] on (``later``:
-    elements written at larger i) or up to Y[i]."""
-    X = pc.placeholder("X", (16,))
-    Y = pc.compute("Y", (16,), lambda i: X[i] + 1.0)
-    r = pc.reduce_axis(3, "r")
-    if later:
-        Z = pc.compute("Z", (14,), lambda i: pc.sum(Y[i + r], r))
-    else:
-        Z = pc.compute("Z", (16,), lambda i: pc.sum(Y[i - r], r, where=i - r >= 0))
-    return pc.kernel("window", outputs=[Z])
 
 
 def _fusion_check(kernel, d: int = 1):

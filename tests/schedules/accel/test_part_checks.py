@@ -9,12 +9,12 @@ import pytest
 import torch
 
 import polyc
-from polyc import compute as pc
 from polyc.errors import IllegalTransformError
 from polyc.lang.program import Program
 from schedules import fusion, legality
 from schedules.accel import mlp, reindex
 from schedules.accel.layers import _simple, own_part, top_children
+from tests.support.small_kernels import overwritten
 
 
 class _MLPs(torch.nn.Module):
@@ -47,22 +47,8 @@ def _whole(monkeypatch):
     monkeypatch.setattr(mlp, "own_part", lambda kernel, positions: None)
 
 
-def _chain(n: int = 12):
-    """S0 writes T, S1 overwrites it, S2 reads it, then ``n`` element-wise
-    loop nests: a part of the first three is a quarter of the program."""
-    X, Y = pc.placeholder("X", (8,)), pc.placeholder("Y", (8,))
-    (i,) = pc.indices("i")
-    T = pc.tensor("T", (8,))
-    T[i] = X[i]
-    T[i] = Y[i]
-    Z = pc.compute("Z", (8,), lambda i: T[i] + 1.0)
-    for _ in range(n):
-        Z = pc.compute(f"Z{_}", (8,), lambda i, Z=Z: Z[i] * 2.0)
-    return pc.kernel("chain", outputs=[Z])
-
-
 def test_a_part_has_the_programs_dependences_between_its_statements():
-    whole = _chain()
+    whole = overwritten(12, "chain")
     for positions in [(0, 1, 2), (1, 2), (2, 3, 4), (5,)]:
         part = own_part(whole, positions)
         assert part is not None and part.part_of is None
@@ -72,7 +58,7 @@ def test_a_part_has_the_programs_dependences_between_its_statements():
 
 
 def test_no_part_when_the_question_needs_the_program():
-    whole = _chain()
+    whole = overwritten(12, "chain")
     assert own_part(whole, (0, 2)) is None  # not consecutive: S1 kills S0
     assert own_part(whole, tuple(range(6))) is None  # more than a quarter
     bands = [b for _, b in _items(whole)]
