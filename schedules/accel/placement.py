@@ -543,6 +543,13 @@ def bank_bandwidth(level) -> float:
     return level.bytes_per_cycle / max(getattr(level, "banks", 1) or 1, 1)
 
 
+def home_calls(calls: int, want: float, rate: float) -> int:
+    """The calls a copy from an array's home is cut into: as many as reach the
+    bank's bandwidth ``want`` at ``rate`` each, at most ``calls`` (those that
+    reach the level's); rates below a byte per cycle allowed."""
+    return int(min(calls, max(1, math.ceil(want / rate - 1e-9))))
+
+
 def worth_cutting(nbytes, calls, rate, want, setup):
     """Whether a copy of ``nbytes`` is cut into ``calls`` DMA calls on as many
     channels: when the time the copy saves running alone (``nbytes / rate``
@@ -567,10 +574,11 @@ def chunks(
         + [m.bytes_per_cycle for m in ends if m.kind == "sram"]
     )
     want = min(m.bytes_per_cycle for m in ends)
-    if one_bank:
-        rate = min(rate, bank_bandwidth(ends[0]))
-        want = min(want, bank_bandwidth(ends[0]))
     n = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
+    if one_bank:
+        bank = bank_bandwidth(ends[0])
+        rate, want = min(rate, bank), min(want, bank)
+        n = home_calls(n, want, rate)
     box = mark.elem_bytes
     for e in mark.extent:
         box *= e

@@ -30,7 +30,7 @@ import numpy as np
 from accelerator.hardware.spec import DMA, MemoryLevel, Spec
 from schedules.accel import banks
 from schedules.accel.evaluate import descriptors
-from schedules.accel.placement import bank_bandwidth, worth_cutting
+from schedules.accel.placement import bank_bandwidth, home_calls, worth_cutting
 from schedules.accel.split import split_engine, split_side
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class Routes:
         bank = bank_bandwidth(level)
         up = self.upper
         rate, want = min(up.rate, bank), min(up.want, bank)
-        r = Route(up.latency, rate, want, max(1, -(-int(want) // int(rate))))
+        r = Route(up.latency, rate, want, home_calls(up.split, want, rate))
         return Routes(r, r, r)
 
     @classmethod

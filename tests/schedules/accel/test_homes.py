@@ -105,3 +105,28 @@ def test_a_compiled_kernel_with_homes_compiles_again_as_a_given_schedule(monkeyp
     want, first = compiled.run(**feeds)
     assert report.cycles == first.cycles
     np.testing.assert_allclose(got["O"], want["O"])
+
+
+def test_a_home_in_a_bank_slower_than_a_byte_per_cycle_is_one_call():
+    """Random hardware (fuzz batch 913, cases 9 and 94): a level of 4 B/cycle
+    in 8 banks gives a home half a byte per cycle; the copies' calls were
+    computed with integer rates and divided by zero."""
+    import dataclasses
+
+    from polyc.ir import marks as pm
+    from schedules.accel.placement import chunks
+    from schedules.accel.terms import Routes
+
+    spec = load_config("datacenter")
+    shared, local = spec.level_index("shared"), spec.level_index("local")
+    slow = dataclasses.replace(spec.memory[shared], bytes_per_cycle=4.0)
+    memory = tuple(slow if i == shared else m for i, m in enumerate(spec.memory))
+    spec = dataclasses.replace(spec, memory=memory)
+    routes = Routes.of(spec, spec.memory[shared], spec.memory[local])
+    home = routes.home(spec.memory[shared]).direct
+    assert home.split == 1 and home.want == 0.5
+    mark = pm.BufferMark(
+        "t_local_0", "t", "local", local, 4, 1, (64, 64), (64, 1), 4096,
+        True, False, False, "", "",
+    )  # fmt: skip
+    assert chunks(spec, shared, local, mark, one_bank=True) == 1
