@@ -159,12 +159,9 @@ def place(
         mark = _buffer_mark(
             kernel, spec, one, buf_name, level_index, count, pad, layout, op, phase
         )
-        # the copies come from the buffer above, else the array's home (in one
-        # bank of its level: at that bank's bandwidth)
-        outer = _enclosing_level(node, one.array)
-        home = kernel.arrays[one.array].home if not outer else 0
-        n = chunks(spec, outer or home, level_index, mark, one_bank=bool(home))
-        marks.append(replace(mark, chunks=n))
+        # the copies come from the buffer above, else the array's home
+        outer = _enclosing_level(node, one.array) or kernel.arrays[one.array].home
+        marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
     _reachable(kernel, schedule, spec, marks, op)
@@ -561,24 +558,32 @@ def worth_cutting(nbytes, calls, rate, want, setup):
     return (saved >= (calls - 1) * setup) & (nbytes >= calls * MIN_CALL_BYTES)
 
 
-def chunks(
-    spec: Spec, outer: int, inner: int, mark: pm.BufferMark, one_bank: bool = False
-) -> int:
-    """DMA calls per copy: enough channels to reach the slower end's bandwidth
-    (DRAM's 151.7 B/cycle needs three 64 B/cycle channels), when that pays
-    for their set-up (:func:`worth_cutting`); ``one_bank``: the outer end is
-    an array's home, in one bank of its level (:func:`bank_bandwidth`)."""
-    ends = [spec.memory[outer], spec.memory[inner]]
+def copy_rates(spec: Spec, a, b) -> tuple[float, float, int]:
+    """A copy between memory levels ``a`` and ``b``: a channel's bytes per
+    cycle (at most the SRAM ends'), the bandwidth the copy wants (the slower
+    end's) and the calls that reach it, at most the channels. An SRAM end of
+    several banks gives at most one bank's bandwidth (:func:`bank_bandwidth`:
+    a buffer smaller than a bank sits in one, datacenter's staged operands and
+    homes in its 64 B/cycle ``shared`` banks)."""
     rate = min(
         [spec.dma.bytes_per_cycle]
-        + [m.bytes_per_cycle for m in ends if m.kind == "sram"]
+        + [m.bytes_per_cycle for m in (a, b) if m.kind == "sram"]
     )
-    want = min(m.bytes_per_cycle for m in ends)
+    want = min(m.bytes_per_cycle for m in (a, b))
     n = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
-    if one_bank:
-        bank = bank_bandwidth(ends[0])
-        rate, want = min(rate, bank), min(want, bank)
+    banked = [bank_bandwidth(m) for m in (a, b) if m.kind == "sram" and m.banks > 1]
+    bank = min(banked, default=float("inf"))
+    if bank < want:
+        rate, want = min(rate, bank), bank
         n = home_calls(n, want, rate)
+    return rate, want, n
+
+
+def chunks(spec: Spec, outer: int, inner: int, mark: pm.BufferMark) -> int:
+    """DMA calls per copy: enough channels to reach the slower end's bandwidth
+    (DRAM's 151.7 B/cycle needs three 64 B/cycle channels), when that pays
+    for their set-up (:func:`worth_cutting`; :func:`copy_rates`)."""
+    rate, want, n = copy_rates(spec, spec.memory[outer], spec.memory[inner])
     box = mark.elem_bytes
     for e in mark.extent:
         box *= e

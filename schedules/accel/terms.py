@@ -30,7 +30,7 @@ import numpy as np
 from accelerator.hardware.spec import DMA, MemoryLevel, Spec
 from schedules.accel import banks
 from schedules.accel.evaluate import descriptors
-from schedules.accel.placement import bank_bandwidth, home_calls, worth_cutting
+from schedules.accel.placement import copy_rates, worth_cutting
 from schedules.accel.split import split_engine, split_side
 
 if TYPE_CHECKING:
@@ -54,12 +54,7 @@ class Route:
         """The route from ``a`` to ``b`` (a placeholder when either is absent)."""
         if a is None or b is None:
             return cls(0, 1.0, 1.0, 1)
-        rate = min(
-            [spec.dma.bytes_per_cycle]
-            + [m.bytes_per_cycle for m in (a, b) if m.kind == "sram"]
-        )
-        want = min(m.bytes_per_cycle for m in (a, b))
-        split = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
+        rate, want, split = copy_rates(spec, a, b)
         return cls(max(a.latency_cycles, b.latency_cycles), rate, want, split)
 
     def where(self, use: np.ndarray, other: Route) -> Route:
@@ -111,14 +106,10 @@ class Routes:
     staging: Route
     upper: Route
 
-    def home(self, level: MemoryLevel) -> Routes:
-        """The routes of copies between an array's home in ``level`` (in one
-        of its banks, at that bank's bandwidth) and the engines' level."""
-        bank = bank_bandwidth(level)
-        up = self.upper
-        rate, want = min(up.rate, bank), min(up.want, bank)
-        r = Route(up.latency, rate, want, home_calls(up.split, want, rate))
-        return Routes(r, r, r)
+    def home(self) -> Routes:
+        """The routes of copies between an array's home in the level above
+        (``upper``, at one bank's bandwidth) and the engines' level."""
+        return Routes(self.upper, self.upper, self.upper)
 
     @classmethod
     def of(cls, spec: Spec, upper: MemoryLevel | None, level: MemoryLevel):
@@ -336,7 +327,7 @@ def moves(model: LayerModel, ev, n: int, staged: tuple, upper) -> Moves:
             staged_at[name] = no = np.zeros(n, dtype=bool)
             route = Routes.of(spec, spec.memory[home], spec.memory[index])
             # laid out as the array (its descriptors), no bytes through DRAM
-            copies = tile_copies(buf, box, no, route.home(spec.memory[home]), spec.dma)
+            copies = tile_copies(buf, box, no, route.home(), spec.dma)
             copies = replace(copies, dram_bytes=0 * no, dram_writes=0 * no)
             traffic.add(buf, box, no, [copies], dram=False)
             continue
