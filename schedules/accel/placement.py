@@ -534,16 +534,9 @@ def _phases(array: str, want: dict, extent, op: str) -> list[int]:
 MIN_CALL_BYTES = 4096
 
 
-def bank_bandwidth(level) -> float:
-    """Bytes per cycle of one bank of ``level`` (its banks are block-partitioned:
-    a buffer smaller than a bank sits in one, docs/accelerator.md)."""
-    return level.bytes_per_cycle / max(getattr(level, "banks", 1) or 1, 1)
-
-
-def home_calls(calls: int, want: float, rate: float) -> int:
-    """The calls a copy from an array's home is cut into: as many as reach the
-    bank's bandwidth ``want`` at ``rate`` each, at most ``calls`` (those that
-    reach the level's); rates below a byte per cycle allowed."""
+def _calls_to_reach(calls: int, want: float, rate: float) -> int:
+    """How many calls of ``rate`` bytes per cycle reach ``want``, at most
+    ``calls``; rates below a byte per cycle allowed (a slow bank)."""
     return int(min(calls, max(1, math.ceil(want / rate - 1e-9))))
 
 
@@ -562,20 +555,23 @@ def copy_rates(spec: Spec, a, b) -> tuple[float, float, int]:
     """A copy between memory levels ``a`` and ``b``: a channel's bytes per
     cycle (at most the SRAM ends'), the bandwidth the copy wants (the slower
     end's) and the calls that reach it, at most the channels. An SRAM end of
-    several banks gives at most one bank's bandwidth (:func:`bank_bandwidth`:
-    a buffer smaller than a bank sits in one, datacenter's staged operands and
-    homes in its 64 B/cycle ``shared`` banks)."""
+    several banks gives at most one bank's bandwidth (the banks are
+    block-partitioned, docs/accelerator.md: a buffer smaller than a bank sits
+    in one, datacenter's staged operands and homes in its 64 B/cycle
+    ``shared`` banks)."""
     rate = min(
         [spec.dma.bytes_per_cycle]
         + [m.bytes_per_cycle for m in (a, b) if m.kind == "sram"]
     )
     want = min(m.bytes_per_cycle for m in (a, b))
     n = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
-    banked = [bank_bandwidth(m) for m in (a, b) if m.kind == "sram" and m.banks > 1]
+    banked = [
+        m.bytes_per_cycle / m.banks for m in (a, b) if m.kind == "sram" and m.banks > 1
+    ]
     bank = min(banked, default=float("inf"))
     if bank < want:
         rate, want = min(rate, bank), bank
-        n = home_calls(n, want, rate)
+        n = _calls_to_reach(n, want, rate)
     return rate, want, n
 
 

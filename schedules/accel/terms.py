@@ -6,7 +6,8 @@ time and then for the whole layer:
 - :func:`footprint`: the SRAM bytes of a buffer (its slots of aligned boxes);
 - :func:`tile_copies`: the DMA work of a buffer's per-tile copies (bytes moved
   between DRAM, or the staging level, and the engines' level), through
-  :meth:`Route.copy`, the one rule by which a copy is cut into calls;
+  :meth:`schedules.accel.routes.Route.copy`, the one rule by which a copy is
+  cut into calls;
 - :func:`staging_copy`: a re-read operand copied whole from DRAM to the level
   above the engines' once, before the tiles;
 - :func:`engines`: the MAC array's (calls back to back, plus the first load and
@@ -27,97 +28,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from accelerator.hardware.spec import DMA, MemoryLevel, Spec
+from accelerator.hardware.spec import DMA, Spec
 from schedules.accel import banks
 from schedules.accel.evaluate import descriptors
-from schedules.accel.placement import copy_rates, worth_cutting
+from schedules.accel.routes import Route, Routes
 from schedules.accel.split import split_engine, split_side
 
 if TYPE_CHECKING:
     from schedules.accel.model import LayerModel, TileBox, TileBuffer
-
-
-@dataclass(frozen=True)
-class Route:
-    """The DMA path between two memory levels (the simulator's rules): the slower
-    end's ``latency``, a channel's ``rate`` (at most the SRAM ends' bandwidth),
-    the bandwidth a copy ``wants`` (the slower end's), and ``split``, the calls a
-    large copy is cut into so that that many channels together reach it."""
-
-    latency: int | np.ndarray
-    rate: float | np.ndarray
-    want: float | np.ndarray
-    split: int | np.ndarray
-
-    @classmethod
-    def between(cls, spec: Spec, a: MemoryLevel | None, b: MemoryLevel | None):
-        """The route from ``a`` to ``b`` (a placeholder when either is absent)."""
-        if a is None or b is None:
-            return cls(0, 1.0, 1.0, 1)
-        rate, want, split = copy_rates(spec, a, b)
-        return cls(max(a.latency_cycles, b.latency_cycles), rate, want, split)
-
-    def where(self, use: np.ndarray, other: Route) -> Route:
-        """Per candidate, this route where ``use`` holds, else ``other``."""
-        return Route(
-            np.where(use, self.latency, other.latency),
-            np.where(use, self.rate, other.rate),
-            np.where(use, self.want, other.want),
-            np.where(use, self.split, other.split),
-        )
-
-    def copy(self, nbytes, desc, setup: int, phases: int = 1) -> Transfer:
-        """One copy of ``nbytes`` in ``desc`` descriptors on this route: cut into
-        ``split`` calls on as many channels where that pays
-        (:func:`~schedules.accel.placement.worth_cutting`, as placement cuts it),
-        and each of a buffer's ``phases`` is a copy of its own."""
-        cut = worth_cutting(nbytes, self.split, self.rate, self.want, setup)
-        calls = np.where(cut, self.split, 1) * phases
-        start = desc * setup + self.latency
-        return Transfer(
-            calls,
-            desc * setup + nbytes / calls / self.rate,
-            start + nbytes / np.minimum(calls * self.rate, self.want),
-            start,
-            self.latency,
-        )
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """The calls of one copy, each call's channel time (set-up and data: the
-    channel issues the next call's requests while this one's are in flight),
-    and the copy's time when it runs alone (its calls in parallel, up to the
-    bandwidth it wants, then the latency)."""
-
-    calls: np.ndarray
-    per_call: np.ndarray
-    alone: np.ndarray
-    fixed: np.ndarray  # set-up and latency: what moves no bytes
-    latency: int | np.ndarray = 0
-
-
-@dataclass(frozen=True)
-class Routes:
-    """The routes a buffer's copies take: ``direct`` DRAM -> engines' level;
-    with staging, ``staging`` DRAM -> the level above, ``upper`` from there."""
-
-    direct: Route
-    staging: Route
-    upper: Route
-
-    def home(self) -> Routes:
-        """The routes of copies between an array's home in the level above
-        (``upper``, at one bank's bandwidth) and the engines' level."""
-        return Routes(self.upper, self.upper, self.upper)
-
-    @classmethod
-    def of(cls, spec: Spec, upper: MemoryLevel | None, level: MemoryLevel):
-        return cls(
-            Route.between(spec, spec.dram, level),
-            Route.between(spec, spec.dram, upper),
-            Route.between(spec, upper, level),
-        )
 
 
 @dataclass(frozen=True)
@@ -195,6 +113,7 @@ def staging_copy(buf: TileBuffer, use: np.ndarray, route: Route, dma: DMA) -> Co
     t = route.copy(whole, desc, dma.setup_cycles)
     cycles = np.where(use, t.per_call * t.calls, 0)
     calls = np.where(use, t.calls, 0)
+    setup = np.where(use, t.calls * (t.fixed - t.latency), 0)
     return Copies(
         np.where(use, whole, 0),
         0.0,
@@ -203,8 +122,8 @@ def staging_copy(buf: TileBuffer, use: np.ndarray, route: Route, dma: DMA) -> Co
         0.0,
         np.where(use, t.alone, 0),
         load_cycles=cycles,
-        load_setup=np.where(use, t.calls * (t.fixed - t.latency), 0),
-        setup=np.where(use, t.calls * (t.fixed - t.latency), 0),
+        load_setup=setup,
+        setup=setup,
         load_calls=calls,
     )
 

@@ -115,7 +115,7 @@ def test_a_home_in_a_bank_slower_than_a_byte_per_cycle_is_one_call():
 
     from polyc.ir import marks as pm
     from schedules.accel.placement import chunks
-    from schedules.accel.terms import Routes
+    from schedules.accel.routes import Routes
 
     spec = load_config("datacenter")
     shared, local = spec.level_index("shared"), spec.level_index("local")

@@ -14,7 +14,7 @@ from accelerator.hardware.config import load_config
 from polyc import ops
 from schedules.accel import search
 from schedules.accel.model import LayerModel
-from schedules.accel.terms import Route
+from schedules.accel.routes import Route
 from schedules.accel.tilevars import PrivateTile, SharedTile, loop_extent, tile_var
 
 
