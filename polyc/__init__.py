@@ -24,6 +24,8 @@ _LAZY = {
     "compile": ("polyc.api", "compile"),
     "from_torch": ("polyc.frontends.torch.export", "from_torch"),
     "from_c": ("polyc.frontends.c.parse", "from_c"),
+    "to_mlir": ("polyc.api", "to_mlir"),
+    "from_mlir": ("polyc.frontends.mlir.parse", "from_mlir"),
     "ops": ("polyc.ops", None),
     "compute": ("polyc.lang.compute", None),
     "dtypes": ("polyc.ir.dtypes", None),

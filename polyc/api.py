@@ -20,6 +20,18 @@ def build(kernel: Kernel, **options):
     return host_build(kernel, **options)
 
 
+def to_mlir(kernel: Kernel) -> str:
+    """``kernel`` (as written, scheduled or placed) as affine-dialect MLIR text:
+    one ``func.func`` with the arrays as memref arguments (see docs/mlir.md).
+
+    Raises:
+        CodegenError: for a construct with no affine/arith form.
+    """
+    from codegen.mlir.export import to_mlir as export
+
+    return export(kernel)
+
+
 def compile(
     kernel: Kernel,
     config="edge-npu",
