@@ -31,6 +31,7 @@ _TYPE = {
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf"}
 _MATH.update({"sin": "sin", "cos": "cos", "abs": "absf", "floor": "floor"})
 _MATH.update({"ceil": "ceil", "round": "round", "rint": "roundeven"})
+_ROUNDING = ("floor", "ceil", "round", "rint")
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 _ICMP = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _UCMP = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
@@ -42,18 +43,18 @@ def mlir_type(dt: DType) -> str:
 
 
 def constant(value, dt: DType) -> str:
-    """The attribute text of ``value`` in ``dt``: floats as their exact bits (the
-    interpreter's value, rounded once by numpy)."""
+    """The attribute text of ``value`` in ``dt``: a float is rounded to ``dt`` once
+    (by numpy, as the interpreter does) and written as that value's shortest
+    decimal, which MLIR reads back exactly (inf and NaN as their bits)."""
     t = mlir_type(dt)
     if dt == dtypes.bool_:
         return "true" if value else "false"
     if dt.is_float:
-        bits = np.asarray(value, dtype=dt.numpy).view(f"uint{8 * dt.itemsize}")
-        if math.isfinite(float(value)) and float(np.asarray(value, dt.numpy)) == float(
-            value
-        ):
-            text = repr(float(value))
+        rounded = float(np.asarray(value, dtype=dt.numpy))
+        if math.isfinite(rounded):  # the exact decimal of the rounded value
+            text = repr(rounded)
             return f"{text if ('.' in text or 'e' in text) else text + '.0'} : {t}"
+        bits = np.asarray(value, dtype=dt.numpy).view(f"uint{8 * dt.itemsize}")
         return f"0x{int(bits):0{2 * dt.itemsize}X} : {t}"
     v = int(np.asarray(value).astype(dt.numpy).astype(np.int64))
     if not dt.is_signed and v >= 128:
@@ -80,6 +81,7 @@ class Body:
         self.fresh = fresh
         self.load = load
         self.index = index
+        self._memo: dict[int, tuple[Expr, str]] = {}
 
     def op(self, text: str) -> str:
         v = self.fresh()
@@ -87,6 +89,17 @@ class Body:
         return v
 
     def __call__(self, e: Expr) -> str:
+        """The SSA value of ``e``; a node the tree shares is emitted once."""
+        done = self._memo.get(id(e))
+        if done is not None:
+            return done[1]
+        expanded = expand(e)
+        v = self._emit(e) if expanded is None else self(expanded)
+        self._memo[id(e)] = (e, v)  # the node is kept, so its id stays its own
+        return v
+
+    def _emit(self, e: Expr) -> str:
+        t = mlir_type(e.dtype)
         if isinstance(e, Const):
             return self.op(f"arith.constant {constant(e.value, e.dtype)}")
         if isinstance(e, Index):
@@ -98,7 +111,7 @@ class Body:
             return self.cast(self(e.x), e.x.dtype, e.dtype)
         if isinstance(e, Select):
             c, a, b = self(e.cond), self(e.a), self(e.b)
-            return self.op(f"arith.select {c}, {a}, {b} : {mlir_type(e.dtype)}")
+            return self.op(f"arith.select {c}, {a}, {b} : {t}")
         if isinstance(e, Unary):
             return self.unary(e.op, self(e.x), e.dtype)
         if isinstance(e, Binary):
@@ -109,9 +122,6 @@ class Body:
             "of polyc.ir.expr."
         )
 
-    def const(self, value, dt: DType) -> str:
-        return self.op(f"arith.constant {constant(value, dt)}")
-
     def unary(self, op: str, x: str, dt: DType) -> str:
         t = mlir_type(dt)
         if op == "not":
@@ -120,30 +130,14 @@ class Body:
         if op == "neg":
             if dt.is_float:
                 return self.op(f"arith.negf {x} : {t}")
-            return self.op(f"arith.subi {self.const(0, dt)}, {x} : {t}")
+            zero = self.op(f"arith.constant {constant(0, dt)}")
+            return self.op(f"arith.subi {zero}, {x} : {t}")
         if not dt.is_float:
             if op == "abs":
                 return self.op(f"math.absi {x} : {t}")
-            if op in ("floor", "ceil", "round", "rint"):
-                return x
             raise CodegenError(f"to_mlir: {op} of an integer ({dt}) is not supported.")
-        if dt == dtypes.float16 and op not in ("abs",):
-            wide = self.op(f"arith.extf {x} : f16 to f32")
-            r = self.unary(op, wide, dtypes.float32)
-            return self.op(f"arith.truncf {r} : f32 to f16")
         if op in _MATH:
             return self.op(f"math.{_MATH[op]} {x} : {t}")
-        one = self.const(1.0, dt)
-        if op == "rsqrt":
-            root = self.op(f"math.sqrt {x} : {t}")
-            return self.op(f"arith.divf {one}, {root} : {t}")
-        if op == "recip":
-            return self.op(f"arith.divf {one}, {x} : {t}")
-        if op == "sigmoid":
-            neg = self.op(f"arith.negf {x} : {t}")
-            ex = self.op(f"math.exp {neg} : {t}")
-            den = self.op(f"arith.addf {one}, {ex} : {t}")
-            return self.op(f"arith.divf {one}, {den} : {t}")
         raise CodegenError(f"to_mlir: unary op {op} has no MLIR form.")
 
     def binary(self, op: str, a: str, b: str, dt: DType) -> str:
@@ -159,22 +153,14 @@ class Body:
             return self.op(f"arith.{op}i {a}, {b} : i1")
         if op in ("add", "sub", "mul"):
             return self.op(f"arith.{op}{'f' if fl else 'i'} {a}, {b} : {t}")
-        if op in ("min", "max"):
-            if fl:  # C's a < b ? a : b, NaN and signed zeros included
-                c = self.op(
-                    f"arith.cmpf {'olt' if op == 'min' else 'ogt'}, {a}, {b} : {t}"
-                )
-                return self.op(f"arith.select {c}, {a}, {b} : {t}")
+        if op in ("min", "max"):  # integers (floats were expanded)
             kind = "si" if signed else "ui"
             return self.op(f"arith.{op}{kind} {a}, {b} : {t}")
         if op == "div":
             if fl:
                 return self.op(f"arith.divf {a}, {b} : {t}")
             return self.op(f"arith.div{'si' if signed else 'ui'} {a}, {b} : {t}")
-        if op == "floordiv":
-            if fl:
-                q = self.op(f"arith.divf {a}, {b} : {t}")
-                return self.unary("floor", q, dt)
+        if op == "floordiv":  # integers
             if not signed:
                 return self.op(f"arith.divui {a}, {b} : {t}")
             return self.op(f"arith.floordivsi {a}, {b} : {t}")
@@ -182,13 +168,8 @@ class Body:
             if fl:
                 return self.op(f"arith.remf {a}, {b} : {t}")
             return self.op(f"arith.rem{'si' if signed else 'ui'} {a}, {b} : {t}")
-        if op == "pow":
-            if fl and dt != dtypes.float16:
-                return self.op(f"math.powf {a}, {b} : {t}")
-            wide = dtypes.float32 if fl else dtypes.float64
-            fa, fb = (self.cast(v, dt, wide) for v in (a, b))
-            r = self.op(f"math.powf {fa}, {fb} : {mlir_type(wide)}")
-            return self.cast(r, wide, dt)
+        if op == "pow":  # float32/64 (the others were expanded)
+            return self.op(f"math.powf {a}, {b} : {t}")
         raise CodegenError(f"to_mlir: binary op {op} has no MLIR form.")
 
     def cast(self, x: str, src: DType, dst: DType) -> str:
@@ -197,7 +178,7 @@ class Body:
             return x
         s, d = mlir_type(src), mlir_type(dst)
         if dst == dtypes.bool_:
-            zero = self.const(0, src)
+            zero = self.op(f"arith.constant {constant(0, src)}")
             if src.is_float:
                 return self.op(f"arith.cmpf une, {x}, {zero} : {s}")
             return self.op(f"arith.cmpi ne, {x}, {zero} : {s}")
@@ -215,6 +196,43 @@ class Body:
         else:
             op = "trunci"
         return self.op(f"arith.{op} {x} : {s} to {d}")
+
+
+def expand(e: Expr) -> Expr | None:
+    """``e`` in the ops MLIR has, as the C the host runs computes it (None when it
+    has them already): float min/max as C's ``a < b ? a : b``, sigmoid, rsqrt and
+    reciprocals through a division, float floordiv through floor, float16
+    transcendental functions in float32, integer and float16 pow in a wider float.
+    An expansion is a tree of primitive nodes, so that the MLIR polyc.from_mlir
+    reads back is exported to the same text."""
+    dt = e.dtype
+    if isinstance(e, Unary) and dt.is_float:
+        if dt == dtypes.float16 and e.op not in ("abs", "neg"):
+            wide = Unary(e.op, Cast(e.x, dtypes.float32), dtypes.float32)
+            return Cast(wide, dtypes.float16)
+        one = Const(1.0, dt)
+        if e.op == "rsqrt":
+            return Binary("div", one, Unary("sqrt", e.x, dt), dt)
+        if e.op == "recip":
+            return Binary("div", one, e.x, dt)
+        if e.op == "sigmoid":
+            den = Binary("add", one, Unary("exp", Unary("neg", e.x, dt), dt), dt)
+            return Binary("div", one, den, dt)
+    if isinstance(e, Unary) and not dt.is_float and e.op in _ROUNDING:
+        return e.x  # an integer rounds to itself
+    if isinstance(e, Binary) and dt.is_float:
+        if e.op in ("min", "max"):
+            test = Binary("lt" if e.op == "min" else "gt", e.a, e.b, dtypes.bool_)
+            return Select(test, e.a, e.b, dt)
+        if e.op == "floordiv":
+            return Unary("floor", Binary("div", e.a, e.b, dt), dt)
+    if (isinstance(e, Binary) and e.op == "pow" and dt in (dtypes.float16,)) or (
+        isinstance(e, Binary) and e.op == "pow" and not dt.is_float
+    ):
+        wide = dtypes.float32 if dt.is_float else dtypes.float64
+        a, b = Cast(e.a, wide), Cast(e.b, wide)
+        return Cast(Binary("pow", a, b, wide), dt)
+    return None
 
 
 def _width(dt: DType) -> int:

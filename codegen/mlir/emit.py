@@ -50,11 +50,12 @@ class MLIREmitter:
 
     def __init__(self, kernel: Kernel, function: str | None = None):
         self.kernel = kernel
-        self.function = function or f"polyc_{c_ident(kernel.name)}"
+        self.function = function or c_ident(kernel.name)
         self.stmts = {s.name: s for s in kernel.statements}
         self.params = frozenset(kernel.params)
         self.lines: list[str] = []
         self.depth = 1
+        self._band: str | None = None  # the band name the next loop carries
         self._count = 0
 
     # helpers -------------------------------------------------------------------
@@ -95,8 +96,8 @@ class MLIREmitter:
             self.body(n.body[1:])
             return
         parsed = tree.parse_band_mark(n.name)
-        if parsed:
-            self.emit(f"// band {parsed[0]}")
+        if parsed and first is not None and isinstance(first, loops.For):
+            self._band = parsed[0]
         self.body(n.body)
 
     def loop(self, n: loops.For, parallel: bool) -> None:
@@ -107,6 +108,7 @@ class MLIREmitter:
             self.body(n.body)
             return
         highs = self.upper(n)
+        band, self._band = self._band, None
         if parallel:
             lo = ", ".join(at.inline(a, self.params, self.ssa) for a in lows)
             hi = ", ".join(at.inline(a, self.params, self.ssa) for a in highs)
@@ -122,7 +124,8 @@ class MLIREmitter:
         self.depth += 1
         self.body(n.body)
         self.depth -= 1
-        self.emit("}")
+        # the schedule's band name, kept for polyc.from_mlir (mlir-opt keeps it)
+        self.emit(f'}} {{polyc.band = "{band}"}}' if band else "}")
 
     def upper(self, n: loops.For) -> list[Aff]:
         """The exclusive upper bounds of a loop (isl's condition ``var <= b``, ``var

@@ -190,3 +190,32 @@ def check(kernels: dict[str, polyc.Kernel]) -> dict[str, str | None]:
         got = module(inputs)
         out[name] = compare(k, want, got)
     return out
+
+
+def specialized(name: str) -> polyc.Kernel:
+    """A corpus kernel with its parameters fixed (static memref shapes)."""
+    k = corpus_kernel(name)
+    return k.specialize(**param_values(k))
+
+
+def imported_equal(original: polyc.Kernel, imported: polyc.Kernel) -> str | None:
+    """Interpret both on the same inputs (arrays matched by position: the
+    function's arguments); None when every output of ``original`` is equal.
+    Arrays the import sees as inputs that the original does not (its temporaries,
+    which are arguments in MLIR) start zeroed, as the interpreter zeroes them."""
+    inputs = inputs_for(original)
+    want = polyc.interpret(original, inputs)
+    rename = dict(zip(original.arrays, imported.arrays))
+    given = {rename[n]: v for n, v in inputs.items() if n in rename}
+    given |= {p: inputs[p] for p in imported.params if p in inputs}
+    feed = {}
+    for a in imported.free_inputs:
+        feed[a.name] = given.get(a.name)
+        if feed[a.name] is None:
+            feed[a.name] = np.zeros(a.concrete_shape(given), a.dtype.numpy)
+    feed |= {p: given[p] for p in imported.params if p in given}
+    got = polyc.interpret(imported, feed)
+    missing = [n for n in want if rename[n] not in got]
+    if missing:
+        return f"{missing} are not outputs of the imported kernel"
+    return compare(original, want, {n: got[rename[n]] for n in want})

@@ -1,0 +1,1 @@
+"""MLIR affine programs -> Kernels (``polyc.from_mlir``)."""
