@@ -109,6 +109,7 @@ class MLIREmitter:
             return
         highs = self.upper(n)
         band, self._band = self._band, None
+        attrs = ([f'polyc.band = "{band}"'] if band else []) + self.loop_attributes()
         if parallel:
             lo = ", ".join(at.inline(a, self.params, self.ssa) for a in lows)
             hi = ", ".join(at.inline(a, self.params, self.ssa) for a in highs)
@@ -125,7 +126,11 @@ class MLIREmitter:
         self.body(n.body)
         self.depth -= 1
         # the schedule's band name, kept for polyc.from_mlir (mlir-opt keeps it)
-        self.emit(f'}} {{polyc.band = "{band}"}}' if band else "}")
+        self.emit(f"}} {{{', '.join(attrs)}}}" if attrs else "}")
+
+    def loop_attributes(self) -> list[str]:
+        """Attributes of the loop being opened besides its band name."""
+        return []
 
     def upper(self, n: loops.For) -> list[Aff]:
         """The exclusive upper bounds of a loop (isl's condition ``var <= b``, ``var
@@ -211,6 +216,13 @@ class MLIREmitter:
         return v
 
     # the function ----------------------------------------------------------------
+    def prologue(self) -> list[str]:
+        """Operations before the loop nest (placed kernels allocate buffers)."""
+        return []
+
+    def epilogue(self) -> list[str]:
+        return []
+
     def signature_arrays(self) -> list[Array]:
         return list(self.kernel.arrays.values())
 
@@ -221,6 +233,11 @@ class MLIREmitter:
         args += [f"%{a.name}: {memref_type(a)}" for a in arrays]
         self.depth = 2
         self.body(CEmitter.nest(self))  # the C emitter's loop nest, names reserved
+        self.lines = (
+            ["    " + line for line in self.prologue()]
+            + self.lines
+            + ["    " + line for line in self.epilogue()]
+        )
         func = [
             f"  func.func @{self.function}({', '.join(args)}) "
             "attributes {llvm.emit_c_interface} {",

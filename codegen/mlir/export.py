@@ -16,7 +16,11 @@ def to_mlir(kernel: Kernel, function: str | None = None) -> str:
     return generate(kernel, function).text
 
 
-def generate(kernel: Kernel, function: str | None = None) -> MLIRSource:
-    """The MLIR module of ``kernel`` and how to call it."""
-    cls = PlacedMLIREmitter if is_placed(kernel) else MLIREmitter
-    return cls(kernel, function).generate()
+def generate(
+    kernel: Kernel, function: str | None = None, *, dma: bool = True
+) -> MLIRSource:
+    """The MLIR module of ``kernel`` and how to call it. ``dma=False`` writes a
+    placed kernel's copies as element loops (the form the host lowering runs)."""
+    if is_placed(kernel):
+        return PlacedMLIREmitter(kernel, function, dma).generate()
+    return MLIREmitter(kernel, function).generate()
