@@ -39,6 +39,18 @@ LOWER = (
 )
 
 
+#: linalg on tensors -> the affine subset polyc.from_mlir reads (a producer's
+#: pipeline: bufferize with identity layouts and results as out-parameters, then
+#: linalg to affine loops)
+FROM_LINALG = (
+    "--one-shot-bufferize=bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map",
+    "--buffer-results-to-out-params",
+    "--convert-linalg-to-affine-loops",
+    "--canonicalize",
+)
+
+
 @cache
 def tool(name: str) -> str:
     """The path of ``name`` (``mlir-opt``, ``mlir-translate``, ``clang``).

@@ -46,6 +46,14 @@ def add_compile_parser(sub) -> None:
         "interpreter's, naming the array, the element and both values",
     )
     p.add_argument(
+        "--emit",
+        choices=("c", "mlir"),
+        help="what to write: 'c' (the rewritten C file, the default for C input) or "
+        "'mlir' (each region's kernel as affine-dialect MLIR: as written, scheduled "
+        "with --schedule, or placed with --config; docs/mlir.md). An input ending "
+        "in .mlir is an affine MLIR program (polyc.from_mlir)",
+    )
+    p.add_argument(
         "--print-schedule",
         action="store_true",
         help="print each region's schedule as isl YAML (a starting point for --schedule)",
@@ -56,10 +64,14 @@ def run_compile(args) -> int:
     from polyc.errors import PolycError
 
     try:
-        _check_input(args.input)
+        mlir_in = args.input.endswith(".mlir")
+        if not mlir_in:
+            _check_input(args.input)
         _verify_needs_config(args)
         if args.print_schedule:
             return _print_schedules(args)
+        if args.emit == "mlir" or (mlir_in and not args.config):
+            return _emit_mlir(args)
         if args.config:
             return _accelerator(args)
         return _source_to_source(args)
@@ -176,9 +188,7 @@ def _source_to_source(args) -> int:
 def _print_schedules(args) -> int:
     from polyc.frontends.c.parse import parse_c
 
-    regions = parse_c(
-        Path(args.input), defines=args.defines, include_dirs=args.include_dirs
-    )
+    regions = _regions(args)
     docs = [f"# region {r.kernel.name}\n{r.kernel.schedule}\n" for r in regions]
     text = "---\n".join(docs)
     if args.output:
@@ -196,15 +206,12 @@ def _accelerator(args) -> int:
     import polyc
     from accelerator import load_config
     from polyc.errors import ArgumentError
-    from polyc.frontends.c.parse import parse_c
     from polyc.integrations.c_source import apply_region_schedule, schedule_documents
     from polyc.oracle.verify import compare
 
     given = _params(args.params)
     load_config(args.config)  # a bad name fails before any work
-    regions = parse_c(
-        Path(args.input), defines=args.defines, include_dirs=args.include_dirs
-    )
+    regions = _regions(args)
     docs = schedule_documents(_schedule_arg(args), len(regions))
     rng = np.random.default_rng(0)
     for r, doc in zip(regions, docs, strict=True):
@@ -237,6 +244,60 @@ def _accelerator(args) -> int:
         print(f"outputs match the interpreter: {verdict}")
         if args.verify:
             result.raise_if_wrong("compile", run)
+    return 0
+
+
+def _regions(args) -> list:
+    """The input's regions: the C file's ``#pragma scop`` regions, or the one
+    function of an MLIR file (its parameters have no known values)."""
+    from types import SimpleNamespace
+
+    if args.input.endswith(".mlir"):
+        import polyc
+
+        kernel = polyc.from_mlir(Path(args.input))
+        return [SimpleNamespace(kernel=kernel, param_values={})]
+    from polyc.frontends.c.parse import parse_c
+
+    return parse_c(
+        Path(args.input), defines=args.defines, include_dirs=args.include_dirs
+    )
+
+
+def _emit_mlir(args) -> int:
+    """Each region's kernel as MLIR: scheduled with --schedule, placed for
+    --config (its sizes fixed by the macros and --param)."""
+    import polyc
+    from polyc.errors import ArgumentError
+    from polyc.integrations.c_source import apply_region_schedule, schedule_documents
+
+    if args.config:
+        from accelerator import load_config
+
+        load_config(args.config)  # a bad name fails before any work
+    given = _params(args.params)
+    regions = _regions(args)
+    docs = schedule_documents(_schedule_arg(args), len(regions))
+    texts = []
+    for r, doc in zip(regions, docs, strict=True):
+        kernel = apply_region_schedule(r.kernel, doc, r.param_values)
+        if args.config:
+            values = {**r.param_values, **given}
+            missing = [p for p in kernel.params if p not in values]
+            if missing:
+                raise ArgumentError(
+                    f"compile: region {kernel.name} needs values for "
+                    f"{', '.join(missing)} because placement needs concrete sizes. "
+                    f"Pass --param {missing[0]}=VALUE for each."
+                )
+            kernel = kernel.specialize(**{p: values[p] for p in kernel.params})
+            kernel = polyc.compile(kernel, config=args.config).kernel
+        texts.append(polyc.to_mlir(kernel))
+    text = "".join(texts)
+    if args.output:
+        _write(args.output, text)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
