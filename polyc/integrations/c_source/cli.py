@@ -186,7 +186,6 @@ def _source_to_source(args) -> int:
 
 
 def _print_schedules(args) -> int:
-    from polyc.frontends.c.parse import parse_c
 
     regions = _regions(args)
     docs = [f"# region {r.kernel.name}\n{r.kernel.schedule}\n" for r in regions]
