@@ -10,7 +10,11 @@ RUNTIME := $(VENV)/.polyc-runtime
 # would pull a several-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: run test test-slow lint format bench clean
+# LLVM 19's MLIR tools and clang (polyc.to_mlir's verification and runs,
+# polyc.from_mlir), installed when missing (Debian bookworm: run as root)
+MLIR_TOOLS := mlir-opt-19 mlir-translate-19 clang-19
+
+.PHONY: run test test-slow lint format bench clean mlir-tools
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,10 +37,15 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(RUNTIME) lint
+mlir-tools:
+	@for t in $(MLIR_TOOLS); do command -v $$t >/dev/null || missing=1; done; \
+	if [ -n "$$missing" ]; then apt-get update && apt-get install -y \
+	  --no-install-recommends mlir-19-tools clang-19; fi
+
+test: $(RUNTIME) lint mlir-tools
 	$(BIN)/python -m pytest -q -n 2 --durations=15
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) mlir-tools
 	$(BIN)/python -m pytest -q -n 2 -m slow
 
 bench: $(STAMP)

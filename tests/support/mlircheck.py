@@ -219,3 +219,31 @@ def imported_equal(original: polyc.Kernel, imported: polyc.Kernel) -> str | None
     if missing:
         return f"{missing} are not outputs of the imported kernel"
     return compare(original, want, {n: got[rename[n]] for n in want})
+
+
+def counts() -> dict[str, tuple[int, int]]:
+    """``{category: (equal, total)}`` over every op, corpus kernel and the corpus
+    auto-scheduled: exported, verified and run by the real tools."""
+    import schedules
+
+    groups = {
+        "ops": {n: f() for n, f in OPS.items()},
+        "corpus": {n: corpus_kernel(n) for n in CORPUS},
+    }
+    groups["corpus, auto-scheduled"] = {
+        n: schedules.auto(k, params=param_values(k))
+        for n, k in groups["corpus"].items()
+    }
+    out = {}
+    for group, kernels in groups.items():
+        results = check(kernels)
+        bad = {n: r for n, r in results.items() if r}
+        for n, r in bad.items():
+            print(f"{group}: {n}: {r}")
+        out[group] = (len(results) - len(bad), len(results))
+    return out
+
+
+if __name__ == "__main__":  # python -m tests.support.mlircheck
+    for group, (ok, total) in counts().items():
+        print(f"{group}: {ok} of {total} exported, verified and run equal")
