@@ -11,22 +11,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from codegen.cexpr import _SUFFIX
 from polyc.errors import CodegenError
 from polyc.ir import dtypes
 from polyc.ir.dtypes import DType
 from polyc.ir.expr import Binary, Cast, Const, Expr, Index, Load, Select, Unary
 
-_TYPE = {
-    "float32": "f32",
-    "float64": "f64",
-    "float16": "f16",
-    "int8": "i8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "i8",
-    "bool": "i1",
-}
+# the element types polyc computes in (integers are signless: uint8 is i8)
+_TYPE = {**_SUFFIX, "uint8": "i8", "bool": "i1"}
 # float ops MLIR's math dialect has under the same meaning as the C the host runs
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf"}
 _MATH.update({"sin": "sin", "cos": "cos", "abs": "absf", "floor": "floor"})

@@ -239,18 +239,7 @@ class PlacedMLIREmitter(MLIREmitter):
             self.emit(
                 f"{count} = affine.min {at.affine_map(lengths, self.params, self.ssa)}"
             )
-        near_ix = [Aff({r[1:]: 1}) - lo_d for r, lo_d in zip(rows, lo)]
-        far_ix = [Aff({r[1:]: 1}) - o for r, o in zip(rows, base)]
-        near = f"%{b.name}[{', '.join(at.inline(x, self.params, self.ssa) for x in near_ix)}]"
-        far_ref = (
-            f"{far}[{', '.join(at.inline(x, self.params, self.ssa) for x in far_ix)}]"
-        )
-        src, dst = (far_ref, near) if inbound else (near, far_ref)
-        src_t, dst_t = (
-            (far_type, self.buffer_type(b))
-            if inbound
-            else (self.buffer_type(b), far_type)
-        )
+        src, dst, src_t, dst_t = self.ends(b, far, far_type, rows, lo, base, inbound)
         tag = f"%{b.name}_tag"
         self.emit(
             f"affine.dma_start {src}, {dst}, {tag}[0], {count} : "
@@ -261,21 +250,26 @@ class PlacedMLIREmitter(MLIREmitter):
             self.depth -= 1
             self.emit("}")
 
+    def ends(self, b, far, far_type, rows, lo, base, inbound):
+        """``(source, destination, their types)`` of one copy at the rows' element:
+        the buffer at the offset from the tile's origin, the far end (the array, or
+        the enclosing buffer) at the offset from its own origin."""
+
+        def ref(name: str, origin) -> str:
+            index = [Aff({r[1:]: 1}) - o for r, o in zip(rows, origin)]
+            text = ", ".join(at.inline(x, self.params, self.ssa) for x in index)
+            return f"{name}[{text}]"
+
+        near, far_ref = ref(f"%{b.name}", lo), ref(far, base)
+        near_t = self.buffer_type(b)
+        if inbound:
+            return far_ref, near, far_type, near_t
+        return near, far_ref, near_t, far_type
+
     def element_copy(self, b, far, far_type, rows, lo, base, inbound) -> None:
         """The copy as element loads and stores (``dma=False``: the form that runs
         through the host lowering, to check the buffers' offsets)."""
-        near_ix = [Aff({r[1:]: 1}) - lo_d for r, lo_d in zip(rows, lo)]
-        far_ix = [Aff({r[1:]: 1}) - o for r, o in zip(rows, base)]
-        near = f"%{b.name}[{', '.join(at.inline(x, self.params, self.ssa) for x in near_ix)}]"
-        far_ref = (
-            f"{far}[{', '.join(at.inline(x, self.params, self.ssa) for x in far_ix)}]"
-        )
-        src, dst = (far_ref, near) if inbound else (near, far_ref)
-        src_t, dst_t = (
-            (far_type, self.buffer_type(b))
-            if inbound
-            else (self.buffer_type(b), far_type)
-        )
+        src, dst, src_t, dst_t = self.ends(b, far, far_type, rows, lo, base, inbound)
         v = self.fresh()
         self.emit(f"{v} = affine.load {src} : {src_t}")
         self.emit(f"affine.store {v}, {dst} : {dst_t}")

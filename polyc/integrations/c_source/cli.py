@@ -186,10 +186,13 @@ def _source_to_source(args) -> int:
 
 
 def _print_schedules(args) -> int:
-
     regions = _regions(args)
     docs = [f"# region {r.kernel.name}\n{r.kernel.schedule}\n" for r in regions]
-    text = "---\n".join(docs)
+    return _output(args, "---\n".join(docs))
+
+
+def _output(args, text: str) -> int:
+    """Write ``text`` to ``-o`` or standard output."""
     if args.output:
         _write(args.output, text)
     else:
@@ -292,12 +295,7 @@ def _emit_mlir(args) -> int:
             kernel = kernel.specialize(**{p: values[p] for p in kernel.params})
             kernel = polyc.compile(kernel, config=args.config).kernel
         texts.append(polyc.to_mlir(kernel))
-    text = "".join(texts)
-    if args.output:
-        _write(args.output, text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return _output(args, "".join(texts))
 
 
 def _params(items: list[str]) -> dict[str, int]:
