@@ -25,10 +25,19 @@ def to_mlir(kernel: Kernel) -> str:
     one ``func.func`` with the arrays as memref arguments (see docs/mlir.md).
 
     Raises:
+        ArgumentError: when ``kernel`` is not a Kernel.
         CodegenError: for a construct with no affine/arith form.
     """
     from codegen.mlir.export import to_mlir as export
 
+    if not isinstance(kernel, Kernel):
+        from polyc.errors import ArgumentError
+
+        raise ArgumentError(
+            f"to_mlir: got a {type(kernel).__name__} because the argument must be a "
+            "Kernel. Pass a Kernel (polyc.ops.*, polyc.from_c, polyc.from_mlir, or "
+            "polyc.compile(...).kernel for the placed one)."
+        )
     return export(kernel)
 
 

@@ -105,3 +105,13 @@ def test_memref_descriptor_views_the_array():
     d = descriptor(a)
     assert list(d.sizes) == [3, 4] and list(d.strides) == [4, 1]
     assert d.aligned == a.ctypes.data
+
+
+def test_to_mlir_of_something_else_is_an_argument_error():
+    with pytest.raises(polyc.ArgumentError, match="to_mlir: got a str because"):
+        polyc.to_mlir("matmul")
+
+
+def test_a_missing_tool_says_how_to_install_it():
+    with pytest.raises(polyc.CodegenError, match="apt-get install -y mlir-19-tools"):
+        tools.tool("mlir-no-such-tool")

@@ -193,3 +193,64 @@ def test_a_missing_function_is_named():
     _error("func.func @f(%a: memref<2xf32>) { return }", r"function stores nothing")
     with pytest.raises(polyc.FrontendError, match=r"no func\.func @g"):
         polyc.from_mlir("func.func @f() { return }", function="g")
+
+
+def test_scheduled_kernel_with_affine_parallel_imports_and_computes_the_same():
+    import schedules
+    from polyc.ops import polybench
+
+    k = schedules.tile(polybench.matmul(None), "S1", {"i": 4, "j": 3})
+    k = schedules.parallel(k, "S1_t")
+    text = polyc.to_mlir(k)
+    assert "affine.parallel" in text
+    back = polyc.from_mlir(text)
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((7, 7)).astype(np.float32) for _ in range(2))
+    want = polyc.interpret(k.original, {"A": a, "B": b})["C"]
+    got = polyc.interpret(back, {"A": a, "B": b, "N": 7})["C"]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_attributes_equal_to_zero_are_read(monkeypatch):
+    # regression: a constant 0 and the predicate `eq` (0) are falsy xDSL attributes
+    k = polyc.from_mlir(
+        """func.func @f(%a: memref<4xi8>, %b: memref<4xi8>) {
+  affine.for %i = 0 to 4 {
+    %z = arith.constant 0 : i8
+    %x = affine.load %a[%i] : memref<4xi8>
+    %e = arith.cmpi eq, %x, %z : i8
+    %y = arith.select %e, %x, %z : i8
+    affine.store %y, %b[%i] : memref<4xi8>
+  }
+  return
+}"""
+    )
+    assert str(k.statements[0].body) == "select(a[i] == 0, a[i], 0)"
+
+
+def test_ceildiv_and_mod_subscripts_are_exact():
+    k = polyc.from_mlir(
+        """func.func @g(%a: memref<10xf32>, %b: memref<10xf32>) {
+  affine.for %i = 0 to 10 {
+    %j = affine.apply affine_map<(d0) -> (d0 ceildiv 2 + d0 mod 3)>(%i)
+    %x = affine.load %a[%j] : memref<10xf32>
+    affine.store %x, %b[%i] : memref<10xf32>
+  }
+  return
+}"""
+    )
+    a = np.arange(10, dtype=np.float32)
+    got = polyc.interpret(k, {"a": a})["b"]
+    want = np.array([a[-(-i // 2) + i % 3] for i in range(10)], np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_without_mlir_opt_xdsl_reads_the_generic_form(monkeypatch):
+    from polyc.frontends.mlir import parse
+
+    generic = tools.opt(HAND, generic=True)
+    monkeypatch.setattr(parse, "mlir_opt", lambda: None)
+    k = polyc.from_mlir(generic)
+    assert [s.name for s in k.statements] == ["S0", "S1", "S2"]
+    with pytest.raises(polyc.FrontendError, match="xDSL cannot parse the text"):
+        polyc.from_mlir(HAND)  # its affine.if is custom syntax xDSL lacks
