@@ -151,9 +151,14 @@ class PlacedMLIREmitter(MLIREmitter):
 
     def copy_in(self, a: _Active, args: list[Aff]) -> None:
         b = a.mark
-        lo = [d[0] for d in self.box(b.lo, args)]
-        if any(len(d) != 1 for d in self.box(b.lo, args)):
-            raise CodegenError("to_mlir: a buffer's origin is not one affine function.")
+        origin = self.box(b.lo, args)
+        if any(len(d) != 1 for d in origin):
+            raise CodegenError(
+                f"to_mlir: buffer {b.name}'s origin is not one affine function because "
+                "its mark's lo is piecewise. Place again (placement writes one "
+                "affine origin per dimension)."
+            )
+        lo = [d[0] for d in origin]
         outer = self._outer(a)
         a.lo = lo
         if not b.copy_in and not b.clamp:

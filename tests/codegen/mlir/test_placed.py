@@ -46,3 +46,20 @@ def test_placed_conv_clips_its_padded_box_and_zeroes_the_halo(placed):
 
 def test_placed_kernels_run_equal_to_the_interpreter_with_copies_as_loops(placed):
     assert mc.check(placed) == {n: None for n in placed}
+
+
+@pytest.mark.slow
+def test_placed_ops_on_every_config_verify_and_run_equal():
+    kernels = {}
+    for config in ("tiny", "edge-npu", "datacenter"):
+        for k in (
+            ops.matmul(96, 80, 72),
+            ops.conv2d((1, 16, 14, 14), (32, 16, 3, 3), padding=1, stride=2),
+            ops.softmax((8, 64), 1),
+            ops.layer_norm((4, 8, 32), (32,)),
+            ops.max_pool2d((1, 8, 12, 12), 3, 2, 1),
+        ):
+            placed = polyc.compile(k, config=config).kernel
+            tools.verify(polyc.to_mlir(placed))
+            kernels[f"{config}_{k.name}"] = placed
+    assert mc.check(kernels) == {n: None for n in kernels}
