@@ -83,6 +83,7 @@ class _Lower:
         self.last_store: dict[str, int] = {}
         self.dynamic: dict[str, list[int]] = {}
         self.temps: set[str] = set()
+        self.loops_seen = 0
 
     def fail(self, op, what: str, fix: str) -> FrontendError:
         return refuse(op, self.filename, what, fix)
@@ -226,13 +227,20 @@ class _Lower:
         step = op.step.value.data
         iv = op.body.block.args[0]
         name = self.loop_name(iv, len(self.loops))
-        band = mops.prop(op, "polyc.band")
-        band = band.data if band is not None else None
-        with self.p.loop(name, lo, hi, step, band) as i:
+        with self.p.loop(name, lo, hi, step, self.band(op)) as i:
             self.env[iv] = ("aff", i.aff)
             self.loops.append(name)
             self.block(op.body.block)
             self.loops.pop()
+
+    def band(self, op) -> str:
+        """The loop's band name: ``polyc.band`` (polyc.to_mlir writes it), else
+        ``M<n>``. Not the Program's own ``L<n>``: the accelerator scheduler names
+        a fused layer ``L<index>``, and a band already called so makes its fusion
+        fail (the C frontend's kernels meet that)."""
+        given = mops.prop(op, "polyc.band")
+        self.loops_seen += 1
+        return given.data if given is not None else f"M{self.loops_seen - 1}"
 
     def parallel(self, op) -> None:
         """``affine.parallel`` as nested loops (the parallelism is the
@@ -250,7 +258,8 @@ class _Lower:
                 name = self.loop_name(iv, len(self.loops))
                 lo, hi = lows[lo_at : lo_at + lg[k]], highs[hi_at : hi_at + ug[k]]
                 lo_at, hi_at = lo_at + lg[k], hi_at + ug[k]
-                i = stack.enter_context(self.p.loop(name, lo, hi, steps[k]))
+                band = self.band(op) if k == 0 else None
+                i = stack.enter_context(self.p.loop(name, lo, hi, steps[k], band))
                 self.env[iv] = ("aff", i.aff)
                 self.loops.append(name)
             self.block(op.body.block)

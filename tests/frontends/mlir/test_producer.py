@@ -50,6 +50,10 @@ def test_linalg_mlp_lowered_by_mlir_opt_runs_on_edge_npu(tmp_path):
         outputs["arg3"], np.maximum(x @ w + b, 0), rtol=1e-5, atol=1e-5
     )
     assert "MAC array" in str(compiled)  # the matmul went to the MAC array
+    # regression: bands named L<n> (the Program's default) made the scheduler's
+    # fused layer name L0 collide, and the four loop nests ran as four layers
+    assert "S0+S1+S2+S3:" in str(compiled)
+    assert "fused less" not in str(compiled)
     assert report.cycles > 0
 
 
