@@ -63,3 +63,11 @@ def test_placed_ops_on_every_config_verify_and_run_equal():
             tools.verify(polyc.to_mlir(placed))
             kernels[f"{config}_{k.name}"] = placed
     assert mc.check(kernels) == {n: None for n in kernels}
+
+
+def test_placed_mlir_enters_an_mlir_pipeline_and_is_not_imported_back(placed):
+    text = polyc.to_mlir(placed["gemm"])
+    lowered = tools.opt(text, "--lower-affine")  # affine.dma_* -> memref.dma_*
+    assert "memref.dma_start" in lowered and "affine." not in lowered
+    with pytest.raises(polyc.FrontendError, match="has a memory space or a layout"):
+        polyc.from_mlir(text)
