@@ -51,6 +51,7 @@ def __getattr__(name: str):
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from polyc.api import build, compile
+    from polyc.api import build, compile, to_mlir
+    from polyc.frontends.mlir.parse import from_mlir
     from polyc.ir.kernel import Array, Kernel, Role, Statement
     from polyc.oracle.interpreter import interpret
