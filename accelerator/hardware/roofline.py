@@ -120,7 +120,9 @@ def min_dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> int:
 
 def dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> tuple[int, int]:
     """``(bytes read, bytes written)`` no schedule avoids: the live-in elements of
-    the arrays DRAM holds at the start, the live-out elements of the outputs."""
+    the arrays DRAM holds at the start, the live-out elements of the outputs.
+    An intermediate with a home on chip (a layer's, ``schedules.accel.homes``)
+    is in neither: it never goes to DRAM."""
     deps = kernel.deps
     arrays = kernel.arrays
     reads_from_dram = {
@@ -136,6 +138,8 @@ def dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> tuple[int, int]:
         for s in sets:
             name = s.get_tuple_name()
             if name not in arrays or (keep is not None and name not in keep):
+                continue
+            if arrays[name].home:
                 continue
             total += count_points(_fix(s, params)) * arrays[name].dtype.itemsize
         totals.append(total)

@@ -141,6 +141,16 @@ class MemoryLevel:
     # has a read/write split; None: only bytes_per_cycle caps them
     read_bytes_per_cycle: float | None = None
     write_bytes_per_cycle: float | None = None
+    # the bytes of one bank where they are not capacity / banks: a level cut
+    # short for the memory planner (below intermediates' homes) keeps the
+    # simulator's banks, its last one partly
+    bank_bytes: int = 0
+
+    @property
+    def bank_size(self) -> int:
+        """The bytes of one bank (banks are block-partitioned, bank ``i`` from
+        byte ``i * bank_size``)."""
+        return self.bank_bytes or self.capacity_bytes // self.banks
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,13 @@ class Placed:
     scopes: list[pm.ScopeMark] = field(default_factory=list)
     folded: dict[str, str] = field(default_factory=dict)  # zero init -> its MAC stmt
     mac_output: set[str] = field(default_factory=set)  # @vector | unit=mac stmts
+    # the buffers that stand for arrays at their home: the whole array, bound
+    # on chip, used wherever no buffer of the array is active
+    homes: set[str] = field(default_factory=set)
 
     @property
     def any(self) -> bool:
-        return bool(self.buffers or self.tensorize)
+        return bool(set(self.buffers) - self.homes or self.tensorize)
 
 
 def collect(kernel: Kernel) -> Placed:
@@ -55,7 +58,10 @@ def collect(kernel: Kernel) -> Placed:
             if kind == "buffer":
                 b = pm.BufferMark.parse(name)
                 info.buffers[b.name] = b
-                info.parent[b.name] = active.get(b.array)
+                parent = active.get(b.array)
+                # a buffer of an array with a home copies from the array itself
+                # (bound at its home)
+                info.parent[b.name] = None if parent in info.homes else parent
                 active = {**active, b.array: b.name}
             elif kind == "scope":
                 info.scopes.append(pm.ScopeMark.parse(name))
@@ -79,7 +85,14 @@ def collect(kernel: Kernel) -> Placed:
         for i in range(node.n_children()):
             visit(node.child(i), active, engine)
 
-    visit(kernel.schedule.get_root(), {}, None)
+    homes = {}
+    for a in kernel.arrays.values():
+        if a.home:  # an intermediate on chip (schedules.accel.homes)
+            b = pm.home_buffer(a)
+            info.buffers[b.name] = b
+            homes[a.name] = b.name
+    info.homes = set(homes.values())
+    visit(kernel.schedule.get_root(), homes, None)
     for s, tm in info.tensorize.items():
         info.engine[s] = "mac"
         if tm.init:

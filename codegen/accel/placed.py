@@ -32,7 +32,7 @@ from codegen.accel.direct import SimEmitter, distinct
 from codegen.accel.info import collect
 from codegen.accel.names import CTX, VMASK
 from codegen.cexpr import CExpr, c_type
-from codegen.emit import CSource
+from codegen.emit import CSource, raw_name
 from polyc.errors import CodegenError
 from polyc.ir import loops, tree
 from polyc.ir import marks as pm
@@ -66,6 +66,14 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             out += self.register(s, levels)
         for b in self.info.buffers.values():
             t = c_type(self.kernel.arrays[b.array].dtype)
+            if b.name in self.info.homes:  # the array itself, bound at its home
+                bid, raw = names.dram_buffer(b.array), raw_name(b.array)
+                out.append(c.Line(f"const int {names.buffer(b.name)} = {bid};"))
+                out.append(c.Line(f"{t} *{names.pointer(b.name)} = ({t} *){raw};"))
+                out.append(c.Line(f"const long {names.slot(b.name)} = 0;"))
+                for d in range(len(b.extent)):
+                    out.append(c.Line(f"const long {names.origin(b.name, d)} = 0;"))
+                continue
             out.append(c.Line(f"int {names.buffer(b.name)} = -1;"))
             out.append(c.Line(f"{t} *{names.pointer(b.name)} = 0;"))
             out.append(c.Line(f"long {names.slot(b.name)} = -1;"))

@@ -409,15 +409,16 @@ def placed(kernel, stmts=None) -> dict[str, tuple[pm.TensorizeMark, dict]]:
             visit(node.child(i), active, reach)
 
     root = kernel.schedule.get_root()
+    homes = {a.name: pm.home_buffer(a) for a in kernel.arrays.values() if a.home}
     skip = tree.unrelated_children(root, stmts) if stmts is not None else set()
     if skip:
         seq = root.child(0)
         reach = tree.Reach(None, root)
         for i in range(seq.n_children()):
             if i not in skip:
-                visit(seq.child(i), {}, reach)
+                visit(seq.child(i), homes, reach)
     else:
-        visit(root, {}, None)
+        visit(root, homes, None)
     return {s: (tm, active_at.get(s, {})) for s, tm in marks.items()}
 
 

@@ -187,6 +187,33 @@ class Allocation:
     bytes: int
 
 
+def home_buffer(arr) -> BufferMark:
+    """The buffer that stands for intermediate ``arr`` at its home on chip
+    (``schedules.accel.homes``): the whole array, row-major, one slot, never
+    copied; the engines use it where no buffer of the array is active."""
+    shape = tuple(int(d) for d in arr.concrete_shape({}))
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.insert(0, step)
+        step *= d
+    return BufferMark(
+        name=f"{arr.name}_home",
+        array=arr.name,
+        level=f"level{arr.home}",
+        level_index=arr.home,
+        elem_bytes=arr.dtype.itemsize,
+        slots=1,
+        extent=shape,
+        strides=tuple(strides),
+        slot=step,
+        copy_in=False,
+        copy_out=False,
+        clamp=False,
+        lo="",
+        hi="",
+    )
+
+
 @dataclass(frozen=True)
 class ScopeMark:
     """The buffers allocated while a subtree runs."""

@@ -410,7 +410,8 @@ def _layer_kernel(kernel: Kernel, name: str, stmts: list[str]) -> Kernel:
             role = Role.OUTPUT
         else:
             role = Role.TEMP
-        arrays.append(Array(a.name, a.shape, a.dtype, role))
+        # an intermediate's home stays: on chip, it is no layer's DRAM traffic
+        arrays.append(Array(a.name, a.shape, a.dtype, role, a.home, a.home_offset))
     label = "".join(ch if ch.isalnum() else "_" for ch in name)
     return Kernel.create(
         f"{kernel.name}_{label}", arrays, mine, kernel.params, kernel.context

@@ -5,20 +5,30 @@ datacenter a store, DRAM's write latency, a load and its read latency (150
 cycles each way) at every layer boundary, where the model's activations (a few
 KiB to a few MiB) would fit in the 32 MiB ``shared`` SRAM above the engines'
 level many times over. :func:`assign` gives each intermediate array of the
-kernel (role ``temp``: never an input or an output) that fits a home in that
-level, the SRAM level right above every level an engine reaches
-(:func:`schedules.accel.search.upper_level`; none on edge-npu, whose engines
-work in its only SRAM, or on hw-a, one SRAM per operand): the array's bytes sit
-there, at a fixed offset, from the first write to the last read. Each layer's
-buffers are still copied in and out by DMA, now from and to the home (the
-level's latency and bandwidth, no DRAM bytes), and the cost model charges them
-so (:mod:`schedules.accel.terms`).
+kernel (role ``temp``: never an input or an output) that fits a home on chip:
 
-The homes take the top of the level, at most :data:`SHARE` of it, in the
-kernel's array order; the memory planner plans the buffers below them
-(:func:`schedules.accel.memplan.below_homes`). An array that does not fit stays in DRAM. Each home is a
-step of the kernel's history (:func:`home`), so a replay ends with the same
-kernel.
+- where an SRAM level sits right above every level an engine reaches
+  (:func:`schedules.accel.search.upper_level`: datacenter's ``shared``), there,
+  at most :data:`SHARE` of it, in the kernel's array order. Each layer's buffers
+  are still copied in and out by DMA, now from and to the home (the level's
+  latency and bandwidth, no DRAM bytes), and the cost model charges them so
+  (:mod:`schedules.accel.terms`);
+- else, where every engine reaches one SRAM level (edge-npu's and tiny's
+  scratchpad, :func:`resident_level`), there, at most :data:`RESIDENT_SHARE`
+  of it, smallest first, and only arrays every MAC operand read of which takes
+  one iterator per dimension (:func:`_plain`). There the engines read and write
+  the home in place: a layer that reads what an earlier one left, or leaves
+  what a later one reads, has no buffer and no copy of it
+  (:func:`schedules.accel.model.resident_arrays`; one it makes and uses up,
+  or lays out otherwise, keeps its buffers). Codegen uses the whole array,
+  bound at its home, as the buffer (:func:`polyc.ir.marks.home_buffer`).
+  None on hw-a (one SRAM per operand).
+
+The array's bytes sit at a fixed offset at the top of the level from the first
+write to the last read; the memory planner plans the buffers below them
+(:func:`schedules.accel.memplan.below_homes`, keeping the simulator's banks). An
+array that does not fit stays in DRAM. Each home is a step of the kernel's
+history (:func:`home`), so a replay ends with the same kernel.
 """
 
 from __future__ import annotations
@@ -32,6 +42,44 @@ from polyc.ir.kernel import Kernel, Role, Step
 
 #: the share of the level the homes may take (the rest holds staged operands)
 SHARE = 0.5
+#: the share of the engines' own level that resident homes may take (the rest
+#: holds the layers' tiles)
+RESIDENT_SHARE = 0.25
+
+
+def resident_level(spec: Spec) -> int | None:
+    """The one SRAM level every engine reaches (edge-npu's scratchpad), where an
+    intermediate's home is read and written by the engines in place; ``None``
+    when the engines reach no common level."""
+    from schedules.accel.levels import reached_by_all
+
+    common = [spec.level_index(n) for n in reached_by_all(spec)]
+    common = [i for i in common if spec.memory[i].kind == "sram"]
+    return max(common) if len(common) == 1 else None
+
+
+def _plain(kernel: Kernel, array: str) -> bool:
+    """Whether every MAC operand read of ``array`` takes one iterator per
+    dimension, as it is (a matrix product's, a 1x1 convolution's): a window
+    (``x[h + kh]``), a stride or an offset reads a box that may leave the array,
+    which a buffer clips and zero-fills and a home in place cannot."""
+    from schedules.accel.tensorize import contraction
+
+    for stmt in kernel.statements:
+        con = contraction(stmt)
+        if con is None:
+            continue
+        for k in (con.a, con.b):
+            ld = stmt.reads[k]
+            if ld.array != array:
+                continue
+            for aff in ld.index:
+                names = aff.names()
+                if aff.const or not aff.is_linear or len(names) > 1:
+                    return False
+                if names and aff.coefficient(next(iter(names))) != 1:
+                    return False
+    return True
 
 
 def home(kernel: Kernel, array: str, level: str, offset: int, config) -> Kernel:
@@ -83,17 +131,22 @@ def assign(kernel: Kernel, spec: Spec) -> Kernel:
     engines' or the sizes are symbolic."""
     from schedules.accel.search import upper_level
 
-    index = upper_level(spec)
-    if index is None or kernel.params:
+    if kernel.params:
+        return kernel
+    index, share = upper_level(spec), SHARE
+    temps = [a for a in kernel.arrays.values() if a.role == Role.TEMP and not a.home]
+    if index is None:  # the engines' own level: the engines use the home itself
+        index, share = resident_level(spec), RESIDENT_SHARE
+        temps = [a for a in temps if _plain(kernel, a.name)]
+        temps.sort(key=lambda a: a.nbytes())  # the most layer boundaries per byte
+    if index is None:
         return kernel
     mem = spec.memory[index]
     align = mem.alignment_bytes
-    budget = int(mem.capacity_bytes * SHARE) // align * align
+    budget = int(mem.capacity_bytes * share) // align * align
     chosen: list[tuple[str, int]] = []
     used = 0
-    for arr in kernel.arrays.values():
-        if arr.role != Role.TEMP or arr.home:
-            continue
+    for arr in temps:
         size = -(-arr.nbytes() // align) * align
         if used + size <= budget:
             chosen.append((arr.name, size))

@@ -321,7 +321,7 @@ def _bank_fit(
     one slot beside the engine reading another, at the DMA's lower rate), then low
     offset first. ``taken``: the byte ranges to keep off (by default those of
     ``live``)."""
-    align, bank = level.alignment_bytes, level.capacity_bytes // level.banks
+    align, bank = level.alignment_bytes, level.bank_size
     size = round_up(req.bytes, align)
     if taken is None:
         taken = _taken(live, align)
@@ -417,10 +417,20 @@ def below_homes(spec: Spec, kernel) -> Spec:
     if not low:
         return spec
     memory = tuple(
-        replace(m, capacity_bytes=low[i]) if i in low else m
-        for i, m in enumerate(spec.memory)
+        _below(m, low[i]) if i in low else m for i, m in enumerate(spec.memory)
     )
     return replace(spec, memory=memory)
+
+
+def _below(level, end: int):
+    """``level`` cut to the bytes below ``end`` with the simulator's banks: the
+    planner's bank of an offset is ``offset // bank_size``, as the simulator's,
+    so the cut keeps the banks' size, its last bank partly below the homes."""
+    end = min(end, level.capacity_bytes)
+    if level.banks <= 1:
+        return replace(level, capacity_bytes=end)
+    size = level.bank_size
+    return replace(level, capacity_bytes=end, banks=-(-end // size), bank_bytes=size)
 
 
 def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:

@@ -134,6 +134,36 @@ _GRID_MEMO: list = [None, {}]
 _KEEP_MOVES = 8
 
 
+def resident_arrays(kernel: Kernel, layer: Layer, st: Structure, at) -> frozenset:
+    """The arrays of ``layer`` its engines use at their home in the engines'
+    level (:mod:`schedules.accel.homes`; ``at`` maps each array to the level
+    its engines reach it in): no buffer, no copy. An array the structure lays out otherwise (a
+    layout, phases, a pitch) keeps a buffer, copied from the home, and so does
+    one the layer writes and no later layer reads."""
+    relaid = {a for a, _ in st.layouts}
+    for name in st.phased:
+        ph = polyphase(kernel.statement(name), st.groups_of(name))
+        if ph is not None:
+            relaid.add(ph.array)
+    for name in st.pitched:
+        stmt = kernel.statement(name)
+        relaid.add(stmt.target.array)
+        relaid.update(ld.array for ld in stmt.reads)
+    # an intermediate the layer makes and uses up keeps the tile buffers it
+    # streams through (a MAC output under its epilogue): a home pays where a
+    # layer leaves what the next one reads
+    written = {s.target.array for s in layer.stmts}
+    inside = {a for a in written if not read_later(kernel, layer, a)}
+    return frozenset(
+        a
+        for a in layer.arrays
+        if a not in relaid
+        and a not in inside
+        and at[a] > 0
+        and kernel.arrays[a].home == at[a]
+    )
+
+
 class LayerModel:
     """Expressions of one layer and structure (see the module docstring)."""
 
@@ -164,6 +194,11 @@ class LayerModel:
         """Each array's buffer (:class:`TileBuffer`), built on first use: the
         search bounds a structure by its MAC work (:meth:`mac_floor`) first."""
         return {name: self._buffer(name) for name in self.layer.arrays}
+
+    @functools.cached_property
+    def resident(self) -> frozenset[str]:
+        """The arrays the layer's engines use at their home (:func:`resident_arrays`)."""
+        return resident_arrays(self.kernel, self.layer, self.st, self.levels)
 
     # tile sizes ----------------------------------------------------------------------
     def size(self, stmt: Statement, it: str, inside: bool = True):
@@ -500,7 +535,11 @@ class LayerModel:
     def _operand(self, stmt: Statement, name: str, ld, num) -> macmap.Operand:
         """``ld`` through the buffer of ``name`` as :func:`schedules.place` lays
         it out (the strides of ``placement._buffer_mark``)."""
-        box = tuple(num(e) for e in self.buffers[name].extents)
+        buf = self.buffers[name]
+        if name in self.resident:  # at its home: the whole array, row-major
+            box = buf.shape
+        else:
+            box = tuple(num(e) for e in buf.extents)
         padded = list(box)
         factors = [1] * len(padded)
         ph = self._phases.get(name)
@@ -615,6 +654,8 @@ class LayerModel:
         sram = np.zeros(n)
         per_level: dict[int, np.ndarray] = {}
         for name, buf in self.buffers.items():
+            if name in self.resident:  # at its home: no buffer
+                continue
             index = self.levels[name]
             level = self.spec.memory[index]
             box = moves.boxes[name]

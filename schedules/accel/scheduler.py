@@ -60,6 +60,7 @@ from schedules.accel.layers import (
     top_children,
     touches,
 )
+from schedules.accel.model import resident_arrays
 from schedules.accel.placement import box_extent, place
 from schedules.accel.structure import polyphase
 from schedules.accel.tensorize import map_vector, tensorize, vertical_order
@@ -508,7 +509,9 @@ def _placements(
     ``plan="check"``: see :func:`schedules.accel.placement.place`)."""
     st = cand.structure
     at = levels.assign(layer, st, spec, search.engine_level(spec))
-    order = _place_order(layer)
+    # an intermediate at its home in the engines' level needs no buffer
+    home = resident_arrays(k, layer, st, at)
+    order = [a for a in _place_order(layer) if a not in home]
     early = _ahead_member(layer, cand)
     above = pipeline.lifted(layer, st) if early is not None else set()
     apart = pipeline.read_apart(layer, st) if early is not None else {}

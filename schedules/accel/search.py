@@ -555,10 +555,13 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 def capacities(kernel: Kernel, layer: Layer, spec: Spec) -> dict[int, int]:
     """The bytes the layer's buffers may take in each on-chip level: all of it,
-    less room for a zero block when a tile's box may leave its array (a halo)."""
+    less room for a zero block when a tile's box may leave its array (a halo),
+    and below the intermediates' homes (as the memory planner plans)."""
+    from schedules.accel.memplan import below_homes
+
     halo = may_leave(kernel, layer)
     out = {}
-    for m in spec.sram_levels:
+    for m in below_homes(spec, kernel).sram_levels:
         room = m.capacity_bytes
         if halo:
             room -= 2 * max(ZERO_BYTES, m.alignment_bytes)

@@ -241,6 +241,9 @@ def moves(model: LayerModel, ev, n: int, staged: tuple, upper) -> Moves:
     for name, buf in model.buffers.items():
         index = model.levels[name]
         box = boxes[name] = model.tile_box(buf, ev, n)
+        if name in model.resident:  # the engines use it at its home: no copy
+            staged_at[name] = np.zeros(n, dtype=bool)
+            continue
         home = model.kernel.arrays[name].home
         if home:  # the array lives on chip: its copies move no DRAM bytes
             staged_at[name] = no = np.zeros(n, dtype=bool)

@@ -31,7 +31,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   _Float16 (*restrict b) = (_Float16 (*))_pc_b;
   const int pc_b_b = pc_bind(_pc_ctx, "b", _pc_b, (int64_t)(24) * 2);
   _Float16 (*restrict lin)[24] = (_Float16 (*)[24])_pc_lin;
-  const int pc_b_lin = pc_bind(_pc_ctx, "lin", _pc_lin, (int64_t)(16) * (int64_t)(24) * 2);
+  const int pc_b_lin = pc_bind_at(_pc_ctx, "lin", _pc_lin, (int64_t)(16) * (int64_t)(24) * 2, 1, 15616);
   _Float16 (*restrict out)[24] = (_Float16 (*)[24])_pc_out;
   const int pc_b_out = pc_bind(_pc_ctx, "out", _pc_out, (int64_t)(16) * (int64_t)(24) * 2);
   static const pc_stmt_desc pc_d_S0 = {"S0", "b0,j", {0, 0, 0, 0, 0, 0}, 0, 1, {1}, {2}, {1}};
@@ -49,6 +49,11 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   int64_t pc_n_S2 = 0;
   uint64_t pc_r_S2 = 0;
   uint64_t pc_w_S2 = 0;
+  const int pc_b_lin_home = pc_b_lin;
+  _Float16 *pc_p_lin_home = (_Float16 *)_pc_lin;
+  const long pc_slot_lin_home = 0;
+  const long pc_o_lin_home_0 = 0;
+  const long pc_o_lin_home_1 = 0;
   int pc_b_b_l1_0 = -1;
   _Float16 *pc_p_b_l1_0 = 0;
   long pc_slot_b_l1_0 = -1;

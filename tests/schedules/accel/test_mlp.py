@@ -16,7 +16,7 @@ from polyc.ir import marks as pm
 from polyc.ir import tree
 from polyc.lang.program import Program
 from schedules import legality, replay
-from schedules.accel import mlp
+from schedules.accel import homes, mlp
 
 #: predicted over simulated cycles of the whole program
 TOLERANCE = 0.10
@@ -67,11 +67,15 @@ def test_the_mlp_core_is_found_by_dataflow():
 @pytest.fixture(scope="module")
 def edge_mlp():
     """d = 128, h = 512 on 16 tokens on edge-npu, fused and as on main (the
-    core left as written), one run each."""
+    core left as written), one run each; the intermediates in DRAM between
+    layers (no resident homes: with the hidden activation at its home the two
+    layers run 39,737 cycles, fused 38,054, and the cost model ranks them
+    within 0.2%, so either may be chosen)."""
     kernel, feeds = _kernel(128, 512, 16)
-    fused = polyc.compile(kernel, config="edge-npu", verify=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("POLYC_COMPILE_CACHE", "0")
+        mp.setattr(homes, "RESIDENT_SHARE", 0.0)
+        fused = polyc.compile(kernel, config="edge-npu", verify=True)
         mp.setattr(mlp, "cores", lambda _kernel: [])
         apart = polyc.compile(kernel, config="edge-npu")
     return kernel, feeds, fused, apart
@@ -233,7 +237,10 @@ def test_a_copy_out_inside_a_vector_tile_waits_for_its_vector_work():
     ).eval()
     x = torch.randn(2, 4)
     kernel = polyc.from_torch(model, (x,))
-    compiled = polyc.compile(kernel, config="tiny")
+    with pytest.MonkeyPatch.context() as mp:  # the hidden layer through DRAM
+        mp.setenv("POLYC_COMPILE_CACHE", "0")
+        mp.setattr(homes, "RESIDENT_SHARE", 0.0)
+        compiled = polyc.compile(kernel, config="tiny")
     assert _fused(compiled)
     (init,) = [
         lc.layer.stmts[0].name
