@@ -259,7 +259,13 @@ def flat_map(schedule: isl.Schedule | isl.UnionMap) -> isl.UnionMap:
     if isinstance(schedule, isl.UnionMap):
         umap = schedule
     else:
-        umap = without_extensions(schedule).get_map()
+        # a zero-dimensional copy's filter outlives its extension node (isl keeps
+        # the point), so the map is cut down to the domain
+        umap = (
+            without_extensions(schedule)
+            .get_map()
+            .intersect_domain(schedule.get_domain())
+        )
     maps: list[isl.Map] = []
     umap.foreach_map(maps.append)
     if not maps:

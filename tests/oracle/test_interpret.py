@@ -112,3 +112,20 @@ def test_parameter_that_no_shape_determines():
             ex.jacobi2d(None, None, "float64"),
             {"A": np.zeros((5, 5)), "B": np.zeros((5, 5))},
         )
+
+
+def test_placed_kernel_with_whole_array_copies_interprets():
+    """A placed kernel whose weight is staged whole (a zero-dimensional copy
+    statement) interprets like the original. The copy's filter outlived its
+    extension node in the schedule map, and the interpreter looked it up among the
+    kernel's statements (KeyError ``pc_out_weight_sram_0``)."""
+    from polyc import ops
+    from polyc.studies.sweep.task import make_inputs
+
+    kernel = ops.conv2d(
+        (1, 8, 16, 16), (16, 8, 3, 3), bias=False, stride=2, padding=1, dtype="int8"
+    )
+    placed = polyc.compile(kernel, "edge-npu").kernel
+    inputs = make_inputs(kernel, "random", 0)
+    want = polyc.interpret(kernel, inputs)["out"]
+    np.testing.assert_array_equal(polyc.interpret(placed, inputs)["out"], want)
