@@ -7,22 +7,27 @@ KiB to a few MiB) would fit in the 32 MiB ``shared`` SRAM above the engines'
 level many times over. :func:`assign` gives each intermediate array of the
 kernel (role ``temp``: never an input or an output) that fits a home on chip:
 
-- where an SRAM level sits right above every level an engine reaches
+- where every engine reaches one SRAM level (edge-npu's and tiny's scratchpad,
+  datacenter's ``local``: :func:`resident_level`), there, at most
+  :data:`RESIDENT_SHARE` of it, smallest first, and only arrays every MAC
+  operand read of which takes one iterator per dimension (:func:`_plain`).
+  There the engines read and write the home in place: a layer that reads what
+  an earlier one left, or leaves what a later one reads, has no buffer and no
+  copy of it (:func:`schedules.accel.model.resident_arrays`; one it makes and
+  uses up, or lays out otherwise, keeps its buffers). Codegen uses the whole
+  array, bound at its home, as the buffer (:func:`polyc.ir.marks.home_buffer`).
+  Where an SRAM level sits above that one (datacenter), the home saves an
+  on-chip copy rather than a DRAM round trip, and its bytes are taken from the
+  layers' tiles for the whole kernel: the choice is greedy, not the cost
+  model's (hf-llama runs 5% slower with it, and the model predicted so);
+- the rest, where an SRAM level sits right above every level an engine reaches
   (:func:`schedules.accel.search.upper_level`: datacenter's ``shared``), there,
   at most :data:`SHARE` of it, in the kernel's array order. Each layer's buffers
   are still copied in and out by DMA, now from and to the home (the level's
   latency and bandwidth, no DRAM bytes), and the cost model charges them so
-  (:mod:`schedules.accel.terms`);
-- else, where every engine reaches one SRAM level (edge-npu's and tiny's
-  scratchpad, :func:`resident_level`), there, at most :data:`RESIDENT_SHARE`
-  of it, smallest first, and only arrays every MAC operand read of which takes
-  one iterator per dimension (:func:`_plain`). There the engines read and write
-  the home in place: a layer that reads what an earlier one left, or leaves
-  what a later one reads, has no buffer and no copy of it
-  (:func:`schedules.accel.model.resident_arrays`; one it makes and uses up,
-  or lays out otherwise, keeps its buffers). Codegen uses the whole array,
-  bound at its home, as the buffer (:func:`polyc.ir.marks.home_buffer`).
-  None on hw-a (one SRAM per operand).
+  (:mod:`schedules.accel.terms`).
+
+None on hw-a (one SRAM per operand).
 
 The array's bytes sit at a fixed offset at the top of the level from the first
 write to the last read; the memory planner plans the buffers below them
@@ -133,20 +138,28 @@ def assign(kernel: Kernel, spec: Spec) -> Kernel:
 
     if kernel.params:
         return kernel
-    index, share = upper_level(spec), SHARE
     temps = [a for a in kernel.arrays.values() if a.role == Role.TEMP and not a.home]
-    if index is None:  # the engines' own level: the engines use the home itself
-        index, share = resident_level(spec), RESIDENT_SHARE
-        temps = [a for a in temps if _plain(kernel, a.name)]
-        temps.sort(key=lambda a: a.nbytes())  # the most layer boundaries per byte
-    if index is None:
-        return kernel
+    resident, upper = resident_level(spec), upper_level(spec)
+    if resident is not None:  # the engines' own level: the engines use the home itself
+        plain = sorted(  # the most layer boundaries per byte
+            (a for a in temps if _plain(kernel, a.name)), key=lambda a: a.nbytes()
+        )
+        kernel, placed = _fill(kernel, spec, resident, RESIDENT_SHARE, plain)
+        temps = [a for a in temps if a.name not in placed]
+    if upper is not None:
+        kernel, _ = _fill(kernel, spec, upper, SHARE, temps)
+    return kernel
+
+
+def _fill(kernel: Kernel, spec: Spec, index: int, share: float, arrays):
+    """``kernel`` with homes at the top of level ``index`` for ``arrays``, in
+    their order, while they fit in ``share`` of it; and the names placed."""
     mem = spec.memory[index]
     align = mem.alignment_bytes
     budget = int(mem.capacity_bytes * share) // align * align
     chosen: list[tuple[str, int]] = []
     used = 0
-    for arr in temps:
+    for arr in arrays:
         size = -(-arr.nbytes() // align) * align
         if used + size <= budget:
             chosen.append((arr.name, size))
@@ -155,7 +168,7 @@ def assign(kernel: Kernel, spec: Spec) -> Kernel:
     for name, size in chosen:
         top -= size
         kernel = home(kernel, name, mem.name, top, spec)
-    return kernel
+    return kernel, {name for name, _ in chosen}
 
 
 __all__ = ["assign", "home"]

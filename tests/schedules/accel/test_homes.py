@@ -42,16 +42,27 @@ def _run(kernel, feeds, monkeypatch, on_chip: bool, config="datacenter"):
 
 
 def test_intermediates_live_in_the_level_above_the_engines():
-    kernel, _ = _mlp()
+    """On datacenter an intermediate every MAC reads plainly lives where the
+    engines work (``local``, resident: read in place); one a MAC reads through
+    a window lives in ``shared`` above, copied to the layers' buffers."""
     spec = load_config("datacenter")
+    local, shared = spec.level_index("local"), spec.level_index("shared")
+    kernel, _ = _mlp()
     got = homes.assign(kernel, spec)
-    shared = spec.level_index("shared")
     for arr in got.arrays.values():
-        assert arr.home == (shared if arr.role == Role.TEMP else 0)
-    temps = sorted((a.home_offset, a.nbytes()) for a in got.arrays.values() if a.home)
-    for (lo, size), (nxt, _) in itertools.pairwise(temps):  # apart, at the top
-        assert lo + size <= nxt
-    assert temps[-1][0] + temps[-1][1] <= spec.memory[shared].capacity_bytes
+        assert arr.home == (local if arr.role == Role.TEMP else 0)
+    conv = homes.assign(_conv_chain()[0], spec)
+    where = {a.home for a in conv.arrays.values() if a.role == Role.TEMP}
+    assert where == {local, shared}
+    for placed, level in ((got, local), (conv, local), (conv, shared)):
+        temps = sorted(
+            (a.home_offset, a.nbytes())
+            for a in placed.arrays.values()
+            if a.home == level
+        )
+        for (lo, size), (nxt, _) in itertools.pairwise(temps):  # apart, at the top
+            assert lo + size <= nxt
+        assert temps[-1][0] + temps[-1][1] <= spec.memory[level].capacity_bytes
     assert got.history[-1].name == "home"
 
 
@@ -187,21 +198,24 @@ def _conv_chain():
     return polyc.from_torch(model, (x,)), {"arg0": x.numpy()}
 
 
-def test_engines_read_and_write_resident_homes_in_place(monkeypatch):
-    """On edge-npu the layers use a resident intermediate with no buffer and no
-    copy (no DMA names it), the outputs are the interpreter's, the run is
-    faster than with every intermediate through DRAM, and the cost model
-    predicts it."""
+@pytest.mark.parametrize(
+    ("config", "level"), [("edge-npu", "sram"), ("datacenter", "local")]
+)
+def test_engines_read_and_write_resident_homes_in_place(monkeypatch, config, level):
+    """On edge-npu, and on datacenter's local memory below its shared SRAM, the
+    layers use a resident intermediate with no buffer and no copy (no DMA names
+    it), the outputs are the interpreter's, the run is faster than with no
+    homes (every intermediate through DRAM), and the cost model predicts it."""
     kernel, feeds = _mlp()
-    compiled, out, report = _run(kernel, feeds, monkeypatch, True, "edge-npu")
-    _, _, before = _run(kernel, feeds, monkeypatch, False, "edge-npu")
+    compiled, out, report = _run(kernel, feeds, monkeypatch, True, config)
+    _, _, before = _run(kernel, feeds, monkeypatch, False, config)
     want = polyc.interpret(kernel, feeds)
     for name, value in want.items():
         np.testing.assert_allclose(out[name], value, rtol=1e-4, atol=1e-4)
     resident = {
         a.name
         for a in compiled.kernel.arrays.values()
-        if a.home and f"{a.name}_sram_" not in compiled.c_source
+        if a.home and f"{a.name}_{level}_" not in compiled.c_source
     }
     assert resident
     copied = {e.label.split()[0] for e in report.events if e.kind == "dma"}
