@@ -9,12 +9,14 @@ kernel (role ``temp``: never an input or an output) that fits a home on chip:
 
 - where every engine reaches one SRAM level (edge-npu's and tiny's scratchpad,
   datacenter's ``local``: :func:`resident_level`), there, at most
-  :data:`RESIDENT_SHARE` of it, smallest first, and only arrays every MAC
-  operand read of which takes one iterator per dimension (:func:`_plain`).
-  There the engines read and write the home in place: a layer that reads what
-  an earlier one left, or leaves what a later one reads, has no buffer and no
-  copy of it (:func:`schedules.accel.model.resident_arrays`; one it makes and
-  uses up, or lays out otherwise, keeps its buffers). Codegen uses the whole
+  :data:`RESIDENT_SHARE` of it, smallest first. There the engines read and
+  write the home in place: a layer that reads what an earlier one left, or
+  leaves what a later one reads, has no buffer and no copy of it
+  (:func:`schedules.accel.model.resident_arrays`). A layer keeps a buffer,
+  copied from or to the home on chip, for an array it makes and uses up, lays
+  out otherwise, or reads by a MAC through a window, a stride or an offset
+  (not :func:`schedules.accel.model.plain`: a 3x3 convolution's input), whose box may leave the
+  array and is clipped and zero-filled in a buffer. Codegen uses the whole
   array, bound at its home, as the buffer (:func:`polyc.ir.marks.home_buffer`).
   Where an SRAM level sits above that one (datacenter), the home saves an
   on-chip copy rather than a DRAM round trip, and its bytes are taken from the
@@ -61,30 +63,6 @@ def resident_level(spec: Spec) -> int | None:
     common = [spec.level_index(n) for n in reached_by_all(spec)]
     common = [i for i in common if spec.memory[i].kind == "sram"]
     return max(common) if len(common) == 1 else None
-
-
-def _plain(kernel: Kernel, array: str) -> bool:
-    """Whether every MAC operand read of ``array`` takes one iterator per
-    dimension, as it is (a matrix product's, a 1x1 convolution's): a window
-    (``x[h + kh]``), a stride or an offset reads a box that may leave the array,
-    which a buffer clips and zero-fills and a home in place cannot."""
-    from schedules.accel.tensorize import contraction
-
-    for stmt in kernel.statements:
-        con = contraction(stmt)
-        if con is None:
-            continue
-        for k in (con.a, con.b):
-            ld = stmt.reads[k]
-            if ld.array != array:
-                continue
-            for aff in ld.index:
-                names = aff.names()
-                if aff.const or not aff.is_linear or len(names) > 1:
-                    return False
-                if names and aff.coefficient(next(iter(names))) != 1:
-                    return False
-    return True
 
 
 def home(kernel: Kernel, array: str, level: str, offset: int, config) -> Kernel:
@@ -141,10 +119,8 @@ def assign(kernel: Kernel, spec: Spec) -> Kernel:
     temps = [a for a in kernel.arrays.values() if a.role == Role.TEMP and not a.home]
     resident, upper = resident_level(spec), upper_level(spec)
     if resident is not None:  # the engines' own level: the engines use the home itself
-        plain = sorted(  # the most layer boundaries per byte
-            (a for a in temps if _plain(kernel, a.name)), key=lambda a: a.nbytes()
-        )
-        kernel, placed = _fill(kernel, spec, resident, RESIDENT_SHARE, plain)
+        smallest = sorted(temps, key=lambda a: a.nbytes())  # most boundaries per byte
+        kernel, placed = _fill(kernel, spec, resident, RESIDENT_SHARE, smallest)
         temps = [a for a in temps if a.name not in placed]
     if upper is not None:
         kernel, _ = _fill(kernel, spec, upper, SHARE, temps)

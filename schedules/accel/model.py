@@ -134,6 +134,31 @@ _GRID_MEMO: list = [None, {}]
 _KEEP_MOVES = 8
 
 
+def plain(kernel: Kernel, array: str, statements=None) -> bool:
+    """Whether every MAC operand read of ``array`` (by ``statements``, by
+    default the kernel's) takes one iterator per dimension, as it is (a matrix
+    product's, a 1x1 convolution's): a window (``x[h + kh]``), a stride or an
+    offset reads a box that may leave the array, which a buffer clips and
+    zero-fills and a home in place cannot."""
+    from schedules.accel.tensorize import contraction
+
+    for stmt in kernel.statements if statements is None else statements:
+        con = contraction(stmt)
+        if con is None:
+            continue
+        for k in (con.a, con.b):
+            ld = stmt.reads[k]
+            if ld.array != array:
+                continue
+            for aff in ld.index:
+                names = aff.names()
+                if aff.const or not aff.is_linear or len(names) > 1:
+                    return False
+                if names and aff.coefficient(next(iter(names))) != 1:
+                    return False
+    return True
+
+
 def resident_arrays(kernel: Kernel, layer: Layer, st: Structure, at) -> frozenset:
     """The arrays of ``layer`` its engines use at their home in the engines'
     level (:mod:`schedules.accel.homes`; ``at`` maps each array to the level
@@ -154,6 +179,10 @@ def resident_arrays(kernel: Kernel, layer: Layer, st: Structure, at) -> frozense
     # layer leaves what the next one reads
     written = {s.target.array for s in layer.stmts}
     inside = {a for a in written if not read_later(kernel, layer, a)}
+    # a MAC reading through a window (a 3x3 convolution's input) reads a box
+    # that may leave the array: its buffer, copied from the home, clips and
+    # zero-fills it
+    relaid.update(a for a in layer.arrays if not plain(kernel, a, layer.stmts))
     return frozenset(
         a
         for a in layer.arrays

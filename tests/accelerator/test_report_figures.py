@@ -210,10 +210,43 @@ def test_no_layer_is_below_its_bound(model_run):
     assert report.mode == "placed" and report.events_dropped == 0
     rows = model_report(compiled, report).layers
     assert OTHER not in [c.name for c in rows]
-    for c in rows:
-        assert c.cycles >= c.roofline_cycles > 0, c.name
-        assert c.cycles >= c.engine_bound > 0, c.name
-        assert 0.0 < c.utilization <= 1.0, c.name
+    _assert_rows_above_bounds(rows, report)
+
+
+def _assert_rows_above_bounds(rows, report) -> None:
+    """Each row's cycles are at least its bounds; rows whose engine work ran at
+    the same time (a depthwise convolution split across the vector unit and the
+    MAC array, the vector part's ReLU beside the MAC part) share those instants
+    (1/k each), so such a group is held to its rows' bounds together."""
+    row_of = {s: n for n, c in enumerate(rows) for s in c.statements}
+    spans = [
+        (e.start, e.end, row_of[e.label.split()[0]])
+        for e in report.events
+        if e.kind in ("mac", "vector", "scalar") and e.label.split()[0] in row_of
+    ]
+    group = list(range(len(rows)))
+
+    def find(n):
+        while group[n] != n:
+            n = group[n]
+        return n
+
+    active: list[tuple[int, int]] = []  # (end, row) of the spans still running
+    for start, end, row in sorted(spans):
+        active = [(e, r) for e, r in active if e > start]
+        for _, other in active:
+            if other != row:
+                group[find(other)] = find(row)
+        active.append((end, row))
+    together: dict[int, list] = {}
+    for n, c in enumerate(rows):
+        assert 0.0 < c.utilization <= 1.0 or c.macs == c.utilization == 0, c.name
+        together.setdefault(find(n), []).append(c)
+    for members in together.values():
+        names = [c.name for c in members]
+        cycles = sum(c.cycles for c in members)
+        assert cycles >= max(c.roofline_cycles for c in members) > 0, names
+        assert cycles >= max(c.engine_bound for c in members) > 0, names
 
 
 @pytest.mark.slow
@@ -235,10 +268,7 @@ def test_no_mobilenetv2_layer_is_below_its_bound():
     _, report = compiled.run(arg0=x.numpy())
     assert_figures_hold(report)
     mr = model_report(compiled, report)
-    for c in mr.layers:
-        assert c.cycles >= c.roofline_cycles > 0, c.name
-        assert c.cycles >= c.engine_bound > 0, c.name
-        assert 0.0 < c.utilization <= 1.0, c.name
+    _assert_rows_above_bounds(mr.layers, report)
     assert sum(c.cycles for c in mr.layers) == report.cycles
     assert mr.total.utilization == pytest.approx(report.mac_utilization)
 

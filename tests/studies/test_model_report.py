@@ -186,4 +186,4 @@ def test_examples_run_and_print_the_report(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.count("polyc model report:") == 2
     assert "within rtol 1e-4, atol 1e-5" in out
-    assert "layer4.{0.downsample.0, 0, 0.relu (2)" in out and "summary:" in out
+    assert "layer4.0.{downsample.0, forward, relu" in out and "summary:" in out

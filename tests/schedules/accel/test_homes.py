@@ -41,19 +41,21 @@ def _run(kernel, feeds, monkeypatch, on_chip: bool, config="datacenter"):
     return compiled, out, report
 
 
-def test_intermediates_live_in_the_level_above_the_engines():
-    """On datacenter an intermediate every MAC reads plainly lives where the
-    engines work (``local``, resident: read in place); one a MAC reads through
-    a window lives in ``shared`` above, copied to the layers' buffers."""
+def test_intermediates_live_in_the_level_above_the_engines(monkeypatch):
+    """On datacenter an intermediate lives where the engines work (``local``,
+    its top quarter, smallest first: resident, read in place); those that do
+    not fit there live in ``shared`` above, copied to the layers' buffers."""
     spec = load_config("datacenter")
     local, shared = spec.level_index("local"), spec.level_index("shared")
     kernel, _ = _mlp()
     got = homes.assign(kernel, spec)
     for arr in got.arrays.values():
         assert arr.home == (local if arr.role == Role.TEMP else 0)
+    # room in local for one 4 KiB activation of the conv chain
+    monkeypatch.setattr(homes, "RESIDENT_SHARE", 6000 / (512 << 10))
     conv = homes.assign(_conv_chain()[0], spec)
-    where = {a.home for a in conv.arrays.values() if a.role == Role.TEMP}
-    assert where == {local, shared}
+    where = [a.home for a in conv.arrays.values() if a.role == Role.TEMP]
+    assert where.count(local) == 1 and where.count(shared) == len(where) - 1
     for placed, level in ((got, local), (conv, local), (conv, shared)):
         temps = sorted(
             (a.home_offset, a.nbytes())
@@ -159,11 +161,10 @@ def test_a_copy_to_or_from_a_banked_level_gets_one_banks_bandwidth():
     assert (rate, want, calls) == (64.0, 151.7, 3)
 
 
-def test_on_one_scratchpad_plain_intermediates_live_where_the_engines_work():
+def test_on_one_scratchpad_intermediates_live_where_the_engines_work():
     """edge-npu has one SRAM, which every engine reaches: an intermediate's home
-    is there, in the top quarter, smallest first; one a MAC reads through a
-    window (a 3x3 convolution's input) keeps its buffer, which clips and
-    zero-fills what a home in place cannot."""
+    is there, in the top quarter, smallest first, one a MAC reads through a
+    window (a 3x3 convolution's input) too."""
     kernel, _ = _mlp()
     spec = load_config("edge-npu")
     sram = spec.level_index("sram")
@@ -172,17 +173,45 @@ def test_on_one_scratchpad_plain_intermediates_live_where_the_engines_work():
     assert temps and all(a.home == sram for a in temps)
     cap = spec.memory[sram].capacity_bytes
     assert min(a.home_offset for a in temps) >= cap * (1 - homes.RESIDENT_SHARE)
+    got = homes.assign(_conv_chain()[0], spec)
+    assert _windowed(got) <= {a.name for a in got.arrays.values() if a.home}
 
-    conv = _conv_chain()[0]
-    got = homes.assign(conv, spec)
-    homed = {a.name for a in got.arrays.values() if a.home}
-    windowed = set()
-    for s in got.statements:
+
+def _windowed(kernel) -> set[str]:
+    """The intermediates a MAC reads through a (3x3) window."""
+    out = set()
+    for s in kernel.statements:
         con = contraction(s)
         for ld in [s.reads[con.a], s.reads[con.b]] if con else []:
-            if any(len(x.names()) > 1 for x in ld.index):
-                windowed.add(ld.array)
-    assert windowed and not windowed & homed
+            if kernel.arrays[ld.array].role != Role.TEMP:
+                continue
+            if any(len(x.names()) > 1 for x in ld.index) and any(
+                x.const for x in ld.index
+            ):
+                out.add(ld.array)
+    assert out
+    return out
+
+
+def test_a_windowed_read_copies_from_the_home_on_chip(monkeypatch):
+    """The 3x3 convolution reads its input through a window, whose box leaves
+    the array at the padding: that layer keeps a buffer of it, copied from the
+    home by an on-chip DMA (no DRAM bytes), which clips and zero-fills; the
+    outputs are the interpreter's. Before, a windowed intermediate had no home
+    and went to DRAM and back (hf-mobilenetv2 on edge-npu: 290,710 -> 270,534
+    cycles with it)."""
+    kernel, feeds = _conv_chain()
+    compiled, out, report = _run(kernel, feeds, monkeypatch, True, "edge-npu")
+    want = polyc.interpret(kernel, feeds)
+    for name, value in want.items():
+        np.testing.assert_allclose(out[name], value, rtol=1e-4, atol=1e-4)
+    for name in _windowed(compiled.kernel):
+        assert compiled.kernel.arrays[name].home
+        assert f"{name}_sram_" in compiled.c_source  # a buffer of its own
+        moved = [e for e in report.events if e.kind == "dma" and name in e.label]
+        assert moved and all("dram" not in (e.src, e.dst) for e in moved)
+    ratio = compiled.choice.predicted_cycles / report.cycles
+    assert abs(ratio - 1) <= TOLERANCE
 
 
 def _conv_chain():
