@@ -346,3 +346,11 @@ def _access_score(index, iterators, step: np.ndarray) -> int:
     if np.allclose(delta[:-1], 0) and np.isclose(abs(delta[-1]), 1):
         return 2
     return -4
+
+
+def access_kind(index, iterators, step: np.ndarray) -> str:
+    """How an access moves when the statement's iterators change by ``step`` (one
+    step of its innermost loop): ``"invariant"``, ``"contiguous"`` (the last index
+    moves by one, the others stay) or ``"strided"``."""
+    score = _access_score(index, iterators, step)
+    return {1: "invariant", 2: "contiguous"}.get(score, "strided")

@@ -6,7 +6,11 @@
    fusion strategy picks isl's clustering: ``"max"`` schedules all statements as a
    whole, independent ones included (maximal fusion), ``"smart"`` lets isl merge clusters when
    that keeps parallel loops (isl's default), ``"none"`` schedules strongly
-   connected components one after the other (no fusion).
+   connected components one after the other (no fusion). When isl runs out of
+   time or finds nothing, the fallback chain of :mod:`schedules.host.chain` tries
+   simpler schedulers, down to the program order; every candidate it returns is
+   checked against the exact dependences, finished (steps 2 and 3) and
+   :mod:`schedules.host.profit` keeps the one that streams the fewest bytes.
 2. When a band would need skewed (time) tiles but one iteration of it fits in the
    last-level cache, isl is asked again with outer coincidence, for a schedule whose
    space loops stay parallel and vectorisable (see :mod:`schedules.host.cache_model`).
@@ -24,14 +28,16 @@ above nested bands (the filter loops of a convolution), the nested bands are mer
 and that loop is permuted innermost.
 
 Each decision is made through the public transformations, so ``kernel.history``
-shows them and :func:`schedules.replay` repeats them. isl runs under an operation
-budget so that a hard input raises :class:`~polyc.errors.BudgetError` instead of
-hanging the compiler.
+shows them and :func:`schedules.replay` repeats them. isl runs under a CPU-time
+bound per step of the chain, so that a hard input falls back instead of hanging
+the compiler; a caller who sets a budget gets :class:`~polyc.errors.BudgetError`
+instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import islpy as isl
 
@@ -41,12 +47,11 @@ from polyc.errors import (
     IllegalTransformError,
     ScheduleError,
 )
-from polyc.ir.deps import operation_budget, over_budget
-from polyc.ir.kernel import Kernel, access_map
+from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.apply import apply_schedule
 from schedules.bands import merge_bands, permute
-from schedules.host.bounded import TIMEOUT, bounded_compute
+from schedules.host import chain, profit
 from schedules.host.cache_model import MIN_PARALLEL_WORK, Cache, Model
 from schedules.host.parallel import (
     attempt,
@@ -58,12 +63,18 @@ from schedules.host.parallel import (
 from schedules.tiling import tile as tile_band
 
 FUSION = ("max", "smart", "none")
-#: isl operations allowed to the scheduler: a 20-statement kernel needs ~250k; a hard
-#: random 4-statement program hits the limit after ~0.8 s (isl counts only some of
-#: its work, so the budget is kept well below the point where time runs away)
-DEFAULT_BUDGET = 600_000
-#: CPU-time bound on one call of isl's scheduler (see bounded_compute)
-DEFAULT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Found:
+    """What :func:`auto_found` found: the scheduled kernel, the step of the
+    fallback chain whose schedule it kept (:data:`schedules.host.chain.STEPS`), the
+    candidates it compared and why the steps that found nothing failed."""
+
+    kernel: Kernel
+    step: str
+    compared: tuple[str, ...]
+    failures: tuple[str, ...]
 
 
 def auto(
@@ -74,8 +85,8 @@ def auto(
     parallel: bool = True,
     params: Mapping[str, int] | None = None,
     cache: Cache | None = None,
-    max_operations: int = DEFAULT_BUDGET,
-    max_seconds: float = DEFAULT_SECONDS,
+    max_operations: int | None = None,
+    max_seconds: float | None = None,
     min_parallel_work: int = MIN_PARALLEL_WORK,
 ) -> Kernel:
     """A schedule for ``kernel`` computed from its dependences (see module docstring).
@@ -88,48 +99,127 @@ def auto(
         params: problem sizes the cost model assumes for symbolic parameters
             (default 1024 each).
         cache: cache capacities for the cost model (default: this host's).
-        max_operations: isl's operation budget for the scheduler.
+        max_operations: isl's operation budget for each call of its scheduler;
+            unset (the default), none.
         max_seconds: a CPU-time bound on each call of isl's scheduler (see
             :func:`schedules.host.bounded.bounded_compute`; wall time only stops a
-            child that is stuck). isl does not count every step against its
-            operation budget (some problems spin in its LP solver for minutes), so
-            the scheduler runs in a forked child that is stopped at the deadline;
-            an answer that cost more CPU time than the bound is refused, so
-            ``max_seconds=0`` always raises.
+            child that is stuck); unset (the default),
+            :data:`schedules.host.chain.STEP_SECONDS` per step of the fallback
+            chain. An answer that cost more CPU time than the bound is refused,
+            so ``max_seconds=0`` always raises.
         min_parallel_work: statement instances one entry of a loop (one
             fork/join) must run for the loop to be marked ``@parallel`` (see
             :data:`schedules.host.cache_model.MIN_PARALLEL_WORK`).
 
-    When isl finds no schedule (it can fail on legal programs), ``auto`` retries
-    without fusion and then keeps the program order, tiling and marking what it can.
+    ``auto`` never fails on a valid kernel when no budget is set: when isl runs out
+    of time or finds nothing, the fallback chain of :mod:`schedules.host.chain`
+    tries simpler schedulers and ends at the program order; :func:`auto_found` says
+    which step won.
 
     Raises:
-        ArgumentError: an unknown fusion strategy.
-        BudgetError: when isl's scheduler runs past ``max_operations`` or
-            ``max_seconds``.
+        ArgumentError: an unknown fusion strategy, or a negative budget.
+        BudgetError: when ``max_operations`` or ``max_seconds`` is set and isl's
+            scheduler runs past it.
+    """
+    return auto_found(
+        kernel,
+        fusion=fusion,
+        tile=tile,
+        parallel=parallel,
+        params=params,
+        cache=cache,
+        max_operations=max_operations,
+        max_seconds=max_seconds,
+        min_parallel_work=min_parallel_work,
+    ).kernel
+
+
+def auto_found(
+    kernel: Kernel,
+    *,
+    fusion: str = "smart",
+    tile: bool = True,
+    parallel: bool = True,
+    params: Mapping[str, int] | None = None,
+    cache: Cache | None = None,
+    max_operations: int | None = None,
+    max_seconds: float | None = None,
+    min_parallel_work: int = MIN_PARALLEL_WORK,
+) -> Found:
+    """:func:`auto`, with the step of the fallback chain that won (same arguments
+    and errors).
+
+    Every candidate of the chain is applied (checked against the exact
+    dependences; a refused one is dropped), tiled and marked, and
+    :func:`schedules.host.profit.choose` keeps one.
     """
     if fusion not in FUSION:
         raise ArgumentError(
             f"auto: fusion={fusion!r} is not a strategy because the strategies are "
             f"{', '.join(FUSION)}. Pass one of those."
         )
-    try:
-        sched = isl_schedule(kernel, fusion, max_operations, max_seconds=max_seconds)
-    except ScheduleError:
-        # isl can fail to find a schedule for legal programs ("unable to carry
-        # dependences"); fall back to no fusion, then to the program order
-        try:
-            sched = isl_schedule(
-                kernel, "none", max_operations, max_seconds=max_seconds
-            )
-        except ScheduleError:
-            sched = kernel.original.schedule
+    budget = _budget(max_operations, max_seconds)
+    attempts = chain.candidates(kernel, fusion, budget)
     model = Model(kernel, params, cache, min_parallel_work)
-    if tile and _time_tiling_does_not_pay(sched, model):
+    failures = list(attempts.failures)
+    finished: list[tuple[str, Kernel]] = []
+    for cand in attempts.candidates:
         try:
-            alt = isl_schedule(
-                kernel, fusion, max_operations, True, max_seconds=max_seconds
+            out = _finish(kernel, cand, fusion, budget, model, tile, parallel)
+        except IllegalTransformError as err:  # the check is the judge
+            failures.append(f"{cand.step}: {err}")
+            continue
+        finished.append((cand.step, out))
+    pick = profit.choose([k for _, k in finished], model) if len(finished) > 1 else 0
+    step, out = finished[pick]
+    return Found(out, step, tuple(s for s, _ in finished), tuple(failures))
+
+
+def _budget(max_operations, max_seconds) -> chain.Budget:
+    for name, value in (
+        ("max_operations", max_operations),
+        ("max_seconds", max_seconds),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+        ):
+            raise ArgumentError(
+                f"auto: {name}={value!r} is not a budget because a budget is a "
+                "non-negative number. Pass one, or leave it unset."
             )
+    return chain.Budget(max_operations, max_seconds)
+
+
+def _finish(
+    kernel: Kernel,
+    cand: chain.Candidate,
+    fusion: str,
+    budget: chain.Budget,
+    model: Model,
+    tile: bool,
+    parallel: bool,
+) -> Kernel:
+    """A candidate applied (checked), then tiled and marked parallel."""
+    sched = cand.schedule
+    if (
+        tile
+        and cand.step != "program-order"
+        and _time_tiling_does_not_pay(sched, model)
+    ):
+        relaxed = cand.step != "isl"
+        try:
+            alt = chain.isl_schedule(
+                kernel,
+                "none" if cand.step == "isl-sccs" else fusion,
+                budget,
+                outer_coincidence=True,
+                relaxed=relaxed,
+                feautrier=cand.step == "feautrier",
+            )
+        except BudgetError:
+            if budget.explicit:
+                raise
+            alt = None
         except ScheduleError:
             alt = None
         if alt is not None and _has_coincident(stree.from_isl(alt)):
@@ -143,91 +233,6 @@ def auto(
     if parallel:
         out = mark_parallel_below(out, model)
     return out
-
-
-def isl_schedule(
-    kernel: Kernel,
-    fusion: str,
-    max_operations: int,
-    outer_coincidence: bool = False,
-    max_seconds: float = DEFAULT_SECONDS,
-) -> isl.Schedule:
-    """isl's schedule for the kernel's dependences under an operation budget and a
-    CPU-time deadline; ``outer_coincidence`` asks isl to put dependence-free loops
-    outermost.
-
-    Raises:
-        BudgetError: when isl runs past ``max_operations`` or ``max_seconds``.
-    """
-    deps = kernel.deps.validity.intersect_params(kernel.context)
-    ctx = isl.DEFAULT_CONTEXT
-    saved = (
-        ctx.get_schedule_whole_component(),
-        ctx.get_schedule_serialize_sccs(),
-        ctx.get_schedule_separate_components(),
-        ctx.get_schedule_outer_coincidence(),
-    )
-    ctx.set_schedule_outer_coincidence(int(outer_coincidence))
-    ctx.set_schedule_whole_component(1 if fusion == "max" else 0)
-    ctx.set_schedule_separate_components(0 if fusion == "max" else 1)
-    ctx.set_schedule_serialize_sccs(1 if fusion == "none" else 0)
-    failure, exhausted = None, False
-    try:
-        with operation_budget(max_operations):
-            sc = isl.ScheduleConstraints.on_domain(kernel.domain)
-            sc = sc.set_context(kernel.context)
-            proximity = deps.union(_input_reuse(kernel)) if fusion == "max" else deps
-            sc = sc.set_validity(deps).set_proximity(proximity).set_coincidence(deps)
-            return bounded_compute(sc, max_seconds)
-    except isl.Error as err:
-        failure = str(err)  # raised below, outside this handler: isl errors do
-        # not compare, and chained exceptions get compared by test tools
-        exhausted = over_budget(err)
-    finally:
-        ctx.set_schedule_whole_component(saved[0])
-        ctx.set_schedule_serialize_sccs(saved[1])
-        ctx.set_schedule_separate_components(saved[2])
-        ctx.set_schedule_outer_coincidence(saved[3])
-    if failure == TIMEOUT:
-        raise BudgetError(
-            f"auto: isl's scheduler ran past its deadline of {max_seconds:g} s "
-            f"because {kernel.name} ({len(kernel.statements)} statements) is a hard "
-            "scheduling problem for it. Pass a larger max_seconds=, or fusion='none'."
-        )
-    if exhausted:
-        raise BudgetError(
-            f"auto: isl's scheduler ran past its budget of {max_operations} "
-            f"operations because {kernel.name} ({len(kernel.statements)} "
-            "statements) is a hard scheduling problem for it. Pass a larger "
-            "max_operations=, or fusion='none'."
-        )
-    raise ScheduleError(
-        f"auto: isl's scheduler failed because isl says: {failure}. Try another "
-        "fusion strategy, or schedule the kernel by hand."
-    )
-
-
-def _input_reuse(kernel: Kernel) -> isl.UnionMap:
-    """Pairs of instances of different statements that read the same element, the
-    earlier statement first (read-after-read: locality that maximal fusion wants)."""
-    reads = None
-    for s in kernel.statements:
-        for ld in s.reads:
-            m = isl.UnionMap.from_map(access_map(s, ld, kernel.params))
-            reads = m if reads is None else reads.union(m)
-    if reads is None:
-        return isl.UnionMap.empty(kernel.context.get_space())
-    rank = {s.name: n for n, s in enumerate(kernel.statements)}
-    pairs = reads.apply_range(reads.reverse())
-    out = isl.UnionMap.empty(pairs.get_space())
-    maps: list[isl.Map] = []
-    pairs.foreach_map(maps.append)
-    for m in maps:
-        src = m.get_tuple_name(isl.dim_type.in_)
-        dst = m.get_tuple_name(isl.dim_type.out)
-        if rank[src] < rank[dst]:
-            out = out.union(isl.UnionMap.from_map(m))
-    return out.intersect_params(kernel.context)
 
 
 def _time_tiling_does_not_pay(sched: isl.Schedule, model: Model) -> bool:

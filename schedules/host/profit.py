@@ -1,0 +1,336 @@
+"""Which of the automatic scheduler's finished candidates to keep.
+
+isl's scheduler maximises fusion and parallelism; it does not know the cache. On
+atax and bicg it distributes the two products over ``A`` into two nests, the second
+of which walks ``A`` column by column (0.37x of the program order's speed with gcc),
+and on doitgen it shifts the copy-back loop into the innermost reduction loop behind
+a guard. So the scheduler finishes every candidate of the chain (tiled and marked,
+see :mod:`schedules.host.scheduler`) and :func:`choose` compares them:
+
+1. a candidate with fewer statements under a ``@parallel`` loop than another is
+   never taken;
+2. fewer estimated bytes streamed from memory (:func:`streamed_bytes`), when one
+   streams more than :data:`MARGIN` times the other;
+3. fewer guards in innermost loops that test the loop's own iterator (isl's AST
+   for the schedule, see :func:`guards`);
+4. fewer strided accesses along the innermost loop, weighted by how many instances
+   make them (by more than :data:`STRIDED_MARGIN`);
+5. the earlier candidate of the chain (isl's own schedule first).
+
+Model of the bytes streamed (stated, not measured): the program runs as a sequence
+of top-level nests (the children of the outermost sequence). A nest streams, for
+each array it touches, the bounding box of the elements its accesses reach
+(problem sizes from the cost model), unless an earlier nest touched the array and
+that box fits in half of the last-level cache (then it is still there). An array
+that some access walks with a stride along its innermost loop, and whose box does
+not fit in the L2 budget, costs one cache line per element (a factor
+``LINE / itemsize``, at most 8): the walk defeats the vectorizer and the hardware
+prefetcher, and each line is loaded for one element before it is evicted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import islpy as isl
+import numpy as np
+
+from polyc.ir import loops
+from polyc.ir.kernel import Kernel, access_map
+from schedules import stree
+from schedules.host.cache_model import Model, access_kind
+
+#: how many times more bytes a candidate must stream to lose on bytes alone (the
+#: model is rough: a smaller difference is a tie, decided by the next criteria)
+MARGIN = 1.5
+#: relative difference in strided accesses below which two candidates tie
+STRIDED_MARGIN = 0.1
+#: cache line size in bytes
+LINE = 64
+
+
+@dataclass(frozen=True)
+class Score:
+    """What :func:`choose` compares (see the module docstring)."""
+
+    parallel: int
+    streamed: float
+    guards: int
+    strided: float
+
+
+def choose(kernels: list[Kernel], model: Model) -> int:
+    """The index of the candidate to keep among ``kernels`` (finished schedules of
+    one program, in chain order)."""
+    scores = [score(k, model) for k in kernels]
+    most = max(s.parallel for s in scores)
+    best = None
+    for n, s in enumerate(scores):
+        if s.parallel < most:
+            continue
+        if best is None or better(s, scores[best]):
+            best = n
+    assert best is not None
+    return best
+
+
+def better(a: Score, b: Score) -> bool:
+    """Whether ``a`` is strictly preferred to ``b`` (parallelism aside)."""
+    if a.streamed * MARGIN < b.streamed:
+        return True
+    if b.streamed * MARGIN < a.streamed:
+        return False
+    if a.guards != b.guards:
+        return a.guards < b.guards
+    return a.strided < b.strided * (1 - STRIDED_MARGIN)
+
+
+def score(kernel: Kernel, model: Model) -> Score:
+    """The :class:`Score` of a kernel's schedule."""
+    root = stree.from_isl(kernel.schedule)
+    parallel = len(
+        {
+            name
+            for _, n in stree.walk(root)
+            if isinstance(n, stree.Mark) and n.name == "@parallel"
+            for name in stree.statements(n)
+        }
+    )
+    inner = innermost_steps(kernel)
+    strided = 0.0
+    for stmt in kernel.statements:
+        step = inner.get(stmt.name)
+        if step is None:
+            continue
+        count = _instances(model, stmt)
+        for ld in (stmt.target, *stmt.reads):
+            if access_kind(ld.index, stmt.iterators, step) == "strided":
+                strided += count
+    return Score(parallel, streamed_bytes(kernel, model), guards(kernel), strided)
+
+
+def streamed_bytes(kernel: Kernel, model: Model) -> float:
+    """Estimated bytes the kernel's schedule streams from memory, the sum over its
+    top-level nests of :func:`nest_traffic`."""
+    from schedules.legality import statement_times
+
+    times = statement_times(kernel.schedule)
+    total = 0.0
+    for nest in _nests(stree.from_isl(kernel.schedule)):
+        names = [n for n in stree.statements(nest) if n in times]
+        if names:
+            total += nest_traffic(kernel, model, {n: times[n] for n in names})
+    return total
+
+
+def nest_traffic(kernel: Kernel, model: Model, times: dict[str, isl.Map]) -> float:
+    """Bytes one nest streams: ``times`` maps its statements to their (flat) times.
+
+    The time dimensions are fixed one by one, outermost first, each to a value in
+    the middle of its range (dimensions that only order the children of a
+    sequence are left free). ``F(d)`` is the footprint of what runs at one value of
+    the dimensions up to ``d`` (in cache lines), ``F(-1)`` that of the whole nest.
+    At the first ``d`` where ``F(d)`` fits in the tile budget, consecutive
+    iterations of ``d`` share data in cache but iterations of ``d - 1`` do not:
+    the nest streams ``F(d - 1)`` once per iteration of ``d - 1``.
+    """
+    fixed = model.fixed
+    maps = {}
+    for n, m in times.items():
+        dom = kernel.statement(n).domain.intersect_params(fixed)
+        maps[n] = m.intersect_params(fixed).intersect_domain(dom)
+    region = {n: m.range() for n, m in maps.items()}
+    region = {n: r for n, r in region.items() if not r.is_empty()}
+    if not region:
+        return 0.0
+    width = next(iter(region.values())).dim(isl.dim_type.set)
+    foot = _footprint(kernel, maps, region)
+    count = 1.0
+    for d in range(width):
+        lows, highs, single = [], [], True
+        for r in region.values():
+            low, high = r.dim_min_val(d), r.dim_max_val(d)
+            if not (low.is_int() and high.is_int()):
+                return count * foot
+            lows.append(int(low.to_python()))
+            highs.append(int(high.to_python()))
+            single = single and lows[-1] == highs[-1]
+        lo, hi = min(lows), max(highs)
+        if single:  # a sequence position (or a loop of one iteration)
+            continue
+        value = _value_near(region, d, (lo + hi) // 2, lo)
+        inside = {n: r.fix_val(isl.dim_type.set, d, value) for n, r in region.items()}
+        inside = {n: r for n, r in inside.items() if not r.is_empty()}
+        new = _footprint(kernel, maps, inside)
+        if new <= model.cache.tile_budget:
+            return count * foot
+        count *= hi - lo + 1
+        region, foot = inside, new
+    return count * foot
+
+
+def _value_near(region: dict, d: int, mid: int, lo: int) -> int:
+    """The smallest value at least ``mid`` that dimension ``d`` takes (``lo``
+    when none does)."""
+    best = None
+    for r in region.values():
+        above = r.lower_bound_val(isl.dim_type.set, d, mid)
+        if above.is_empty():
+            continue
+        v = int(above.dim_min_val(d).to_python())
+        best = v if best is None else min(best, v)
+    return lo if best is None else best
+
+
+def _footprint(kernel: Kernel, maps: dict, region: dict) -> float:
+    """Bytes (whole cache lines along the last index) of the bounding boxes of the
+    elements reached by the instances whose times lie in ``region``."""
+    boxes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for n, times in region.items():
+        stmt = kernel.statement(n)
+        inst = maps[n].intersect_range(times).domain()
+        for ld in (stmt.target, *stmt.reads):
+            if ld.index:
+                box = _box(
+                    access_map(stmt, ld, kernel.params).intersect_domain(inst).range()
+                )
+            else:
+                box = (np.zeros(1), np.zeros(1))
+            if box is None:
+                continue
+            if ld.array in boxes:
+                olo, ohi = boxes[ld.array]
+                box = (np.minimum(box[0], olo), np.maximum(box[1], ohi))
+            boxes[ld.array] = box
+    total = 0.0
+    for array, (lo, hi) in boxes.items():
+        size = kernel.arrays[array].dtype.itemsize
+        ext = np.maximum(hi - lo + 1, 1)
+        last = math.ceil(ext[-1] * size / LINE) * LINE
+        total += float(np.prod(ext[:-1])) * last
+    return total
+
+
+def _nests(root: stree.Node) -> list[stree.Node]:
+    """The top-level nests: the children of the outermost sequence (reached
+    without passing a band), or the whole tree."""
+    node = root
+    while not isinstance(node, (stree.Band, stree.Sequence_, stree.Leaf)):
+        kids = stree.children(node)
+        if len(kids) != 1:
+            break
+        node = kids[0]
+    if isinstance(node, stree.Sequence_):
+        return list(node.children)
+    return [root]
+
+
+def _box(reach: isl.Set) -> tuple[np.ndarray, np.ndarray] | None:
+    if reach.is_empty():
+        return None
+    n = reach.dim(isl.dim_type.set)
+    lo, hi = np.zeros(n), np.zeros(n)
+    for d in range(n):
+        low, high = reach.dim_min_val(d), reach.dim_max_val(d)
+        if not (low.is_int() and high.is_int()):
+            return None
+        lo[d], hi[d] = low.to_python(), high.to_python()
+    return lo, hi
+
+
+def _instances(model: Model, stmt) -> float:
+    return float(np.prod(model.iterator_extents(stmt)))
+
+
+def innermost_steps(kernel: Kernel) -> dict[str, np.ndarray]:
+    """``{statement: change of its iterators when its innermost loop steps by
+    one}``: the innermost loop is the last schedule dimension that varies with the
+    statement's iterators (the others held fixed). Statements outside any loop
+    are left out."""
+    from schedules.legality import statement_times
+
+    out: dict[str, np.ndarray] = {}
+    for name, m in statement_times(kernel.schedule).items():
+        rows = _rows(m)
+        if rows is None:
+            continue
+        varying = [r for r in rows if np.any(r)]
+        if not varying:
+            continue
+        R = np.array(varying)
+        rhs = np.zeros(len(varying))
+        rhs[-1] = 1.0
+        x, *_ = np.linalg.lstsq(R, rhs, rcond=None)
+        if np.allclose(R @ x, rhs, atol=1e-9):
+            out[name] = x
+    return out
+
+
+def _rows(m: isl.Map) -> list[np.ndarray] | None:
+    """Iterator coefficients of each output dimension of a statement's flat
+    schedule map (None when one is not a single affine piece)."""
+    pma = isl.PwMultiAff.from_map(m)
+    out = []
+    for d in range(pma.dim(isl.dim_type.out)):
+        pieces = pma.get_pw_aff(d).get_pieces()
+        if len(pieces) != 1:
+            return None
+        aff = pieces[0][1]
+        den = float(aff.get_denominator_val().to_python())
+        n_in = aff.dim(isl.dim_type.in_)
+        out.append(
+            np.array(
+                [
+                    float(aff.get_coefficient_val(isl.dim_type.in_, i).to_python())
+                    / den
+                    for i in range(n_in)
+                ]
+            )
+        )
+    return out
+
+
+def guards(kernel: Kernel) -> int:
+    """Guards in the innermost loops of isl's AST for the kernel's schedule that
+    test the innermost loop's own iterator (``if (p == 159 && t3 == 159)`` inside
+    the ``t3`` loop): one that tests only outer iterators is loop-invariant, and
+    the C compiler hoists it out of the loop (unswitching)."""
+    ast = loops.build_ast(kernel.schedule, kernel.context)
+
+    def count(nodes, inner: str | None) -> int:
+        total = 0
+        for n in nodes:
+            if isinstance(n, loops.For):
+                total += count(n.body, inner if n.degenerate else n.var)
+            elif isinstance(n, loops.If):
+                branches = (*n.then, *n.orelse)
+                if inner in _ids(n.cond) and not _has_loop(branches):
+                    total += 1
+                total += count(n.then, inner) + count(n.orelse, inner)
+            elif isinstance(n, loops.Mark):
+                total += count(n.body, inner)
+        return total
+
+    return count(loops.from_isl(ast), None)
+
+
+def _ids(e: loops.LExpr) -> set[str]:
+    if e.op == "id":
+        return {e.args[0]}
+    out: set[str] = set()
+    for a in e.args:
+        if isinstance(a, loops.LExpr):
+            out |= _ids(a)
+    return out
+
+
+def _has_loop(nodes) -> bool:
+    for n in nodes:
+        if isinstance(n, loops.For):
+            return True
+        if isinstance(n, loops.If) and _has_loop((*n.then, *n.orelse)):
+            return True
+        if isinstance(n, loops.Mark) and _has_loop(n.body):
+            return True
+    return False
