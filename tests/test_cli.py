@@ -196,6 +196,25 @@ CASES = {
         ["sweep", "--ops", "relu:input=4x4", "--configs", "tiny", "--jobs", "0"],
         r"sweep: jobs=0 is not a number of processes because it is not a positive int",
     ),
+    "compile: negative --max-seconds": (
+        ["compile", "k.c", "--schedule", "auto", "--max-seconds", "-1"],
+        r"compile: --max-seconds '-1' is not a budget because it is not a "
+        r"non-negative number of seconds\.",
+    ),
+    "compile: --max-operations not a number": (
+        ["compile", "k.c", "--schedule", "auto", "--max-operations", "lots"],
+        r"compile: --max-operations 'lots' is not a budget because it is not a "
+        r"non-negative integer\.",
+    ),
+    "compile: unknown --fusion": (
+        ["compile", "k.c", "--schedule", "auto", "--fusion", "all"],
+        r"compile: --fusion 'all' is not a fusion strategy because the strategies "
+        r"are max, smart and none\.",
+    ),
+    "compile: --fusion without --schedule auto": (
+        ["compile", "k.c", "--fusion", "max"],
+        r"compile: --fusion has no effect because it tunes the automatic scheduler",
+    ),
     "demo: size 0 (the safety net in main)": (
         ["demo", "--size", "0"],
         r"polyc demo: shape: extent 0 of .* is not positive because sizes start at 1",
@@ -249,3 +268,47 @@ def test_the_installed_command_exits_2_without_a_traceback(files):
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
         assert proc.stderr.startswith("polyc"), proc.stderr
+
+
+TWO_REGIONS = """\
+void f(int n, double A[n], double B[n][n], double C[n][n])
+{
+#pragma scop
+  for (int i = 0; i < n; i++)
+    A[i] = A[i] + 1.0;
+#pragma endscop
+#pragma scop
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      for (int k = 0; k < n; k++)
+        C[i][j] += B[i][k] * B[k][j] + C[i][j] * 0.5;
+#pragma endscop
+}
+"""
+
+
+def test_a_region_past_its_budget_is_left_as_written(files, capsys):
+    # 1,000 isl operations schedule the one-statement copy but not the product
+    Path("two.c").write_text(TWO_REGIONS)
+    argv = ["compile", "two.c", "--schedule", "auto", "--max-operations", "1000"]
+    assert main([*argv, "-o", "out.c"]) == 0
+    err = capsys.readouterr().err
+    assert "two.c:3-6: region f_1 rewritten (auto schedule: isl)" in err
+    assert re.search(
+        r"two\.c:7-12: warning: two\.c:7: compile: region f_2 left as it is because "
+        r"its automatic schedule failed: auto: isl's scheduler ran past its budget "
+        r"of 1000 operations",
+        err,
+    ), err
+    out = Path("out.c").read_text()
+    assert "/* polyc: region f_1 */" in out and "/* polyc: region f_2 */" not in out
+    assert "C[i][j] += B[i][k] * B[k][j] + C[i][j] * 0.5;" in out
+
+
+def test_auto_reports_the_step_that_won_and_takes_the_flags(files, capsys):
+    Path("two.c").write_text(TWO_REGIONS)
+    argv = ["compile", "two.c", "--schedule", "auto", "--fusion", "none"]
+    assert main([*argv, "--max-seconds", "30", "-o", "out.c"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("(auto schedule: ") == 2, err
+    assert "/* polyc: region f_2 */" in Path("out.c").read_text()

@@ -39,6 +39,9 @@ class RegionReport:
     message: str = ""
     kernel: Kernel | None = None
     param_values: dict[str, int] = field(default_factory=dict)
+    #: for an automatic schedule: the step of the fallback chain that won
+    #: (``schedules.host.chain.STEPS``)
+    step: str = ""
 
 
 @dataclass
@@ -53,6 +56,9 @@ def compile_c(
     schedule=None,
     defines=None,
     include_dirs=(),
+    fusion: str = "smart",
+    max_operations: int | None = None,
+    max_seconds: float | None = None,
 ) -> Compiled:
     """The source with every region replaced by code for its schedule.
 
@@ -61,6 +67,10 @@ def compile_c(
             text of a schedule (several regions: one YAML document per region,
             separated by ``---`` lines, in source order).
         defines, include_dirs: as for :func:`polyc.from_c`.
+        fusion, max_operations, max_seconds: passed to ``schedules.auto`` for
+            ``schedule="auto"``. A region whose automatic schedule fails (a budget
+            the caller set runs out) is left as it is and reported, and the rest
+            of the file is still rewritten.
 
     Raises:
         FrontendError: when the file cannot be preprocessed or parsed.
@@ -100,7 +110,28 @@ def compile_c(
                 )
             )
             continue
-        kernel = apply_region_schedule(region.kernel, docs[k], region.param_values)
+        options = {
+            "fusion": fusion,
+            "max_operations": max_operations,
+            "max_seconds": max_seconds,
+        }
+        try:
+            kernel, step = schedule_region(
+                region.kernel, docs[k], region.param_values, options
+            )
+        except PolycError as err:
+            if docs[k] != "auto":
+                raise
+            msg = (
+                f"{src.filename}:{span.begin}: compile: region {region.kernel.name} "
+                f"left as it is because its automatic schedule failed: {err}"
+            )
+            reports.append(
+                RegionReport(
+                    region.kernel.name, (span.begin, span.end), False, kind, msg
+                )
+            )
+            continue
         block, heap = _emit(region, kernel, _region_indent(lines, span))
         need_stdlib |= heap
         replacements[span.begin] = (span.end, block)
@@ -113,6 +144,7 @@ def compile_c(
                 "",
                 kernel,
                 dict(region.param_values),
+                step,
             )
         )
     out: list[str] = []
@@ -151,20 +183,30 @@ def schedule_documents(schedule, n: int) -> list:
 
 
 def apply_region_schedule(
-    kernel: Kernel, spec, known: dict[str, int] | None = None
+    kernel: Kernel, spec, known: dict[str, int] | None = None, options=None
 ) -> Kernel:
     """``kernel`` under ``spec``: None (program order), "auto", or isl YAML text
-    (checked against every dependence by ``schedules.apply_schedule``)."""
+    (checked against every dependence by ``schedules.apply_schedule``);
+    ``options`` are keyword arguments for ``schedules.auto``."""
+    return schedule_region(kernel, spec, known, options)[0]
+
+
+def schedule_region(
+    kernel: Kernel, spec, known: dict[str, int] | None = None, options=None
+) -> tuple[Kernel, str]:
+    """:func:`apply_region_schedule` and, for "auto", the step of the fallback
+    chain that won (else "")."""
     if spec is None:
-        return kernel
+        return kernel, ""
     import schedules
+    from schedules.host.scheduler import auto_found
 
     if spec == "auto":
         values = {p: v for p, v in (known or {}).items() if p in kernel.params}
-        if values and len(values) == len(kernel.params):
-            return schedules.auto(kernel, params=values)  # sizes for the cost model
-        return schedules.auto(kernel)
-    return schedules.apply_schedule(kernel, spec)
+        sizes = values if values and len(values) == len(kernel.params) else None
+        found = auto_found(kernel, params=sizes, **(options or {}))
+        return found.kernel, found.step
+    return schedules.apply_schedule(kernel, spec), ""
 
 
 def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:

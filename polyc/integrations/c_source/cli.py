@@ -24,6 +24,25 @@ def add_compile_parser(sub) -> None:
         help="'auto' (automatic scheduler) or an isl YAML schedule file, one YAML "
         "document per region separated by '---' lines (default: source order)",
     )
+    p.add_argument(
+        "--fusion",
+        help="with --schedule auto: isl's fusion strategy, 'max', 'smart' (the "
+        "default) or 'none'",
+    )
+    p.add_argument(
+        "--max-operations",
+        metavar="N",
+        help="with --schedule auto: isl's operation budget for each call of its "
+        "scheduler; a region that runs past it is left as it is (default: none, "
+        "and auto falls back to simpler schedulers instead)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        metavar="S",
+        help="with --schedule auto: CPU seconds for each call of isl's scheduler; "
+        "a region that runs past it is left as it is (default: 2 s per step of "
+        "the fallback chain, which then moves on)",
+    )
     p.add_argument("--config", help="accelerator configuration name (report mode)")
     p.add_argument(
         "-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]"
@@ -68,6 +87,7 @@ def run_compile(args) -> int:
         if not mlir_in:
             _check_input(args.input)
         _verify_needs_config(args)
+        _auto_options(args)
         if args.print_schedule:
             return _print_schedules(args)
         if args.emit == "mlir" or (mlir_in and not args.config):
@@ -114,6 +134,57 @@ def _verify_needs_config(args) -> None:
             "compile: --verify has nothing to check because without --config the "
             "regions are rewritten, not run. Add --config NAME (e.g. --config tiny)."
         )
+
+
+def _auto_options(args) -> dict:
+    """``schedules.auto``'s keyword arguments from --fusion, --max-operations and
+    --max-seconds (checked: ArgumentError for a misuse)."""
+    from polyc.errors import ArgumentError
+
+    given = [
+        flag
+        for flag, value in (
+            ("--fusion", args.fusion),
+            ("--max-operations", args.max_operations),
+            ("--max-seconds", args.max_seconds),
+        )
+        if value is not None
+    ]
+    if given and args.schedule != "auto":
+        raise ArgumentError(
+            f"compile: {given[0]} has no effect because it tunes the automatic "
+            "scheduler and the regions are not scheduled automatically. Add "
+            "--schedule auto."
+        )
+    fusion = args.fusion or "smart"
+    if fusion not in ("max", "smart", "none"):
+        raise ArgumentError(
+            f"compile: --fusion {fusion!r} is not a fusion strategy because the "
+            "strategies are max, smart and none. Pass one of those."
+        )
+    out: dict = {"fusion": fusion, "max_operations": None, "max_seconds": None}
+    if args.max_operations is not None:
+        text = args.max_operations.strip()
+        if not text.isdigit():
+            raise ArgumentError(
+                f"compile: --max-operations {args.max_operations!r} is not a budget "
+                "because it is not a non-negative integer. Write e.g. "
+                "--max-operations 5000000, or leave it out."
+            )
+        out["max_operations"] = int(text)
+    if args.max_seconds is not None:
+        try:
+            seconds = float(args.max_seconds)
+        except ValueError:
+            seconds = -1.0
+        if not (seconds >= 0 and seconds != float("inf")):
+            raise ArgumentError(
+                f"compile: --max-seconds {args.max_seconds!r} is not a budget "
+                "because it is not a non-negative number of seconds. Write e.g. "
+                "--max-seconds 10, or leave it out."
+            )
+        out["max_seconds"] = seconds
+    return out
 
 
 def _schedule_arg(args):
@@ -168,6 +239,7 @@ def _source_to_source(args) -> int:
         schedule=_schedule_arg(args),
         defines=args.defines,
         include_dirs=args.include_dirs,
+        **_auto_options(args),
     )
     if args.output:
         _write(args.output, result.text)
@@ -176,8 +248,9 @@ def _source_to_source(args) -> int:
     for r in result.regions:
         where = f"{args.input}:{r.lines[0]}-{r.lines[1]}"
         if r.replaced:
+            how = f"{r.schedule} schedule" + (f": {r.step}" if r.step else "")
             print(
-                f"polyc: {where}: region {r.name} rewritten ({r.schedule} schedule)",
+                f"polyc: {where}: region {r.name} rewritten ({how})",
                 file=sys.stderr,
             )
         else:
@@ -216,8 +289,9 @@ def _accelerator(args) -> int:
     regions = _regions(args)
     docs = schedule_documents(_schedule_arg(args), len(regions))
     rng = np.random.default_rng(0)
+    options = _auto_options(args)
     for r, doc in zip(regions, docs, strict=True):
-        kernel = apply_region_schedule(r.kernel, doc, r.param_values)
+        kernel = apply_region_schedule(r.kernel, doc, r.param_values, options)
         values = {**r.param_values, **given}
         missing = [p for p in kernel.params if p not in values]
         if missing:
@@ -281,8 +355,9 @@ def _emit_mlir(args) -> int:
     regions = _regions(args)
     docs = schedule_documents(_schedule_arg(args), len(regions))
     texts = []
+    options = _auto_options(args)
     for r, doc in zip(regions, docs, strict=True):
-        kernel = apply_region_schedule(r.kernel, doc, r.param_values)
+        kernel = apply_region_schedule(r.kernel, doc, r.param_values, options)
         if args.config:
             values = {**r.param_values, **given}
             missing = [p for p in kernel.params if p not in values]

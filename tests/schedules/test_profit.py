@@ -1,0 +1,77 @@
+"""The automatic scheduler's choice among the chain's candidates
+(schedules.host.profit): fusion that saves a sweep over a matrix, no guard on the
+innermost iterator, never fewer parallel statements."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import schedules as S
+from polyc.frontends.c.parse import parse_c
+from polyc.ops import polybench as ex
+from schedules.host import profit
+from schedules.host.cache_model import Cache, Model, access_kind
+from schedules.host.scheduler import auto_found
+from tests.support.paths import ROOT
+
+BENCH = ROOT / "bench" / "c_sources"
+HOST = Cache(l1=32 * 1024, l2=512 * 1024, l3=32 * 1024 * 1024)
+
+
+def _auto(name: str):
+    (region,) = parse_c(BENCH / f"{name}.c")
+    k = region.kernel
+    values = {p: v for p, v in region.param_values.items() if p in k.params}
+    return k, auto_found(k, params=values, cache=HOST), Model(k, values, HOST)
+
+
+def _strided(kernel) -> list[str]:
+    steps = profit.innermost_steps(kernel)
+    return [
+        f"{s.name}:{ld.array}"
+        for s in kernel.statements
+        if s.name in steps
+        for ld in (s.target, *s.reads)
+        if access_kind(ld.index, s.iterators, steps[s.name]) == "strided"
+    ]
+
+
+def test_atax_keeps_one_row_wise_sweep_over_a(monkeypatch):
+    # isl (asked for outer coincidence, as its fused band has no parallel loop)
+    # distributes y = A^T tmp into a nest of its own that walks A by columns (0.37x
+    # of gcc on the original); the program order reads each row once for both
+    k, found, model = _auto("atax")
+    assert found.compared[0] == "isl" and found.step == "program-order"
+    assert _strided(found.kernel) == []
+    monkeypatch.setattr(profit, "choose", lambda kernels, model: 0)
+    isl_only = auto_found(k, params=model.values, cache=HOST).kernel
+    assert any(a.endswith(":A") for a in _strided(isl_only))
+    assert profit.streamed_bytes(found.kernel, model) * 1.5 < profit.streamed_bytes(
+        isl_only, model
+    )
+
+
+def test_bicg_keeps_one_row_wise_sweep_over_a():
+    _, found, _ = _auto("bicg")
+    assert found.step == "program-order"
+    assert _strided(found.kernel) == []
+
+
+def test_doitgen_copy_back_is_not_guarded_in_the_reduction_loop():
+    # isl under the exact context fused A[r][q][p] = sum[p] into the s loop behind
+    # "if (NP == 160 && p == 159 && t3 == 159)"
+    k, found, _ = _auto("doitgen")
+    assert profit.guards(found.kernel) == 0
+    copy = [s.name for s in k.statements if s.target.array == "A"]
+    steps = profit.innermost_steps(found.kernel)
+    assert np.allclose(steps[copy[0]], [0, 0, 1])  # its own p loop, innermost
+
+
+def test_a_candidate_with_fewer_parallel_statements_is_never_taken():
+    k = ex.matmul(None, "int32")
+    model = Model(k, {"N": 512}, HOST)
+    serial = S.auto(k, params={"N": 512}, cache=HOST, parallel=False)
+    parallel = S.auto(k, params={"N": 512}, cache=HOST)
+    assert profit.score(serial, model).parallel == 0
+    assert profit.score(parallel, model).parallel == 2
+    assert profit.choose([serial, parallel], model) == 1
