@@ -3,7 +3,8 @@
     python -m bench.host_c [--only NAME ...] [--repeat 3] [--schedule auto]
 
 For each kernel of ``bench/c_sources`` (matmul 1024^3, 2mm, syrk, Jacobi-2D 100 steps
-on 1000^2, Seidel-2D, conv2d 3x3 64->64 on 56^2, softmax 1024^2) it builds, in one run,
+on 1000^2, Seidel-2D, conv2d 3x3 64->64 on 56^2, softmax 1024^2, and atax, bicg and
+doitgen at PolyBench's LARGE sizes) it builds, in one run,
 side by side:
 
 - the original file with ``gcc -O3 -march=native`` (the baseline);
@@ -33,7 +34,18 @@ from bench import results_md
 from bench.common import RESULTS, machine
 
 SOURCES = Path(__file__).parent / "c_sources"
-KERNELS = ["matmul", "2mm", "syrk", "jacobi_2d", "seidel_2d", "conv2d", "softmax"]
+KERNELS = [
+    "matmul",
+    "2mm",
+    "syrk",
+    "jacobi_2d",
+    "seidel_2d",
+    "conv2d",
+    "softmax",
+    "atax",
+    "bicg",
+    "doitgen",
+]
 #: no FMA contraction, so that results compare bit for bit (gcc and clang contract
 #: multiply-adds in different places otherwise, which moves roundings)
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
@@ -120,6 +132,9 @@ LABELS = {
     "seidel_2d": "seidel-2d 20 x 1000^2",
     "conv2d": "conv2d 3x3 64->64 56^2",
     "softmax": "softmax 1024^2",
+    "atax": "atax 1900 x 2100",
+    "bicg": "bicg 2100 x 1900",
+    "doitgen": "doitgen 150 x 140 x 160",
 }
 
 
