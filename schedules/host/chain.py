@@ -24,7 +24,8 @@ bound (:data:`STEP_SECONDS`, in a forked child: see :mod:`schedules.host.bounded
    and marks parallel loops where that is legal). It always exists.
 
 Steps 1 and 2 both run (when the first succeeds, the second usually returns the
-same schedule); steps 3 and 4 run only when neither of them found one. Every
+same schedule), unless the context holds nothing but lower bounds (then the second
+is the first again); steps 3 and 4 run only when neither of them found one. Every
 schedule returned here is checked against the exact dependences by
 ``apply_schedule`` before it is used.
 
@@ -114,7 +115,8 @@ def candidates(kernel: Kernel, fusion: str, budget: Budget) -> Attempts:
             found.append(Candidate(step, sched))
 
     run("isl")
-    run("isl-relaxed", relaxed=True)
+    if not found or not lower_bounds(kernel.context).is_equal(kernel.context):
+        run("isl-relaxed", relaxed=True)  # else the same problem again
     if not found:
         run("isl-sccs", relaxed=True, fusion="none")
     if not found:
