@@ -7,8 +7,8 @@ and on doitgen it shifts the copy-back loop into the innermost reduction loop be
 a guard. So the scheduler finishes every candidate of the chain (tiled and marked,
 see :mod:`schedules.host.scheduler`) and :func:`choose` compares them:
 
-1. a candidate with fewer statements under a ``@parallel`` loop than another is
-   never taken;
+1. a candidate that runs fewer statement instances under a ``@parallel`` loop than
+   another (by more than :data:`STRIDED_MARGIN`) is never taken;
 2. fewer estimated bytes streamed from memory (:func:`streamed_bytes`), when one
    streams more than :data:`MARGIN` times the other and neither schedule has a
    skewed loop (one that combines two iterators: the model's bounding boxes then
@@ -60,7 +60,7 @@ LINE = 64
 class Score:
     """What :func:`choose` compares (see the module docstring)."""
 
-    parallel: int
+    parallel: float
     skewed: bool
     recurrent: float
     streamed: float
@@ -75,7 +75,7 @@ def choose(kernels: list[Kernel], model: Model) -> int:
     most = max(s.parallel for s in scores)
     best = None
     for n, s in enumerate(scores):
-        if s.parallel < most:
+        if s.parallel < most * (1 - STRIDED_MARGIN):
             continue
         if best is None or better(s, scores[best]):
             best = n
@@ -102,14 +102,13 @@ def better(a: Score, b: Score) -> bool:
 def score(kernel: Kernel, model: Model) -> Score:
     """The :class:`Score` of a kernel's schedule."""
     root = stree.from_isl(kernel.schedule)
-    parallel = len(
-        {
-            name
-            for _, n in stree.walk(root)
-            if isinstance(n, stree.Mark) and n.name == "@parallel"
-            for name in stree.statements(n)
-        }
-    )
+    under = {
+        name
+        for _, n in stree.walk(root)
+        if isinstance(n, stree.Mark) and n.name == "@parallel"
+        for name in stree.statements(n)
+    }
+    parallel = sum(_instances(model, kernel.statement(name)) for name in under)
     inner = innermost_steps(kernel)
     recurrent = _recurrent(kernel, model)
     strided = 0.0
