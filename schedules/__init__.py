@@ -25,7 +25,7 @@ from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
 from schedules.bands import interchange, merge_bands, permute, shift, skew, split_band
 from schedules.fusion import distribute, fuse, reorder
-from schedules.host.scheduler import auto
+from schedules.host.scheduler import auto, auto_found
 from schedules.legality import first_violation
 from schedules.marks import parallel, unmark, unroll, vectorize
 from schedules.tiling import strip_mine, tile
@@ -66,6 +66,7 @@ TRANSFORMATIONS.update(
 __all__ = [
     "apply_schedule",
     "auto",
+    "auto_found",
     "defer_bias",
     "distribute",
     "first_violation",
