@@ -84,7 +84,7 @@ def test_a_vectorisable_wavefront_and_separate_tiled_products_are_kept():
     # the original), the program order a recurrence along j; the footprint model
     # cannot judge the skewed loop, so the recurrence decides
     _, seidel, model = _auto("seidel_2d")
-    assert seidel.step == "isl"
+    assert seidel.step.startswith("isl")
     assert profit.score(seidel.kernel, model).recurrent == 0
     # 2mm: isl fuses the two products into one band tiled across both (0.79x of
     # gcc); the program order tiles each product on its own (4.4x) and, by the
@@ -92,5 +92,5 @@ def test_a_vectorisable_wavefront_and_separate_tiled_products_are_kept():
     # 512 KiB the two tie and isl's is kept)
     bench_machine = Cache(l1=48 * 1024, l2=2 * 1024 * 1024, l3=32 * 1024 * 1024)
     _, two_mm, model = _auto("2mm", bench_machine)
-    assert two_mm.compared[0] == "isl" and two_mm.step == "program-order"
+    assert two_mm.compared[0].startswith("isl") and two_mm.step == "program-order"
     assert [s.name for s in two_mm.kernel.history].count("tile") == 2
