@@ -360,9 +360,7 @@ def check(
     Raises:
         IllegalTransformError: ``<op>: <what> because <violation>. <fix>``.
     """
-    v = first_violation(kernel, root=root, path=path) or concurrent_violation(
-        kernel, root, path
-    )
+    v = _first_violation(kernel, root, path) or concurrent_violation(kernel, root, path)
     if v is None:
         return
     hint = fix(v) if callable(fix) else fix
@@ -372,9 +370,28 @@ def check(
 def is_legal(kernel: Kernel, root: stree.Node, path: stree.Path = ()) -> bool:
     """Whether the tree ``root`` (rewritten at ``path``) is legal (no message)."""
     return (
-        first_violation(kernel, root=root, path=path) is None
+        _first_violation(kernel, root, path) is None
         and concurrent_violation(kernel, root, path) is None
     )
+
+
+def _first_violation(
+    kernel: Kernel, root: stree.Node, path: stree.Path
+) -> Violation | None:
+    """:func:`first_violation` of the exact dependences, asking the
+    memory-based ones first when the kernel's sizes are concrete
+    (:func:`memory_dependences`: they hold the exact ones, so a tree that runs
+    them all forward is legal, and the program's anti and output dataflow
+    analysis, the costlier half of isl's work on a network, is not needed;
+    when they refuse, the exact ones decide and name the violation). The same
+    answer either way. Parametric kernels ask the exact ones alone: their
+    accesses' compositions can be what isl finds hard, and the dataflow
+    analysis keeps them within its operation budget."""
+    if not kernel.params:
+        memory = memory_dependences(kernel)
+        if first_violation(kernel, root=root, path=path, deps=memory) is None:
+            return None
+    return first_violation(kernel, root=root, path=path)
 
 
 def finish(

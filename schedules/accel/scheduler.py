@@ -69,6 +69,7 @@ from schedules.apply import to_yaml
 from schedules.bands import permute, shift
 from schedules.common import step
 from schedules.fusion import fuse, reorder
+from schedules.legality import memory_dependences
 from schedules.tiling import tile
 
 
@@ -240,10 +241,15 @@ def _search(kernel, layers, spec, stage, found, whole):
 
 
 def _deps(kernel: Kernel) -> None:
-    """The program's dependences, which applying the choice checks against (and
-    placement reads), computed while workers search the layers."""
+    """What applying the choice asks of the program's dependences, computed
+    while workers search the layers: the memory-based ones, which its legality
+    checks ask first (:func:`schedules.legality.memory_dependences`), and the
+    exact flow, live-in and live-out, which placement reads. The exact anti
+    and output dependences (isl's costlier analysis) are computed only if a
+    check needs them."""
+    memory_dependences(kernel)
     deps = kernel.deps
-    deps.validity, deps.live_in_accesses, deps.live_out_instances  # noqa: B018
+    deps.by_array("flow"), deps.live_in_accesses, deps.live_out_instances
 
 
 def _build_first(kernel, layers, options, choices, spec):

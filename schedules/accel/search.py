@@ -19,7 +19,6 @@ from polyc.ir import requant
 from polyc.ir.kernel import (
     Kernel,
     Statement,
-    access_map,
     array_extent,
     params_head,
 )
@@ -32,7 +31,7 @@ from schedules.accel.model import LayerModel
 from schedules.accel.ranking import Ranked, searched
 from schedules.accel.split import split_engine, split_groups
 from schedules.accel.structure import STREAM_SLOTS, Structure, polyphase
-from schedules.accel.tensorize import contraction
+from schedules.accel.tensorize import contraction, may_self_depend
 from schedules.accel.tilevars import PrivateTile, SharedTile, TileVar
 
 #: loops up to this many iterations stay whole (filter taps, small batch)
@@ -161,27 +160,13 @@ def requantizes(layer: Layer, stmt: Statement) -> Statement | None:
 
 def _self_dependent(kernel: Kernel, stmt: Statement) -> bool:
     def compute(k: Kernel) -> bool:
-        if not _may_self_depend(k, stmt):
+        if not may_self_depend(k, stmt):
             return False  # decided without the whole program's dependences
         mine = isl.UnionSet.from_set(stmt.domain)
         deps = k.deps.validity.intersect_domain(mine).intersect_range(mine)
         return not deps.is_empty()
 
     return kernel.analysis(("accel.self_dependent", stmt.name), compute)
-
-
-def _may_self_depend(kernel: Kernel, stmt: Statement) -> bool:
-    """Whether two instances of ``stmt`` access one element, one of them writing
-    it: a superset of the statement's dependences on itself (no write of another
-    statement kills any), decided on its own accesses, so that an element-wise
-    statement does not wait for the whole program's dataflow analysis."""
-    write = access_map(stmt, stmt.target, kernel.params)
-    pairs = write.apply_range(write.reverse())
-    for ld in stmt.reads:
-        if ld.array == stmt.target.array:
-            read = access_map(stmt, ld, kernel.params)
-            pairs = pairs.union(write.apply_range(read.reverse()))
-    return not pairs.subtract(isl.Map.identity(pairs.get_space())).is_empty()
 
 
 def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):

@@ -42,7 +42,7 @@ from polyc.errors import ArgumentError, IllegalTransformError
 from polyc.ir import marks as pm
 from polyc.ir import requant, tree
 from polyc.ir.expr import Binary, Cast, Expr, Load
-from polyc.ir.kernel import Kernel, Statement, array_extent
+from polyc.ir.kernel import Kernel, Statement, access_map, array_extent
 from schedules import stree
 from schedules.accel import footprint as F
 from schedules.accel import isltree
@@ -399,11 +399,25 @@ def _point(stmt: Statement, s: isl.Set) -> str:
 # vector unit ----------------------------------------------------------------------
 
 
+def may_self_depend(kernel: Kernel, stmt: Statement) -> bool:
+    """Whether two instances of ``stmt`` access one element, one of them writing
+    it: a superset of the statement's dependences on itself (no write of another
+    statement kills any), decided on its own accesses, so that an element-wise
+    statement does not wait for the whole program's dataflow analysis."""
+    write = access_map(stmt, stmt.target, kernel.params)
+    pairs = write.apply_range(write.reverse())
+    for ld in stmt.reads:
+        if ld.array == stmt.target.array:
+            read = access_map(stmt, ld, kernel.params)
+            pairs = pairs.union(write.apply_range(read.reverse()))
+    return not pairs.subtract(isl.Map.identity(pairs.get_space())).is_empty()
+
+
 def vector_ok(kernel: Kernel, stmt: Statement, prefix: isl.UnionMap) -> str | None:
     """None when ``stmt``'s instances in one tile can run as one vector operation,
     else the reason (a dependence between them that is not a reduction)."""
-    if stmt.reduction is not None:
-        return None
+    if stmt.reduction is not None or not may_self_depend(kernel, stmt):
+        return None  # the second: decided without the program's dataflow
     mine = isl.UnionSet.from_set(stmt.domain)
     deps = kernel.deps.validity.intersect_domain(mine).intersect_range(mine)
     if deps.is_empty():
