@@ -139,7 +139,14 @@ def split_layer(
     schedule = tree.initial_schedule(
         [(s.name, s.domain, s.iterators) for s in statements]
     )
-    _check(op, kernel, group, cuts, order, schedule)
+    program = _checked_program(kernel, group)
+    if program is kernel:
+        _check(op, kernel, group, cuts, order, schedule, kernel.statements)
+    else:  # the group's own parts in their order: the times _check compares
+        parts = tree.initial_schedule(
+            [(s.name, s.domain, s.iterators) for s in (*lower, *upper)]
+        )
+        _check(op, program, group, cuts, order, parts, group)
     args = (stmts, iterator, at) + ((period,) if period else ())
     kwargs = (("vector", vector),) if vector != "first" else ()
     return kernel.replace(
@@ -284,54 +291,77 @@ def _permuted(kernel: Kernel, s: Statement, order, name: str, cut: _Cut) -> isl.
     return s.domain.apply(_renaming(kernel, s, order, name, cut))
 
 
-def _check(op, kernel: Kernel, group, cuts, order, schedule) -> None:
-    """Every dependence of ``kernel`` runs forward in ``schedule`` (the new
-    program order), each original instance timed by the part that runs it."""
+def _check(op, program: Kernel, group, cuts, order, schedule, timed) -> None:
+    """Every dependence of ``program`` (:func:`_checked_program`) with an end
+    in ``group`` runs forward in ``schedule`` (the new program order of the
+    statements ``timed``, the new parts in place of the group's), each
+    original instance timed by the part that runs it. The memory-based
+    dependences are asked first (they hold the exact ones: when they all run
+    forward, so do those, and the anti and output dataflow analysis is not
+    needed); when one does not, the exact ones decide and name the
+    violation. Parametric programs ask the exact ones alone, as
+    :mod:`schedules.legality` does."""
     parts = legality.statement_times(schedule)
     times: dict[str, isl.Map] = {}
     split = {s.name: s for s in group}
-    for s in kernel.statements:
+    for s in timed:
         if s.name not in split:
             times[s.name] = parts[s.name]
             continue
         t = None
         for name in (s.name, f"{s.name}_1"):
-            m = _renaming(kernel, s, order[s.name], name, cuts[s.name])
+            m = _renaming(program, s, order[s.name], name, cuts[s.name])
             m = m.apply_range(parts[name])
             m = m.intersect_domain(s.domain)
             t = m if t is None else t.union(m)
         times[s.name] = t.coalesce()
-    for kind, array, dep in _dependences(kernel, group):
+    if not program.params:
+        memory = legality.memory_dependences(program)
+        if _backwards(memory, split, times) is None:
+            return
+    found = _backwards(legality.dependences(program), split, times)
+    if found is not None:
+        kind, array, bad = found
+        v = legality._violation(program, kind, array, bad, times)
+        cut = cuts[group[0].name]
+        raise IllegalTransformError(
+            f"{op}: {', '.join(split)} cannot be cut at {cut.iterator} = "
+            f"{cut.at} because {v}. Split along an iterator the dependences do "
+            "not cross."
+        )
+
+
+def _backwards(deps, split, times) -> tuple[str, str, isl.Map] | None:
+    """``(kind, array, pairs)`` of the first of ``deps`` with an end among
+    the ``split`` statements whose pairs do not all run forward in ``times``."""
+    for kind, array, dep in deps:
         src = dep.get_tuple_name(isl.dim_type.in_)
         dst = dep.get_tuple_name(isl.dim_type.out)
         if src not in split and dst not in split:
             continue
         bad = dep.subtract(times[src].lex_lt_map(times[dst]))
         if not bad.is_empty():
-            v = legality._violation(kernel, kind, array, bad, times)
-            cut = cuts[group[0].name]
-            raise IllegalTransformError(
-                f"{op}: {', '.join(split)} cannot be cut at {cut.iterator} = "
-                f"{cut.at} because {v}. Split along an iterator the dependences do "
-                "not cross."
-            )
+            return kind, array, bad
+    return None
 
 
-def _dependences(kernel: Kernel, group) -> list[tuple[str, str, isl.Map]]:
-    """The dependences :func:`_check` asks about: the program's, or for a small
-    group of a large program (a depthwise layer of a whole network) those of
-    the group as a program of its own. The program runs in its program order,
-    so a dependence between a statement of the group and one outside runs
-    forward whatever the group's order inside (the new program keeps the
-    statements before the group before it, those after after it), and the
-    group's statements are consecutive loop nests: every instance between two
-    of theirs is theirs, so their own dependences are the program's between
-    them, kills included. A network split layer by layer thus never asks for
-    its whole dataflow analysis, which costs as much as the layer's times the
-    program's length."""
+def _checked_program(kernel: Kernel, group) -> Kernel:
+    """The program whose dependences :func:`_check` asks about: ``kernel``,
+    or for a small group of a large program (a depthwise layer of a whole
+    network) the group as a program of its own. The program runs in its
+    program order, so a dependence between a statement of the group and one
+    outside runs forward whatever the group's order inside (the new program
+    keeps the statements before the group before it, those after after it),
+    and the group's statements are consecutive loop nests: every instance
+    between two of theirs is theirs, so their own dependences are the
+    program's between them, kills included, and the order of their parts
+    among themselves is what decides (their times in the whole new program
+    add only the same offset). A network split layer by layer thus never
+    asks for its whole dataflow analysis, which costs as much as the layer's
+    times the program's length, nor times its whole new program."""
     if PART_SHARE * len(group) > len(kernel.statements):
-        return legality.dependences(kernel)
-    return legality.dependences(own_program(kernel, group, f"{kernel.name}_part"))
+        return kernel
+    return own_program(kernel, group, f"{kernel.name}_part")
 
 
 def split_side(kernel: Kernel, stmt: str) -> int | None:
