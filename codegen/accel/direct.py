@@ -301,6 +301,8 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
             lambda text: units.split(text, function, jobs),
         )
 
+    opt = cbuild.opt_flags(kernel_opt(source.text))
+
     def compiled(split):
         return cbuild.build(
             source.text,
@@ -308,7 +310,7 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
             name=kernel.name,
             flags=flags,
             link_flags=(str(rt.path),),
-            opt=cbuild.opt_flags(cbuild.SIM_KERNEL_OPT),
+            opt=opt,
             split=split,
         )
 
@@ -319,6 +321,16 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
             raise
         built = compiled(None)  # the one-unit C, whose error (if any) is the user's
     return SimModule(kernel, source, built, checks)
+
+
+def kernel_opt(text: str) -> str:
+    """The optimisation flags (before ``$POLYC_OPT``) of a simulator kernel of
+    C ``text``: :data:`codegen.build.SIM_SCALAR_KERNEL_OPT` when it runs
+    statements on the scalar core (their loops are the simulation's own work),
+    else :data:`codegen.build.SIM_KERNEL_OPT`."""
+    if f"pc_scalar({CTX}," in text:
+        return cbuild.SIM_SCALAR_KERNEL_OPT
+    return cbuild.SIM_KERNEL_OPT
 
 
 def numpy_inputs(kernel: Kernel, rng: np.random.Generator) -> dict[str, np.ndarray]:

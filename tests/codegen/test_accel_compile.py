@@ -359,8 +359,10 @@ def _program_inputs(kern, rng):
 
 def test_a_simulator_kernel_compiles_at_the_simulator_kernel_flags(monkeypatch, rng):
     """Without ``$POLYC_OPT`` a kernel for the simulator compiles at
-    ``SIM_KERNEL_OPT`` (its hot work is in the runtime library, which keeps the
-    default -O3); host kernels keep the default."""
+    ``SIM_SCALAR_KERNEL_OPT`` when it runs statements on the scalar core (this
+    one, unscheduled, runs them all there), else ``SIM_KERNEL_OPT`` (its hot
+    work is in the runtime library, which keeps the default -O3); host kernels
+    keep the default."""
     from accelerator.hardware.config import load_config
     from codegen import build as cbuild
     from codegen.accel import direct
@@ -374,7 +376,7 @@ def test_a_simulator_kernel_compiles_at_the_simulator_kernel_flags(monkeypatch, 
     name = cbuild.module_name(
         k.name, module.source.text, module.source.cdef, flags, (str(rt.path),), {}
     )
-    assert cbuild.SIM_KERNEL_OPT == "-O1"
+    assert cbuild.SIM_SCALAR_KERNEL_OPT == "-O1"
     assert module.built.path.name.startswith(name + ".")
     x = {
         a.name: rng.integers(-4, 4, a.concrete_shape({})).astype(a.dtype.numpy)
@@ -382,3 +384,23 @@ def test_a_simulator_kernel_compiles_at_the_simulator_kernel_flags(monkeypatch, 
     }
     out, _ = module.run(load_config("tiny"), x)
     assert np.array_equal(out["out"], polyc.interpret(k, x)["out"])
+
+
+def test_a_kernel_without_scalar_statements_compiles_at_the_kernel_flags():
+    """A placed kernel whose statements all run on the MAC array or the vector
+    unit compiles at ``SIM_KERNEL_OPT``; one with statements on the scalar core
+    (symbolic sizes: the whole kernel runs DRAM-direct) keeps
+    ``SIM_SCALAR_KERNEL_OPT``: its loops are the simulation's own work."""
+    from accelerator.hardware.config import load_config
+    from codegen import build as cbuild
+    from codegen.accel import direct, placed
+    from polyc.ops import polybench
+    from schedules.accel.scheduler import schedule
+
+    k = polyc.ops.kernels.matmul(4, 4, 4, dtype="int8")
+    source, mode = placed.generate(schedule(k, load_config("tiny")).kernel)
+    assert mode == "placed"
+    assert direct.kernel_opt(source.text) == cbuild.SIM_KERNEL_OPT == "-Og"
+    source, mode = placed.generate(polybench.matmul(None))
+    assert mode == "DRAM-direct"
+    assert direct.kernel_opt(source.text) == cbuild.SIM_SCALAR_KERNEL_OPT
