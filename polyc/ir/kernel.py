@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -522,7 +523,24 @@ def params_head(params: Sequence[str]) -> str:
 
 
 def access_map(stmt: Statement, ld: Load, params: Sequence[str]) -> isl.Map:
-    """``{ S[i] -> A[f(i)] }`` restricted to the statement's domain."""
+    """``{ S[i] -> A[f(i)] }`` restricted to the statement's domain (memoised
+    with the statement: the schedulers ask for the same accesses of every
+    program they check, and isl reads the text each time)."""
+    per = _ACCESSES.get(stmt)
+    if per is None:
+        per = _ACCESSES[stmt] = {}
+    key = (ld.array, ld.index, tuple(params))
+    found = per.get(key)
+    if found is None:
+        found = per[key] = _access_map(stmt, ld, params)
+    return found
+
+
+#: :func:`access_map` by statement, then (array, index, parameters)
+_ACCESSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _access_map(stmt: Statement, ld: Load, params: Sequence[str]) -> isl.Map:
     idx = ", ".join(a.to_isl() for a in ld.index)
     its = ", ".join(stmt.iterators)
     text = f"{params_head(params)}{{ {stmt.name}[{its}] -> {ld.array}[{idx}] }}"
@@ -534,7 +552,23 @@ def access_map(stmt: Statement, ld: Load, params: Sequence[str]) -> isl.Map:
 
 
 def array_extent(arr: Array, params: Sequence[str]) -> isl.Set:
-    """``{ A[x0, x1] : 0 <= x0 < d0 and 0 <= x1 < d1 }``."""
+    """``{ A[x0, x1] : 0 <= x0 < d0 and 0 <= x1 < d1 }`` (memoised by the
+    array's name and shape: the accelerator search asks for each array of a
+    layer once per program it searches, and isl reads the text each time)."""
+    key = (arr.name, arr.shape, tuple(params))
+    found = _EXTENTS.get(key)
+    if found is None:
+        if len(_EXTENTS) >= 4096:
+            _EXTENTS.clear()
+        found = _EXTENTS[key] = _array_extent(arr, params)
+    return found
+
+
+#: :func:`array_extent` by (name, shape, parameters)
+_EXTENTS: dict[tuple, isl.Set] = {}
+
+
+def _array_extent(arr: Array, params: Sequence[str]) -> isl.Set:
     dims = [f"x{d}" for d in range(arr.ndim)]
     cons = " and ".join(
         f"0 <= {x} < {extent.to_isl()}" for x, extent in zip(dims, arr.shape)

@@ -846,7 +846,14 @@ class LayerModel:
 
 def read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
     """Whether a statement after ``layer`` reads ``array`` (what the cost model
-    asks of the rest of the kernel; the search cache keys by it too)."""
+    asks of the rest of the kernel; the search cache keys by it too). Memoised
+    with the program: each structure's model asks, and the answer walks every
+    statement."""
+    key = ("accel.read_later", tuple(s.name for s in layer.stmts), array)
+    return kernel.analysis(key, lambda k: _read_later(k, layer, array))
+
+
+def _read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
     mine = {s.name for s in layer.stmts}
     after = False
     for s in kernel.statements:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import weakref
 from dataclasses import dataclass, replace
 
 import islpy as isl
@@ -426,22 +427,37 @@ def may_leave(kernel: Kernel, layer: Layer) -> bool:
     domain skips the padding but whose boxes are rectangular hulls), so that a
     copy may be clipped and its level needs a zero block: some access leaves the
     array over the bounding box of its statement's domain."""
+    return any(_leaves(kernel, s) for s in layer.stmts)
 
-    def compute(kernel: Kernel) -> bool:
-        params = kernel.params
-        for s in layer.stmts:
-            box = _bounding_box(s)
-            for ld in (s.target, *s.reads):
-                inside = array_extent(kernel.arrays[ld.array], params)
-                idx = ", ".join(a.to_isl() for a in ld.index)
-                text = f"{{ {s.name}[{', '.join(s.iterators)}] -> {ld.array}[{idx}] }}"
-                acc = isl.Map(params_head(params) + text).intersect_domain(box)
-                if not acc.range().is_subset(inside):
-                    return True
-        return False
 
-    key = ("accel.may_leave", tuple(s.name for s in layer.stmts))
-    return kernel.analysis(key, compute)
+def _leaves(kernel: Kernel, stmt: Statement) -> bool:
+    """Whether an access of ``stmt`` leaves its array over the bounding box of
+    the statement's domain (memoised with the statement and its arrays'
+    shapes: the planners search the same statements in many programs)."""
+    params = kernel.params
+    loads = (stmt.target, *stmt.reads)
+    key = (tuple(params), tuple((ld.array, kernel.arrays[ld.array]) for ld in loads))
+    per = _LEAVES.get(stmt)
+    if per is None:
+        per = _LEAVES[stmt] = {}
+    if key not in per:
+        box = _bounding_box(stmt)
+        per[key] = False
+        for ld in loads:
+            inside = array_extent(kernel.arrays[ld.array], params)
+            idx = ", ".join(a.to_isl() for a in ld.index)
+            text = (
+                f"{{ {stmt.name}[{', '.join(stmt.iterators)}] -> {ld.array}[{idx}] }}"
+            )
+            acc = isl.Map(params_head(params) + text).intersect_domain(box)
+            if not acc.range().is_subset(inside):
+                per[key] = True
+                break
+    return per[key]
+
+
+#: :func:`_leaves` by statement, then (parameters, its arrays)
+_LEAVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _bounding_box(stmt: Statement) -> isl.Set:
