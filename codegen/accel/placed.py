@@ -43,9 +43,10 @@ from polyc.ir.kernel import Statement
 class PlacedEmitter(CopyEmitter, SimEmitter):
     """Emit a placed, engine-mapped kernel for the simulator."""
 
-    def __init__(self, kernel, function=None):
+    def __init__(self, kernel, function=None, info=None):
         super().__init__(kernel, function)
-        self.info = collect(kernel)
+        # ``info``: :func:`collect` of ``kernel``, when the caller has it
+        self.info = collect(kernel) if info is None else info
         self._vector: set[str] = set()
         # the statements of the @vector marks open around the walk, innermost last
         self._tiles: list[tuple[str, ...]] = []
@@ -496,9 +497,10 @@ def generate(kernel) -> tuple[CSource, str]:
     Raises:
         CodegenError: when a mark is inconsistent.
     """
-    if not collect(kernel).any:
+    info = collect(kernel)  # walks the whole tree: once
+    if not info.any:
         return direct.SimEmitter(kernel).generate(), direct.MODE_DRAM_DIRECT
-    return PlacedEmitter(kernel).generate(), MODE_PLACED
+    return PlacedEmitter(kernel, info=info).generate(), MODE_PLACED
 
 
 def load(kernel, source: CSource, mode: str, *, checks: bool = True):
