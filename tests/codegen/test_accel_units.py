@@ -56,6 +56,27 @@ def test_the_parts_read_the_variables_through_the_frame():
     assert "pc_part_1(_pc_ctx, pc_F);" in main
 
 
+def test_a_part_runs_its_pieces_in_order(monkeypatch):
+    """Each part calls its pieces (functions of about PIECE_LINES lines each,
+    never inlined) in order; a part with a declaration at its top level, which
+    a later piece could use, stays one function."""
+    monkeypatch.setattr(units, "PIECE_LINES", 1)
+    main, files = units.split(_kernel_text(), "polyc_k", 2)
+    part = files["pc_part_1.c"]
+    calls = [line.strip() for line in part.splitlines() if "pc_part_1_" in line]
+    pieces = [c for c in calls if c.startswith("static __attribute__((noinline))")]
+    assert len(pieces) >= 2
+    assert [c for c in calls if c.endswith(";")] == [
+        f"pc_part_1_{j}(_pc_ctx, pc_F);" for j in range(len(pieces))
+    ]
+    assert "static __attribute__((noinline)) void pc_part_0_0" in main
+    declared = _kernel_text().replace(
+        "  for (long i", "  long later = 1;\n  for (long i", 1
+    )
+    _, files = units.split(declared, "polyc_k", 2)
+    assert "pc_part_1_1" not in files["pc_part_1.c"]
+
+
 def test_an_else_stays_with_its_if():
     lines = ["  if (a)", "  {", "    x = 1;", "  }", "  else", "  {", "  }", "  y = 2;"]
     assert units._items(lines) == [lines[:7], lines[7:]]
