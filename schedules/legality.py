@@ -246,16 +246,7 @@ def _per_statement(
     mupas = [b.schedule for b in bands]
     if extra is not None:
         mupas.append(isl.MultiUnionPwAff.from_union_pw_aff(extra))
-    if not mupas:
-        return {}
-    total = mupas[0]
-    for m in mupas[1:]:
-        total = total.flat_range_product(m)
-    out: dict[str, isl.Map] = {}
-    isl.UnionMap.from_multi_union_pw_aff(total).foreach_map(
-        lambda m: out.__setitem__(m.get_tuple_name(isl.dim_type.in_), m)
-    )
-    return out
+    return stree.per_statement(mupas)
 
 
 def _set_of(dom: isl.UnionSet, name: str) -> isl.Set:

@@ -390,3 +390,18 @@ def _iterator_of(upa: isl.UnionPwAff) -> str | None:
                 return None
             names.add(aff.get_dim_name(isl.dim_type.in_, nz[0]))
     return names.pop() if len(names) == 1 else None
+
+
+def per_statement(mupas: list[isl.MultiUnionPwAff]) -> dict[str, isl.Map]:
+    """``{statement: S[x] -> [members of mupas, in order]}``: the bands'
+    schedules joined and split by statement."""
+    if not mupas:
+        return {}
+    total = mupas[0]
+    for m in mupas[1:]:
+        total = total.flat_range_product(m)
+    out: dict[str, isl.Map] = {}
+    isl.UnionMap.from_multi_union_pw_aff(total).foreach_map(
+        lambda m: out.__setitem__(m.get_tuple_name(isl.dim_type.in_), m)
+    )
+    return out

@@ -41,7 +41,7 @@ from polyc.ir.expr import describe
 from polyc.ir.kernel import Kernel
 from schedules.accel import search as _search
 from schedules.accel.layers import Layer
-from schedules.accel.model import read_later
+from schedules.accel.resident import read_later
 from schedules.accel.structure import Structure
 from schedules.accel.tilevars import PrivateTile, SharedTile
 

@@ -12,10 +12,10 @@ kernel (role ``temp``: never an input or an output) that fits a home on chip:
   :data:`RESIDENT_SHARE` of it, smallest first. There the engines read and
   write the home in place: a layer that reads what an earlier one left, or
   leaves what a later one reads, has no buffer and no copy of it
-  (:func:`schedules.accel.model.resident_arrays`). A layer keeps a buffer,
+  (:func:`schedules.accel.resident.resident_arrays`). A layer keeps a buffer,
   copied from or to the home on chip, for an array it makes and uses up, lays
   out otherwise, or reads by a MAC through a window, a stride or an offset
-  (not :func:`schedules.accel.model.plain`: a 3x3 convolution's input), whose box may leave the
+  (not :func:`schedules.accel.resident.plain`: a 3x3 convolution's input), whose box may leave the
   array and is clipped and zero-filled in a buffer. Codegen uses the whole
   array, bound at its home, as the buffer (:func:`polyc.ir.marks.home_buffer`).
   Where an SRAM level sits above that one (datacenter), the home saves an

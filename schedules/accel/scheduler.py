@@ -60,8 +60,8 @@ from schedules.accel.layers import (
     top_children,
     touches,
 )
-from schedules.accel.model import resident_arrays
 from schedules.accel.placement import box_extent, place
+from schedules.accel.resident import resident_arrays
 from schedules.accel.structure import polyphase
 from schedules.accel.tensorize import map_vector, tensorize, vertical_order
 from schedules.accel.tilevars import SharedTile, loop_extent, tile_var

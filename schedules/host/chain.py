@@ -301,8 +301,8 @@ def _band_flags(
 ) -> tuple[bool, tuple[bool, ...]]:
     dom = stree.domain(band)
     inside = set(stree.statements(band))
-    prefix = _per_statement([b.schedule for b in stree.bands_above(root, path)])
-    members = _per_statement([band.schedule])
+    prefix = stree.per_statement([b.schedule for b in stree.bands_above(root, path)])
+    members = stree.per_statement([band.schedule])
     n = band.n_member
     nonneg = [True] * n
     zero = [True] * n
@@ -331,17 +331,3 @@ def _part(dom: isl.UnionSet, name: str) -> isl.Set:
     sets: list[isl.Set] = []
     dom.foreach_set(sets.append)
     return next(s for s in sets if s.get_tuple_name() == name)
-
-
-def _per_statement(mupas: list[isl.MultiUnionPwAff]) -> dict[str, isl.Map]:
-    """``{statement: S[x] -> [members of mupas]}``."""
-    if not mupas:
-        return {}
-    total = mupas[0]
-    for m in mupas[1:]:
-        total = total.flat_range_product(m)
-    out: dict[str, isl.Map] = {}
-    isl.UnionMap.from_multi_union_pw_aff(total).foreach_map(
-        lambda m: out.__setitem__(m.get_tuple_name(isl.dim_type.in_), m)
-    )
-    return out

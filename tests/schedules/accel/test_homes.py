@@ -263,7 +263,7 @@ def test_a_layer_streams_what_it_makes_and_uses_up_through_its_buffers(
     into the home (one bank, the whole array) the first layer of an inverted
     residual block ran 28% slower (25,374 -> 32,556 cycles) at the same
     predicted cycles. Same outputs, no slower than without homes."""
-    from schedules.accel.model import read_later
+    from schedules.accel.resident import read_later
 
     kernel, feeds = _conv_chain()
     compiled, out, report = _run(kernel, feeds, monkeypatch, True, "edge-npu")
