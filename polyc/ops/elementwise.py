@@ -174,10 +174,18 @@ def reciprocal(input: Tensor, name: str | None = None) -> Tensor:
 
 
 def cast(input: Tensor, dtype, name: str | None = None) -> Tensor:
-    """``input`` converted to ``dtype`` (C conversion: floats truncate toward zero)."""
+    """``input`` converted to ``dtype`` (C conversion: floats truncate toward zero;
+    to ``bool``: non-zero is True, as PyTorch's ``.bool()``)."""
     dt = dtypes.as_dtype(dtype)
-    choice("cast", dt.name, DTYPES, "dtype")
-    return map1("cast", input, lambda v: cast_expr(v, dt), name)
+    allowed = (*DTYPES, "bool")
+    choice("cast", dt.name, allowed, "dtype")
+    if dt == dtypes.bool_:
+        return map1("cast", input, lambda v: _truth(v), name, allowed)
+    return map1("cast", input, lambda v: cast_expr(v, dt), name, allowed)
+
+
+def _truth(v: Expr) -> Expr:
+    return v if v.dtype == dtypes.bool_ else v.ne(_c(v, 0))
 
 
 # binary -----------------------------------------------------------------------------
