@@ -14,7 +14,8 @@ Layouts follow PyTorch (NCHW activations, OIHW conv weights, ``[out, in]`` linea
 weights) and so do argument names and defaults. Every op names its output uniquely
 (``relu_1``, ``relu_2``, ...) unless ``name=`` is given; temporaries are named after
 the output (``softmax_1_max``). Dtypes: float32, float16, int8, int32 (and float64,
-int64); int8 contractions and sums accumulate and return int32.
+int64); int8 contractions and sums accumulate and return int32; comparisons and
+logical ops make ``bool`` tensors, which ``where``, ``masked_fill`` and ``cast`` read.
 
 Errors: :class:`~polyc.errors.ShapeError` names the dims that disagree,
 :class:`~polyc.errors.DTypeError` names the cast that fixes a dtype mismatch,
@@ -56,6 +57,27 @@ from polyc.ops.elementwise import (
     tanh,
 )
 from polyc.ops.linalg import batch_matmul, conv2d, conv_transpose2d, linear, matmul
+from polyc.ops.logic import (
+    eq,
+    ge,
+    gt,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    masked_fill,
+    ne,
+    where,
+)
+from polyc.ops.norm import (
+    batch_stat_norm,
+    group_norm,
+    instance_norm,
+    normalize,
+    vector_norm,
+)
 from polyc.ops.pool import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
@@ -75,6 +97,15 @@ from polyc.ops.reduce import (
     min,
     softmax,
     sum,
+)
+from polyc.ops.resize import interpolate
+from polyc.ops.scan import (
+    argmax,
+    argmin,
+    cumprod,
+    cumsum,
+    max_with_indices,
+    min_with_indices,
 )
 from polyc.ops.shape import (
     broadcast_to,
@@ -134,6 +165,19 @@ __all__ = [
     "minimum",
     "pow",
     "bias_add",
+    # conditions as values
+    "gt",
+    "ge",
+    "lt",
+    "le",
+    "eq",
+    "ne",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "where",
+    "masked_fill",
     # quantization
     "requantize",
     # reductions and normalisation
@@ -147,12 +191,25 @@ __all__ = [
     "log_softmax",
     "layer_norm",
     "batch_norm",
+    "vector_norm",
+    "normalize",
+    "group_norm",
+    "instance_norm",
+    "batch_stat_norm",
+    # scans and index reductions
+    "cumsum",
+    "cumprod",
+    "argmax",
+    "argmin",
+    "max_with_indices",
+    "min_with_indices",
     # pooling
     "max_pool2d",
     "avg_pool2d",
     "adaptive_avg_pool2d",
     "adaptive_max_pool2d",
     "upsample_nearest2d",
+    "interpolate",
     # data movement
     "permute",
     "transpose",
