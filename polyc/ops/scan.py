@@ -12,7 +12,9 @@ schedule must respect (the scan dim cannot be parallel or reordered). float16 sc
 accumulate in float32 and round each element back, as PyTorch does on CPU.
 
 The index reductions take the maximum (or minimum) first and then the smallest
-index that holds it: PyTorch's rule that the first of equal elements wins.
+index that holds it: PyTorch's rule that the first of equal elements wins. Over
+floats a third reduction finds the first NaN, which wins when there is one (PyTorch
+orders NaN above and below everything).
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ def cumprod(input: Tensor, dim: int, name: str | None = None) -> Tensor:
     return _scan("cumprod", lambda a, b: a * b, input, dim, name)
 
 
-def _index_of(op: str, x: Tensor, best: Tensor, d: int, keepdim: bool, name):
-    """The smallest index along ``d`` where ``x`` equals ``best`` (int64)."""
+def _first(op: str, x: Tensor, d: int, keepdim: bool, name: str, hit) -> Tensor:
+    """The smallest index along ``d`` where ``hit(x element, outer indices)``
+    holds, or the size of ``d`` where it never does (int64)."""
     size = x.shape[d]
     r = pc.reduce_axis(size, f"r{d}")
 
@@ -75,18 +78,32 @@ def _index_of(op: str, x: Tensor, best: Tensor, d: int, keepdim: bool, name):
         else:
             outer = tuple(ix)
             src = tuple(ix[:d]) + (r,) + tuple(ix[d:])
-        b = best[outer] if best.ndim else best[()]
-        hit = x[src].eq(b)
-        if x.dtype.is_float:
-            # NaN is the maximum and the minimum in PyTorch: its first index wins
-            hit = hit | (x[src].ne(x[src]) & b.ne(b))
-        where = cast(r, dtypes.int64)
-        return pc.min(select(hit, where, pc.const(int(size.const), dtypes.int64)), r)
+        found = hit(x[src], outer)
+        none = pc.const(int(size.const), dtypes.int64)
+        return pc.min(select(found, cast(r, dtypes.int64), none), r)
 
-    shape = list(best.shape)
+    shape = [s for k, s in enumerate(x.shape) if k != d]
     if keepdim:
         shape.insert(d, 1)
-    return pc.compute(fresh(op, name), tuple(shape), body, dtype=dtypes.int64)
+    return pc.compute(name, tuple(shape), body, dtype=dtypes.int64)
+
+
+def _index_of(op: str, x: Tensor, best: Tensor, d: int, keepdim: bool, name):
+    """The smallest index along ``d`` where ``x`` equals ``best``; for floats, the
+    first NaN when there is one (PyTorch orders NaN above and below everything,
+    whatever the maximum's own NaN handling)."""
+
+    def equal(v, outer):
+        return v.eq(best[outer] if best.ndim else best[()])
+
+    if not x.dtype.is_float:
+        return _first(op, x, d, keepdim, name, equal)
+    nan = _first(op, x, d, keepdim, f"{name}_nan", lambda v, _: v.ne(v))
+    value = _first(op, x, d, keepdim, f"{name}_value", equal)
+    size = pc.const(int(x.shape[d].const), dtypes.int64)
+    return pc.compute(
+        name, nan.shape, lambda *ix: select(nan[ix] < size, nan[ix], value[ix])
+    )
 
 
 def _arg(op: str, best_fn, input: Tensor, dim, keepdim, name) -> Tensor:

@@ -73,6 +73,17 @@ def test_argmax_takes_the_first_of_equal_maxima():
     assert out["j"] == 3
 
 
+@pytest.mark.parametrize("target", ["interpret", "host"])
+def test_argmax_and_argmin_pick_the_first_nan(target):
+    x = ph("x", (2, 5))
+    kernel = pc.kernel("k", [nn.argmax(x, 1, name="i"), nn.argmin(x, 1, name="j")])
+    a = np.float32([[1, np.nan, 3, np.nan, 0], [3, 2, 5, 1, np.nan]])
+    run_ = polyc.interpret if target == "interpret" else polyc.build(kernel)
+    out = run_(kernel, {"x": a}) if target == "interpret" else run_({"x": a})
+    np.testing.assert_array_equal(out["i"], [1, 4])
+    np.testing.assert_array_equal(out["j"], [1, 4])
+
+
 def test_group_norm_matches_numpy():
     x = ph("x", (2, 4, 3))
     y = nn.group_norm(x, 2, name="y")
