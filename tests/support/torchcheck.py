@@ -2,7 +2,7 @@
 
 ``check(module, inputs, targets)`` imports ``module`` with ``polyc.from_torch``, runs
 the Kernel on each target (``"interpret"``: the reference interpreter, ``"host"``: the
-compiled C) and compares every output with eager PyTorch in float32 at the issue's
+compiled C, ``"edge-npu"``: ``polyc.compile`` on that config, simulated) and compares every output with eager PyTorch in float32 at the issue's
 tolerance: ``|got - ref| <= atol + rtol * |ref|`` with rtol 1e-4, atol 1e-5.
 """
 
@@ -38,6 +38,8 @@ def run(kernel, inputs, target: str) -> list[np.ndarray]:
         result = polyc.interpret(kernel, arrays)
     elif target == "host":
         result = polyc.build(kernel)(arrays)
+    elif target == "edge-npu":
+        result = polyc.compile(kernel, target)(arrays)
     else:
         raise ValueError(target)
     return [result[a.name] for a in kernel.outputs]

@@ -43,6 +43,8 @@ KEEP = (
     "aten.reshape",
     "aten.unflatten",
     "aten.contiguous",
+    "aten.upsample_bilinear2d",
+    "aten.upsample_bicubic2d",
 )
 
 
@@ -660,3 +662,12 @@ def embedding(ctx, weight, indices, padding_idx=-1, scale_grad=False, sparse=Fal
 
 
 LOWERINGS[operator.getitem.__name__] = getitem
+
+
+# the other families register themselves on import (after LOWERINGS exists)
+from polyc.frontends.torch import (  # noqa: E402, F401
+    ops_compare,
+    ops_norm,
+    ops_resize,
+    ops_scan,
+)

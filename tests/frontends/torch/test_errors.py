@@ -19,25 +19,25 @@ def line_of(fn, text: str) -> int:
     return start + next(n for n, line in enumerate(lines) if text in line)
 
 
-class Cumsum(nn.Module):
+class SpecialI0(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x):
         y = self.fc(x)
-        return torch.cumsum(y, 0)
+        return torch.special.i0(y)
 
 
 def test_unsupported_op_names_op_node_and_line_only():
-    line = line_of(Cumsum.forward, "cumsum")
+    line = line_of(SpecialI0.forward, "i0")
     with pytest.raises(FrontendError) as info:
-        polyc.from_torch(Cumsum().eval(), torch.randn(2, 4))
+        polyc.from_torch(SpecialI0().eval(), torch.randn(2, 4))
     msg = str(info.value)
     assert msg == (
-        "from_torch: aten.cumsum.default is not supported because polyc has no "
-        f"lowering for it (node cumsum at test_errors.py:{line} `return "
-        "torch.cumsum(y, 0)`). Express that line with supported operations, or keep "
+        "from_torch: aten.i0.default is not supported because polyc has no "
+        f"lowering for it (node i0 at test_errors.py:{line} `return "
+        "torch.special.i0(y)`). Express that line with supported operations, or keep "
         "it outside the compiled module."
     )
 
@@ -212,3 +212,35 @@ def test_non_integer_nearest_scale():
         r"non-integer scale \[1.5, 1.5\] is not supported",
     ):
         polyc.from_torch(Up(), torch.randn(1, 1, 5, 5))
+
+
+class IntBitwise(nn.Module):
+    def forward(self, i):
+        return (i & 3) * 2
+
+
+def test_bitwise_op_on_integers_is_refused_with_the_alternative():
+    with pytest.raises(
+        FrontendError,
+        match=r"aten.bitwise_and.Scalar \(node bitwise_and at test_errors.py:\d+ "
+        r"`return \(i & 3\) \* 2`\): a logical op between a tensor and a Python value "
+        r"is not supported",
+    ):
+        polyc.from_torch(IntBitwise(), torch.randint(0, 8, (2, 3)))
+
+
+class IntBitwiseTensors(nn.Module):
+    def forward(self, i, j):
+        return i | j
+
+
+def test_bitwise_op_between_integer_tensors_is_refused():
+    with pytest.raises(
+        FrontendError,
+        match=r"bitwise ops on int64 tensors are not supported because polyc has bit "
+        r"operations only on bool tensors \(where they are logical\)\. Use it on bool "
+        r"tensors \(masks\), or on integers outside the model\.",
+    ):
+        polyc.from_torch(
+            IntBitwiseTensors(), (torch.randint(0, 8, (3,)), torch.randint(0, 8, (3,)))
+        )

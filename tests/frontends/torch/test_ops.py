@@ -311,9 +311,11 @@ def test_cases_cover_every_lowering():
         seen.add(torch_lower.packet(node.target))
         return original(self, node)
 
+    from tests.frontends.torch.test_ops_families import CASES as FAMILIES
+
     torch_lower._Lowering._call = spy
     try:
-        for module, inputs in CASES.values():
+        for module, inputs in [*CASES.values(), *FAMILIES.values()]:
             polyc.from_torch(module.eval(), inputs)
     finally:
         torch_lower._Lowering._call = original
