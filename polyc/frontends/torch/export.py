@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from polyc.errors import ArgumentError, FrontendError
+from polyc.errors import ArgumentError, DTypeError, FrontendError
 from polyc.frontends.torch import source as src
 from polyc.frontends.torch.lower import Placeholder, constant_arrays, lower_graph
 from polyc.ir.kernel import Kernel
@@ -139,6 +139,7 @@ def from_exported(
     """Lower an ``ExportedProgram`` (see :func:`from_torch`)."""
     from torch.export.graph_signature import InputKind, OutputKind
 
+    check_dtypes(ep, operation)
     if needs_decomposition(ep.graph_module.graph):
         ep = ep.run_decompositions(decompositions())
     sig = ep.graph_signature
@@ -184,6 +185,68 @@ def from_exported(
 
         fold = fold_batch_norms(graph, bindings)
     return lower_graph(graph, bindings, name, fold=fold, operation=operation)
+
+
+def check_dtypes(ep, operation: str = "from_torch") -> None:
+    """Refuse a program with a tensor of a dtype polyc has no type for.
+
+    Raises:
+        FrontendError: naming the dtype and the first input, parameter or node that
+            has it; for bfloat16, asking for float16 or float32.
+    """
+    from polyc.ir import dtypes
+
+    kinds = {
+        s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")
+    }
+    position = 0
+    inputs: dict[str, str] = {}
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind.name == "USER_INPUT":
+            inputs[getattr(spec.arg, "name", "")] = f"input arg{position}"
+            position += 1
+    for node in ep.graph_module.graph.nodes:
+        if node.op not in ("placeholder", "call_function"):
+            continue
+        val = node.meta.get("val")
+        for v in val if isinstance(val, (list, tuple)) else (val,):
+            dtype = getattr(v, "dtype", None)
+            if dtype is None:
+                continue
+            try:
+                dtypes.as_dtype(dtype)
+            except DTypeError:
+                raise _dtype_error(operation, node, dtype, kinds, inputs) from None
+
+
+def _dtype_error(operation, node, dtype, kinds, inputs) -> FrontendError:
+    name = str(dtype).removeprefix("torch.")
+    if node.op == "placeholder":
+        spec = kinds.get(node.name)
+        kind = spec.kind.name.lower().replace("_", " ") if spec is not None else ""
+        where = inputs.get(node.name) or f"{kind} {getattr(spec, 'target', node.name)}"
+    else:
+        loc = src.node_location(node)
+        where = f"{src.op_name(node.target)} (node {node.name}" + (
+            f" at {loc})" if loc else ")"
+        )
+    if name == "bfloat16":
+        fix = (
+            "Cast the model and its inputs to float16 or float32 first, e.g. "
+            "model.to(torch.float16)"
+            if node.op == "placeholder"
+            else "Compute that line in float16 or float32 instead"
+        )
+        return FrontendError(
+            f"{operation}: bfloat16 is not supported because {where} is bfloat16 and "
+            "polyc has no bfloat16 type (numpy, which holds the interpreter's arrays, "
+            f"has none, and the generated C computes in float16 or float32). {fix}."
+        )
+    return FrontendError(
+        f"{operation}: {name} is not supported because {where} is {name} and polyc "
+        "computes in float32, float16, float64, int8, int32, int64 and bool only. "
+        "Cast it to one of those before importing the model."
+    )
 
 
 def _array(value):
