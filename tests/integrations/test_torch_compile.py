@@ -380,3 +380,19 @@ def test_small_mobilenet_equals_eager_on_edge_npu():
 def test_mobilenet_v1_equals_eager_on_every_config(config):
     model = mobilenet_v1([(8, 16, 1), (16, 32, 2), (32, 32, 1), (32, 32, 2)])
     _mobilenet_on(model, torch.randn(1, 3, 32, 32), config)
+
+
+def test_stock_transformer_layer_fast_path_runs_in_polyc():
+    """In eval mode under torch.compile, nn.TransformerEncoderLayer calls its fused
+    fast path aten._transformer_encoder_layer_fwd: polyc decomposes it."""
+    torch.manual_seed(0)
+    model = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    model, x = model.eval(), torch.randn(2, 5, 8)
+    compiled = torch.compile(model, backend="polyc")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", EagerFallbackWarning)
+        got = compiled(x)
+        ref = model(x)
+    assert_close(got.numpy(), ref.numpy(), "torch.compile vs eager")
+    assert "1 compiled, 0 partly eager, 0 eager" in torch_compile.report()
+    assert "aten._transformer_encoder_layer_fwd" not in torch_compile.report()

@@ -45,6 +45,7 @@ KEEP = (
     "aten.contiguous",
     "aten.upsample_bilinear2d",
     "aten.upsample_bicubic2d",
+    "aten._transformer_encoder_layer_fwd",
 )
 
 
@@ -670,4 +671,5 @@ from polyc.frontends.torch import (  # noqa: E402, F401
     ops_norm,
     ops_resize,
     ops_scan,
+    ops_transformer,
 )

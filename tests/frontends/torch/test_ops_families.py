@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tests.frontends.torch.test_ops import Fn
+from tests.frontends.torch.test_transformer_layer import Fused, layer
 from tests.support.torchcheck import check, eager
 
 g = torch.Generator().manual_seed(15)
@@ -215,6 +216,8 @@ CASES = {
     "norm_decomposed": (DecomposedNorms(), (r(2, 6, 3, 4),)),
     "norm_instance_norm": (_instance_norm(False), (r(2, 3, 4, 4),)),
     "norm_instance_norm_affine": (_instance_norm(True), (r(2, 3, 4, 5),)),
+    # the fused eval fast path of nn.TransformerEncoderLayer
+    "transformer_fused_fast_path": (Fused(layer()), (r(2, 4, 8),)),
     # interpolation
     "resize_bilinear_x2": (
         Fn(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")),
