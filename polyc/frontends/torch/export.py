@@ -97,7 +97,7 @@ def decompositions():
     """Core-ATen decompositions, minus the ops polyc lowers whole."""
     import torch
 
-    from polyc.frontends.torch.ops import KEEP
+    from polyc.frontends.torch.lowerings import KEEP
 
     table = torch.export.default_decompositions()
     for packet in KEEP:
@@ -118,7 +118,7 @@ def needs_decomposition(graph) -> bool:
     input needs torch's functionalisation.
     """
     from polyc.frontends.torch.lower import inplace_base, packet
-    from polyc.frontends.torch.ops import LOWERINGS
+    from polyc.frontends.torch.lowerings import LOWERINGS
 
     for node in graph.nodes:
         if node.op != "call_function":

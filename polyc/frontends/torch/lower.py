@@ -1,7 +1,7 @@
 """Lower an FX graph of ATen ops to one polyc Kernel.
 
 Each ``call_function`` node is looked up in the registry of
-:mod:`polyc.frontends.torch.ops` and lowered onto the tensor-level op library
+:mod:`polyc.frontends.torch.lowerings` and lowered onto the tensor-level op library
 (:mod:`polyc.ops.nn`), so every op of the graph becomes definitions of one compute
 program and :func:`polyc.compute.kernel` turns the whole graph into one Kernel.
 Placeholders are either the caller's inputs (``arg0``, ``arg1``, ...) or constants
@@ -17,6 +17,7 @@ import numpy as np
 
 from polyc.errors import DTypeError, FrontendError, PolycError, ShapeError
 from polyc.frontends.torch import source as src
+from polyc.frontends.torch.registry import packet
 from polyc.ir import dtypes
 from polyc.ir.kernel import Kernel
 from polyc.lang import compute as pc
@@ -168,7 +169,7 @@ class _Lowering:
         return t
 
     def _call(self, node):
-        from polyc.frontends.torch.ops import LOWERINGS
+        from polyc.frontends.torch.lowerings import LOWERINGS
 
         key = packet(node.target)
         base = inplace_base(node)
@@ -335,14 +336,6 @@ def _out_name(n: int, count: int) -> str:
     return "out" if count == 1 else f"out{n}"
 
 
-def packet(target) -> str:
-    """``aten.conv2d`` for ``aten.conv2d.default``; the name for Python callables."""
-    name = src.op_name(target)
-    if name.startswith("aten."):
-        return ".".join(name.split(".")[:2])
-    return name
-
-
 def inplace_base(node) -> str | None:
     """``aten.relu`` for ``relu_(x)`` when ``x`` is an op's own result (no view, no
     input), so the mutation can be lowered as a new value; None otherwise."""
@@ -350,7 +343,7 @@ def inplace_base(node) -> str | None:
     schema = getattr(node.target, "_schema", None)
     if schema is None or not schema.is_mutable or not key.endswith("_"):
         return None
-    from polyc.frontends.torch.ops import LOWERINGS
+    from polyc.frontends.torch.lowerings import LOWERINGS
 
     base = key[:-1]
     if base not in LOWERINGS or not node.args:

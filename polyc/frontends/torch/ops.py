@@ -6,7 +6,9 @@ returns a Tensor (or a tuple for multi-output ops) named ``ctx.name``. Handlers 
 translate arguments: the computation is the op library's. ``KEEP`` lists the
 composite ops that stay whole through torch's decompositions because polyc lowers
 them directly (so convolution, linear, layer norm, softmax and attention remain
-recognisable to the scheduler).
+recognisable to the scheduler). The other families live in ``ops_compare``,
+``ops_scan``, ``ops_norm``, ``ops_resize`` and ``ops_transformer``; all register in
+:mod:`polyc.frontends.torch.registry`.
 """
 
 from __future__ import annotations
@@ -16,46 +18,35 @@ import operator
 
 import numpy as np
 
+from polyc.frontends.torch.registry import KEEP, LOWERINGS, lowering
 from polyc.lang.compute import Tensor
 from polyc.ops import nn
 
-LOWERINGS: dict = {}
-#: ATen packets kept whole by run_decompositions
-KEEP = (
-    "aten.conv1d",
-    "aten.conv2d",
-    "aten.conv_transpose2d",
-    "aten.linear",
-    "aten.matmul",
-    "aten.layer_norm",
-    "aten.softmax",
-    "aten.log_softmax",
-    "aten.scaled_dot_product_attention",
-    "aten.silu",
-    "aten.hardswish",
-    "aten.hardsigmoid",
-    "aten.relu6",
-    "aten.adaptive_avg_pool2d",
-    "aten.max_pool2d",
-    "aten.flatten",
-    "aten.t",
-    "aten.transpose",
-    "aten.reshape",
-    "aten.unflatten",
-    "aten.contiguous",
-    "aten.upsample_bilinear2d",
-    "aten.upsample_bicubic2d",
-    "aten._transformer_encoder_layer_fwd",
+KEEP.extend(
+    (
+        "aten.conv1d",
+        "aten.conv2d",
+        "aten.conv_transpose2d",
+        "aten.linear",
+        "aten.matmul",
+        "aten.layer_norm",
+        "aten.softmax",
+        "aten.log_softmax",
+        "aten.scaled_dot_product_attention",
+        "aten.silu",
+        "aten.hardswish",
+        "aten.hardsigmoid",
+        "aten.relu6",
+        "aten.adaptive_avg_pool2d",
+        "aten.max_pool2d",
+        "aten.flatten",
+        "aten.t",
+        "aten.transpose",
+        "aten.reshape",
+        "aten.unflatten",
+        "aten.contiguous",
+    )
 )
-
-
-def lowering(*packets: str):
-    def register(fn):
-        for p in packets:
-            LOWERINGS[p] = fn
-        return fn
-
-    return register
 
 
 def _alias(ctx, x, *args, **kwargs):
@@ -316,6 +307,7 @@ def _unary(fn):
     def handler(ctx, x):
         return fn(x, name=ctx.name)
 
+    handler.__name__ = fn.__name__
     return handler
 
 
@@ -453,6 +445,7 @@ def _reduction(fn):
         dims = None if dim is None or len(dim) == 0 else list(dim)
         return fn(x, dims, keepdim, name=ctx.name)
 
+    handler.__name__ = fn.__name__
     return handler
 
 
@@ -663,13 +656,3 @@ def embedding(ctx, weight, indices, padding_idx=-1, scale_grad=False, sparse=Fal
 
 
 LOWERINGS[operator.getitem.__name__] = getitem
-
-
-# the other families register themselves on import (after LOWERINGS exists)
-from polyc.frontends.torch import (  # noqa: E402, F401
-    ops_compare,
-    ops_norm,
-    ops_resize,
-    ops_scan,
-    ops_transformer,
-)

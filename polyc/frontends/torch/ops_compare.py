@@ -8,8 +8,7 @@ first cast to the dtype PyTorch's type promotion gives the pair, so
 
 from __future__ import annotations
 
-from polyc.frontends.torch.lower import packet
-from polyc.frontends.torch.ops import lowering
+from polyc.frontends.torch.registry import lowering, packet
 from polyc.ir import dtypes
 from polyc.lang.compute import Tensor
 from polyc.ops import elementwise, logic

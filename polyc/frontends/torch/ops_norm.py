@@ -10,7 +10,7 @@ channel of what it is given.
 
 from __future__ import annotations
 
-from polyc.frontends.torch.ops import lowering
+from polyc.frontends.torch.registry import lowering
 from polyc.ir import dtypes
 from polyc.ops import elementwise, norm
 

@@ -3,13 +3,14 @@
 ``F.interpolate(x, ..., mode="bilinear" | "bicubic")`` arrives as
 ``upsample_bilinear2d.vec`` (``output_size`` or ``scale_factors``) or, after
 torch's decompositions, ``upsample_bilinear2d.default`` (``output_size`` and
-optional per-axis scales). Both stay whole (:data:`~polyc.frontends.torch.ops.KEEP`)
+optional per-axis scales). Both stay whole
+(:data:`~polyc.frontends.torch.registry.KEEP`)
 rather than decompose into gathers.
 """
 
 from __future__ import annotations
 
-from polyc.frontends.torch.ops import lowering
+from polyc.frontends.torch.registry import lowering
 from polyc.ops import resize
 
 
@@ -44,5 +45,5 @@ def _handler(mode: str):
     return handler
 
 
-lowering("aten.upsample_bilinear2d")(_handler("bilinear"))
-lowering("aten.upsample_bicubic2d")(_handler("bicubic"))
+lowering("aten.upsample_bilinear2d", keep=True)(_handler("bilinear"))
+lowering("aten.upsample_bicubic2d", keep=True)(_handler("bicubic"))

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from polyc.frontends.torch.ops import lowering
+from polyc.frontends.torch.registry import lowering
 from polyc.ir import dtypes
 from polyc.lang.compute import Tensor
 from polyc.ops import elementwise, reduce, scan

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 
-from polyc.frontends.torch.ops import lowering
+from polyc.frontends.torch.registry import lowering
 from polyc.ir import dtypes
 from polyc.ops import logic, nn
 
 
-@lowering("aten._transformer_encoder_layer_fwd")
+@lowering("aten._transformer_encoder_layer_fwd", keep=True)
 def transformer_encoder_layer(
     ctx,
     src,

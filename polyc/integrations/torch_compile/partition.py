@@ -44,7 +44,7 @@ def split(ep, name: str, executor, operation: str) -> Split:
     from torch.fx.passes.operator_support import OperatorSupportBase
 
     from polyc.frontends.torch.export import decompositions, needs_decomposition
-    from polyc.frontends.torch.ops import LOWERINGS
+    from polyc.frontends.torch.lowerings import LOWERINGS
 
     if needs_decomposition(ep.graph_module.graph):
         ep = ep.run_decompositions(decompositions())

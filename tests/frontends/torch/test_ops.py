@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from polyc.frontends.torch.ops import LOWERINGS
+from polyc.frontends.torch.lowerings import LOWERINGS
 from tests.support.torchcheck import assert_close, check, eager, run
 
 
