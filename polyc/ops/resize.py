@@ -12,7 +12,10 @@ the borders breaks the pattern) is one definition whose indices are affine in
 
     tmp[n, c, h, q*t + r] = x[n, c, h, p*t + c0] * w0 + x[n, c, h, p*t + c1] * w1
 
-W is resized first, then H, with the products and sums in PyTorch's order.
+W is resized first, then H, with the products and sums in PyTorch's order; a
+float16 input is computed in float32 (its W pass kept in float32) and rounded once,
+as PyTorch does for outputs up to H' + W' = 128 (bit for bit); past that PyTorch
+switches kernels and float16 results may differ from it by one float16 rounding.
 """
 
 from __future__ import annotations
@@ -22,10 +25,19 @@ from fractions import Fraction
 import numpy as np
 
 from polyc.errors import ArgumentError
+from polyc.ir import dtypes
 from polyc.ir.expr import cast
 from polyc.lang import compute as pc
 from polyc.lang.compute import Tensor
-from polyc.ops._common import check_float, choice, concrete, flag, fresh, tensor
+from polyc.ops._common import (
+    check_float,
+    choice,
+    concrete,
+    flag,
+    fresh,
+    ints,
+    tensor,
+)
 
 _A = -0.75  # PyTorch's bicubic convolution coefficient
 
@@ -116,11 +128,15 @@ def pieces(index, weight, p: int, q: int):
     return out
 
 
-def _axis(x: Tensor, dim: int, size: int, index, weight, p, q, name) -> Tensor:
-    """``x`` resized along ``dim`` to ``size`` by the tables."""
+def _axis(x: Tensor, dim: int, size: int, tabs, p, q, name, dt, wdt) -> Tensor:
+    """``x`` resized along ``dim`` to ``size`` by the tables (weights rounded to
+    ``wdt``), computed in the opmath dtype of ``x`` and stored as ``dt``."""
+    index, weight = tabs
+    weight = weight.astype(wdt.numpy).astype(np.float64)
+    ot = _opmath(x.dtype)
     shape = list(x.shape)
     shape[dim] = size
-    out = pc.tensor(name, tuple(shape), x.dtype)
+    out = pc.tensor(name, tuple(shape), dt)
     for r, lo, hi, offsets, w in pieces(index, weight, p, q):
         names = [f"i{k}" for k in range(x.ndim)]
         names[dim] = "t"
@@ -131,11 +147,11 @@ def _axis(x: Tensor, dim: int, size: int, index, weight, p, q, name) -> Tensor:
         for off, wk in zip(offsets, w):
             src = list(ix)
             src[dim] = t * p + off
-            term = x[tuple(src)] * pc.const(float(wk), x.dtype)
+            term = cast(x[tuple(src)], ot) * pc.const(float(wk), ot)
             value = term if value is None else value + term
         lhs = list(ix)
         lhs[dim] = t * q + r
-        out.set(tuple(lhs), cast(value, x.dtype))
+        out.set(tuple(lhs), cast(value, dt))
     return out
 
 
@@ -165,23 +181,49 @@ def interpolate(
             f"{op}: {x.name} is {x.ndim}-D but {mode} interpolation resizes "
             "[N, C, H, W] because it works on two spatial dims. Reshape to 4-D."
         )
-    size = tuple(int(s) for s in size)
-    if len(size) != 2 or min(size) < 1:
-        raise ArgumentError(
-            f"{op}: size={size!r} is not two positive sizes because {mode} resizes "
-            "H and W. Pass size=(H, W)."
-        )
-    factors = tuple(scale_factor) if scale_factor is not None else (None, None)
+    size = ints(op, size, 2, "size", minimum=1)
+    factors = _factors(op, scale_factor)
     sizes_in = concrete(op, x, (2, 3), "resizing needs fixed sizes")
     out = fresh(op, name)
     kind = "linear" if mode == "bilinear" else "cubic"
+    # PyTorch's CPU kernel for small outputs (H' + W' <= 128) keeps the weights
+    # in float32, and float16 results here equal its bit for bit; its generic
+    # kernel for larger ones stores them in the input's dtype, which this follows,
+    # but rounds differently: float16 results then differ by up to one float16
+    # rounding (and are as close to the float64 result as PyTorch's)
+    wdt = _opmath(x.dtype) if size[0] + size[1] <= 128 else x.dtype
     y = x
     for dim in (3, 2):
         n_in, n_out, f = sizes_in[dim - 2], size[dim - 2], factors[dim - 2]
-        index, weight = tables(n_in, n_out, kind, align_corners, f)
+        tabs = tables(n_in, n_out, kind, align_corners, f)
         p, q = _period(n_in, n_out, align_corners, f)
         if kind == "linear" and n_in == n_out:
             p, q = 1, 1
-        label = out if dim == 2 else f"{out}_w"
-        y = _axis(y, dim, n_out, index, weight, p, q, label)
+        # the W pass keeps opmath (float32 for float16), as PyTorch's single pass
+        label, dt = (out, x.dtype) if dim == 2 else (f"{out}_w", _opmath(x.dtype))
+        y = _axis(y, dim, n_out, tabs, p, q, label, dt, wdt)
     return y
+
+
+def _factors(op: str, scale_factor) -> tuple:
+    """``(f_h, f_w)`` from None, a number or two numbers (or Nones)."""
+    if scale_factor is None:
+        return (None, None)
+    seq = (
+        scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * 2
+    )
+    ok = len(seq) == 2 and all(
+        f is None or (isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0)
+        for f in seq
+    )
+    if not ok:
+        raise ArgumentError(
+            f"{op}: scale_factor={scale_factor!r} is not a scale because it must be "
+            "None, a positive number or two of them (H, W). Pass e.g. "
+            "scale_factor=2.0."
+        )
+    return tuple(seq)
+
+
+def _opmath(dt):
+    return dtypes.float32 if dt == dtypes.float16 else dt
