@@ -91,6 +91,14 @@ def _instance_norm(affine):
     return m
 
 
+def _instance_norm_running_stats():
+    m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+    with torch.no_grad():
+        m.running_mean.uniform_(-1, 1)
+        m.running_var.uniform_(0.5, 2)
+    return m
+
+
 def _group_norm():
     m = nn.GroupNorm(2, 6)
     with torch.no_grad():
@@ -217,6 +225,10 @@ CASES = {
     "norm_group_norm_1d": (nn.GroupNorm(3, 6, affine=False), (r(2, 6, 5),)),
     "norm_decomposed": (DecomposedNorms(), (r(2, 6, 3, 4),)),
     "norm_instance_norm": (_instance_norm(False), (r(2, 3, 4, 4),)),
+    "norm_instance_norm_running_stats": (
+        _instance_norm_running_stats(),
+        (r(2, 3, 4, 4),),
+    ),
     "norm_instance_norm_affine": (_instance_norm(True), (r(2, 3, 4, 5),)),
     # the fused eval fast path of nn.TransformerEncoderLayer
     "transformer_fused_fast_path": (Fused(layer()), (r(2, 4, 8),)),
