@@ -440,6 +440,8 @@ def log_softmax(ctx, x, dim, dtype=None):
 
 def _reduction(fn):
     def handler(ctx, x, dim=None, keepdim=False, *, dtype=None):
+        if dtype is None and x.dtype.name == "bool":
+            dtype = ctx.node.meta["val"].dtype  # torch sums bool as int64
         if dtype is not None:
             x = nn.cast(x, dtype, name=ctx.sub("cast"))
         dims = None if dim is None or len(dim) == 0 else list(dim)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from polyc.frontends.torch.registry import lowering, packet
 from polyc.ir import dtypes
 from polyc.lang.compute import Tensor
-from polyc.ops import elementwise, logic
+from polyc.ops import elementwise, logic, reduce
 
 
 def _probe(value):
@@ -134,3 +134,27 @@ def clamp_max(ctx, x, max):
     if isinstance(max, Tensor):
         return elementwise.minimum(*_promoted(ctx, x, max), name=ctx.name)
     return elementwise.clamp(x, None, max, name=ctx.name)
+
+
+def _any_all(which: str):
+    """``aten.any`` / ``aten.all``: the largest / smallest truth (0 or 1) of the
+    elements over ``dim`` (all dims when absent), as a bool."""
+    extreme = reduce.amax if which == "any" else reduce.amin
+
+    def handler(ctx, x, dim=None, keepdim=False):
+        dims = [dim] if isinstance(dim, int) else dim
+        dims = None if dims is None or len(dims) == 0 else list(dims)
+        truth = elementwise.cast(
+            elementwise.cast(x, "bool", name=ctx.sub("truth")),
+            "int32",
+            name=ctx.sub("truth_int"),
+        )
+        best = extreme(truth, dims, keepdim, name=ctx.sub(which))
+        return logic.compare("ne", best, 0, name=ctx.name)
+
+    handler.__name__ = which
+    return handler
+
+
+lowering("aten.any")(_any_all("any"))
+lowering("aten.all")(_any_all("all"))

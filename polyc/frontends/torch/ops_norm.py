@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from polyc.frontends.torch.registry import lowering
 from polyc.ir import dtypes
-from polyc.ops import elementwise, norm
+from polyc.ops import elementwise, nn, norm
 
 
 @lowering("aten.linalg_vector_norm")
@@ -38,8 +38,6 @@ def instance_norm(
     ctx, x, weight, bias, mean, var, use_input_stats, momentum, eps, _cudnn=True
 ):
     if not use_input_stats:
-        from polyc.ops import nn
-
         return nn.batch_norm(x, mean, var, weight, bias, eps=eps, name=ctx.name)
     return norm.instance_norm(x, weight, bias, eps, name=ctx.name)
 

@@ -176,6 +176,18 @@ CASES = {
         Fn(lambda x: x * (x > 0) + (x < 0).float() * 2 + (x > 1).int()),
         (r(3, 4),),
     ),
+    "compare_any_all_count": (
+        Fn(
+            lambda x: (
+                (x > 0).any(1),
+                (x > -1).all(),
+                torch.any(x > 1, dim=0, keepdim=True),
+                (x > 0).sum(-1),
+                x.all(1),
+            )
+        ),
+        (r(3, 4),),
+    ),
     "compare_clamp_min_max": (
         Fn(lambda x: (x.clamp_min(0.2), x.clamp_max(-0.1))),
         (r(3, 4),),
