@@ -108,6 +108,10 @@ def test_errors_name_the_argument_and_the_fix():
         ShapeError, match=r"num_groups=3 does not divide the 4 channels"
     ):
         nn.group_norm(ph("x", (1, 4, 2)), 3)
+    with pytest.raises(
+        ArgumentError, match=r"instance_norm: x has shape \(1, 4\) but instance_norm"
+    ):
+        nn.instance_norm(ph("x", (1, 4)))
     with pytest.raises(ArgumentError, match=r"mode='nearest' is not supported"):
         nn.interpolate(ph("x", (1, 1, 2, 2)), (4, 4), mode="nearest")
     with pytest.raises(DTypeError, match=r"where: c is float32 but where accepts bool"):

@@ -20,7 +20,7 @@ import numpy as np
 
 from polyc.frontends.torch.registry import KEEP, LOWERINGS, lowering
 from polyc.lang.compute import Tensor
-from polyc.ops import nn
+from polyc.ops import nn, norm
 
 KEEP.extend(
     (
@@ -415,7 +415,11 @@ def batch_norm_inference(ctx, x, weight, bias, mean, var, momentum, eps):
 
 @lowering("aten.batch_norm")
 def batch_norm(ctx, x, weight, bias, mean, var, training, momentum, eps, _cudnn=True):
-    if training or mean is None:
+    if mean is None and var is None:
+        # no running statistics (track_running_stats=False): batch statistics,
+        # in eval mode too, and nothing to update
+        return norm.batch_stat_norm(x, weight, bias, eps, name=ctx.name)
+    if training:
         raise ctx.error(
             "batch norm in training mode normalises with batch statistics and "
             "updates the running ones",

@@ -102,13 +102,8 @@ def _bool_only(ctx, *values):
 
 
 @lowering("aten.where")
-def where(ctx, condition, input=None, other=None):
-    if input is None:
-        raise ctx.error(
-            "torch.where(condition) returns the indices where it holds, whose "
-            "number depends on the data",
-            "Use the three-argument form torch.where(condition, x, y)",
-        )
+def where(ctx, condition, input, other):
+    # one-argument torch.where is nonzero, refused as data-dependent before this
     a, b = _promoted(ctx, input, other)
     return logic.where(condition, a, b, name=ctx.name)
 

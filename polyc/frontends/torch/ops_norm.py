@@ -44,13 +44,9 @@ def instance_norm(
 
 @lowering("aten._native_batch_norm_legit")
 def batch_norm_batch_stats(ctx, x, weight, bias, *rest):
-    """The ``no_stats`` overload ``(x, weight, bias, training, momentum, eps)``:
-    normalise each channel by the statistics of the batch."""
-    if len(rest) != 3:
-        raise ctx.error(
-            "batch norm with batch statistics that updates running ones is "
-            "training-mode batch norm",
-            "Call module.eval() before import",
-        )
-    eps = rest[2]
+    """Normalise each channel by the statistics of the batch: the ``no_stats``
+    overload ``(x, weight, bias, training, momentum, eps)``, or the one that also
+    updates running statistics, whose update from_torch refuses (a buffer
+    mutation) before any op is lowered."""
+    eps = rest[-1]
     return (norm.batch_stat_norm(x, weight, bias, eps, name=ctx.name), None, None)

@@ -48,12 +48,7 @@ def transformer_encoder_layer(
     mask=None,
     mask_type=None,
 ):
-    if src.ndim != 3:
-        raise ctx.error(
-            f"the fused encoder layer got a {src.ndim}-D input because it was called "
-            "on an unbatched or nested tensor",
-            "Pass a [batch, sequence, embedding] tensor",
-        )
+    # the layer takes its fast path only for batched [B, S, E] input
     embed, heads = int(embed_dim), int(num_heads)
 
     def sub(name):

@@ -237,6 +237,10 @@ CASES = {
     "norm_group_norm_1d": (nn.GroupNorm(3, 6, affine=False), (r(2, 6, 5),)),
     "norm_decomposed": (DecomposedNorms(), (r(2, 6, 3, 4),)),
     "norm_instance_norm": (_instance_norm(False), (r(2, 3, 4, 4),)),
+    "norm_batch_norm_batch_stats": (
+        nn.BatchNorm2d(3, track_running_stats=False),
+        (r(2, 3, 4, 4),),
+    ),
     "norm_instance_norm_running_stats": (
         _instance_norm_running_stats(),
         (r(2, 3, 4, 4),),
