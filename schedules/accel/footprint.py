@@ -39,6 +39,8 @@ class Box:
     hi: tuple[isl.PwAff, ...]
     extent: tuple[int, ...]
     exact: bool
+    #: the tile space ``[p]`` (only needed for a 0-d array, whose box has no dims)
+    space: isl.Space | None = None
 
     @property
     def elements(self) -> int:
@@ -50,6 +52,13 @@ class Box:
     def multi(self, which: str) -> isl.PwMultiAff:
         """``lo`` or ``hi`` as one ``PwMultiAff`` ``[p] -> [e0, e1, ...]``."""
         parts = self.lo if which == "lo" else self.hi
+        if not parts and self.space is not None:
+            # a 0-d array: the tile space mapped to the empty tuple
+            space = isl.Space.map_from_domain_and_range(
+                self.space, isl.Space.set_alloc(self.space.get_ctx(), 0, 0)
+            )
+            space = space.align_params(self.space)
+            return isl.PwMultiAff.from_multi_aff(isl.MultiAff.zero(space))
         return pw_multi(parts)
 
 
@@ -228,9 +237,11 @@ def box_of(fp: isl.Map, what: str = "placement") -> Box:
         lo.append(lo_d)
         hi.append(hi_d)
         extent.append(max(1, int(top.to_python())))
-    box = Box(fp.get_tuple_name(isl.dim_type.out), tuple(lo), tuple(hi), (), False)
+    name = fp.get_tuple_name(isl.dim_type.out)
+    space = fp.get_space().domain()
+    box = Box(name, tuple(lo), tuple(hi), (), False, space)
     exact = box_map(box, fp).is_subset(fp)
-    return Box(box.tuple_name, box.lo, box.hi, tuple(extent), exact)
+    return Box(box.tuple_name, box.lo, box.hi, tuple(extent), exact, space)
 
 
 def box_map(box: Box, like: isl.Map) -> isl.Map:
