@@ -86,24 +86,24 @@ def _instance_norm(affine):
     m = nn.InstanceNorm2d(3, affine=affine)
     if affine:
         with torch.no_grad():
-            m.weight.uniform_(0.5, 1.5)
-            m.bias.uniform_(-0.5, 0.5)
+            m.weight.copy_(torch.rand(3, generator=g) + 0.5)
+            m.bias.copy_(torch.rand(3, generator=g) - 0.5)
     return m
 
 
 def _instance_norm_running_stats():
     m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
     with torch.no_grad():
-        m.running_mean.uniform_(-1, 1)
-        m.running_var.uniform_(0.5, 2)
+        m.running_mean.copy_(torch.rand(3, generator=g) * 2 - 1)
+        m.running_var.copy_(torch.rand(3, generator=g) * 1.5 + 0.5)
     return m
 
 
 def _group_norm():
     m = nn.GroupNorm(2, 6)
     with torch.no_grad():
-        m.weight.uniform_(0.5, 1.5)
-        m.bias.uniform_(-0.5, 0.5)
+        m.weight.copy_(torch.rand(6, generator=g) + 0.5)
+        m.bias.copy_(torch.rand(6, generator=g) - 0.5)
     return m
 
 
