@@ -355,8 +355,18 @@ def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
     # buffers are planned once, at the last layer's last placement: the others
-    # only check that their layer fits (a replay of the history plans at each)
-    last = max((lay.index for lay, c in zip(layers, chosen) if c), default=None)
+    # only check that their layer fits (a replay of the history plans at each).
+    # A layer whose arrays all live at their homes places nothing, so the last
+    # layer that places a buffer plans (a whole-tensor argmax's last reductions
+    # left every buffer unallocated)
+    last = max(
+        (
+            lay.index
+            for lay, c in zip(layers, chosen)
+            if c and _to_place(k, lay, c, spec)[1]
+        ),
+        default=None,
+    )
     for layer, cand in zip(layers, chosen):
         if cand is None:
             continue
@@ -514,10 +524,7 @@ def _placements(
     """Place the layer's buffers; its last placement plans (or checks, with
     ``plan="check"``: see :func:`schedules.accel.placement.place`)."""
     st = cand.structure
-    at = levels.assign(layer, st, spec, search.engine_level(spec))
-    # an intermediate at its home in the engines' level needs no buffer
-    home = resident_arrays(k, layer, st, at)
-    order = [a for a in _place_order(layer) if a not in home]
+    at, order = _to_place(k, layer, cand, spec)
     early = _ahead_member(layer, cand)
     above = pipeline.lifted(layer, st) if early is not None else set()
     apart = pipeline.read_apart(layer, st) if early is not None else {}
@@ -569,6 +576,15 @@ def _placements(
             plan=plan if array == order[-1] else False,  # the layer's all in
         )
     return k
+
+
+def _to_place(k: Kernel, layer: Layer, cand: search.Candidate, spec):
+    """The level each array of the layer is reached in, and the arrays that get
+    a buffer, in placement order: an intermediate at its home in the engines'
+    level needs none."""
+    at = levels.assign(layer, cand.structure, spec, search.engine_level(spec))
+    home = resident_arrays(k, layer, cand.structure, at)
+    return at, [a for a in _place_order(layer) if a not in home]
 
 
 def _above_private(layer: Layer, where, name: str) -> tuple[str, int]:
