@@ -15,11 +15,20 @@ import numpy as np
 
 import polyc
 from polyc import ops
-from polyc.ops import polybench
+from polyc.ops import nn, polybench
 from tests.support.cfront_corpus import corpus_files, run_name
 
 X4 = (2, 3, 5, 4)
 X2 = (3, 5)
+
+
+def _nn(build, shape=(4, 6)) -> polyc.Kernel:
+    """A kernel of one ``polyc.ops.nn`` op on a placeholder ``x`` of ``shape``."""
+    from polyc import compute as pc
+
+    x = pc.placeholder("x", shape)
+    return pc.kernel("nn_op", [build(x)])
+
 
 #: every kernel-level op of polyc.ops, by name, with a small example
 OPS: dict[str, Callable[[], polyc.Kernel]] = {
@@ -92,6 +101,16 @@ OPS: dict[str, Callable[[], polyc.Kernel]] = {
     "relu_int8": lambda: ops.relu(X2, dtype="int8"),
     "gelu_float16": lambda: ops.gelu(X2, dtype="float16"),
     "mean_int32": lambda: ops.max(X4, 1, dtype="int32"),
+    # the tensor-level families of polyc.ops.nn the PyTorch frontend lowers to
+    "nn_argmax": lambda: _nn(lambda x: nn.argmax(x, 1, name="o")),
+    "nn_argmax_whole": lambda: _nn(lambda x: nn.argmax(x, None, name="o")),
+    "nn_cumsum": lambda: _nn(lambda x: nn.cumsum(x, 1, name="o")),
+    "nn_where_gt": lambda: _nn(lambda x: nn.where(nn.gt(x, 0.0), x, 0.0, name="o")),
+    "nn_normalize": lambda: _nn(lambda x: nn.normalize(x, 2.0, 1, name="o")),
+    "nn_group_norm": lambda: _nn(lambda x: nn.group_norm(x, 2, name="o"), (1, 4, 3, 3)),
+    "nn_bilinear": lambda: _nn(
+        lambda x: nn.interpolate(x, (6, 6), mode="bilinear", name="o"), (1, 2, 3, 3)
+    ),
     # the PolyBench-style kernels
     "pb_matmul": lambda: polybench.matmul(6),
     "pb_producer_consumer": lambda: polybench.producer_consumer(8),
