@@ -20,8 +20,9 @@ kernel (role ``temp``: never an input or an output) that fits a home on chip:
   array, bound at its home, as the buffer (:func:`polyc.ir.marks.home_buffer`).
   Where an SRAM level sits above that one (datacenter), the home saves an
   on-chip copy rather than a DRAM round trip, and its bytes are taken from the
-  layers' tiles for the whole kernel: the choice is greedy, not the cost
-  model's (hf-llama runs 5% slower with it, and the model predicted so);
+  layers' tiles for the whole kernel: the choice is greedy, made before the
+  search and not by the cost model (when it was added, hf-llama ran 5% slower
+  with it, as the model predicted);
 - the rest, where an SRAM level sits right above every level an engine reaches
   (:func:`schedules.accel.search.upper_level`: datacenter's ``shared``), there,
   at most :data:`SHARE` of it, in the kernel's array order. Each layer's buffers
