@@ -36,9 +36,11 @@ PRELUDE = r"""#include <stdint.h>
 #define floord(n, d) (((n) < 0) ? -((-(n) + (d) - 1) / (d)) : (n) / (d))
 #define min(x, y) ((x) < (y) ? (x) : (y))
 #define max(x, y) ((x) > (y) ? (x) : (y))
+/* NaN propagates, as numpy's minimum/maximum and torch's min/max do (a != a is a
+ * NaN test; always false for integers) */
 #define PC_MINMAX(T, S) \
-  static inline T pc_min_##S(T a, T b) { return a < b ? a : b; } \
-  static inline T pc_max_##S(T a, T b) { return a > b ? a : b; }
+  static inline T pc_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
+  static inline T pc_max_##S(T a, T b) { return (a > b || a != a) ? a : b; }
 PC_MINMAX(float, f32)
 PC_MINMAX(double, f64)
 PC_MINMAX(_Float16, f16)

@@ -213,9 +213,10 @@ def expand(e: Expr) -> Expr | None:
     if isinstance(e, Unary) and not dt.is_float and e.op in _ROUNDING:
         return e.x  # an integer rounds to itself
     if isinstance(e, Binary) and dt.is_float:
-        if e.op in ("min", "max"):
+        if e.op in ("min", "max"):  # NaN propagates, as the interpreter's
             test = Binary("lt" if e.op == "min" else "gt", e.a, e.b, dtypes.bool_)
-            return Select(test, e.a, e.b, dt)
+            nan = Binary("ne", e.a, e.a, dtypes.bool_)
+            return Select(Binary("or", test, nan, dtypes.bool_), e.a, e.b, dt)
         if e.op == "floordiv":
             return Unary("floor", Binary("div", e.a, e.b, dt), dt)
     if (isinstance(e, Binary) and e.op == "pow" and dt in (dtypes.float16,)) or (

@@ -379,8 +379,9 @@ static double pc_fop(int op, double x, double y) {
     case PC_OP_SUB: return (float)x - (float)y;
     case PC_OP_MUL: return (float)x * (float)y;
     case PC_OP_DIV: return (float)x / (float)y;
-    case PC_OP_MAX: case PC_OP_RMAX: return x > y ? x : y;
-    case PC_OP_MIN: case PC_OP_RMIN: return x < y ? x : y;
+    /* NaN propagates, as the interpreter's (numpy's) and torch's max/min */
+    case PC_OP_MAX: case PC_OP_RMAX: return (x > y || x != x) ? x : y;
+    case PC_OP_MIN: case PC_OP_RMIN: return (x < y || x != x) ? x : y;
     case PC_OP_NEG: return -x;
     case PC_OP_ABS: return fabsf((float)x);
     case PC_OP_EXP: return expf((float)x);
@@ -388,7 +389,7 @@ static double pc_fop(int op, double x, double y) {
     case PC_OP_SQRT: return sqrtf((float)x);
     case PC_OP_TANH: return tanhf((float)x);
     case PC_OP_SIGMOID: return 1.0f / (1.0f + expf(-(float)x));
-    case PC_OP_RELU: return x > 0 ? x : 0.0;
+    case PC_OP_RELU: return (x > 0 || x != x) ? x : 0.0;
     case PC_OP_RINT: return nearbyintf((float)x);
     default: return x; /* COPY */
   }
