@@ -56,3 +56,25 @@ def check(module, inputs, targets=("interpret", "host"), **options):
         for name, got, ref in zip(names, run(kernel, inputs, target), refs):
             assert_close(got, ref, f"{kernel.name}.{name} via {target}")
     return kernel
+
+
+def all_of(cases: dict) -> tuple[torch.nn.Module, list]:
+    """One module running every ``(module, inputs)`` of ``cases`` (by name,
+    sorted), and its inputs: one C build for them all."""
+    names = sorted(cases)
+
+    class All(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cases = torch.nn.ModuleList([cases[n][0] for n in names])
+
+        def forward(self, *xs):
+            outs, pos = [], 0
+            for n, m in zip(names, self.cases):
+                k = len(cases[n][1])
+                y = m(*xs[pos : pos + k])
+                outs.extend(y if isinstance(y, tuple) else (y,))
+                pos += k
+            return tuple(outs)
+
+    return All().eval(), [t for n in names for t in cases[n][1]]

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from polyc.frontends.torch.lowerings import LOWERINGS
-from tests.support.torchcheck import assert_close, check, eager, run
+from tests.support.torchcheck import all_of, assert_close, check, eager, run
 
 
 class Fn(nn.Module):
@@ -273,23 +273,7 @@ def test_op_interpreted(case):
 
 def all_cases():
     """One module running every case, and its inputs (one C build for them all)."""
-    names = sorted(CASES)
-
-    class All(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.cases = nn.ModuleList([CASES[n][0] for n in names])
-
-        def forward(self, *xs):
-            outs, pos = [], 0
-            for n, m in zip(names, self.cases):
-                k = len(CASES[n][1])
-                y = m(*xs[pos : pos + k])
-                outs.extend(y if isinstance(y, tuple) else (y,))
-                pos += k
-            return tuple(outs)
-
-    return All().eval(), [t for n in names for t in CASES[n][1]]
+    return all_of(CASES)
 
 
 def test_every_op_as_compiled_c():

@@ -15,7 +15,7 @@ from torch import nn
 
 from tests.frontends.torch.test_ops import Fn
 from tests.frontends.torch.test_transformer_layer import Fused, layer
-from tests.support.torchcheck import check, eager
+from tests.support.torchcheck import all_of, check, eager
 
 g = torch.Generator().manual_seed(15)
 
@@ -309,25 +309,9 @@ def test_family_case_on_edge_npu(case):
 
 
 def test_every_family_case_as_compiled_c():
-    names = sorted(CASES)
-
-    class All(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.cases = nn.ModuleList([CASES[n][0] for n in names])
-
-        def forward(self, *xs):
-            outs, pos = [], 0
-            for n, m in zip(names, self.cases):
-                k = len(CASES[n][1])
-                y = m(*xs[pos : pos + k])
-                outs.extend(y if isinstance(y, tuple) else (y,))
-                pos += k
-            return tuple(outs)
-
-    inputs = [t for n in names for t in CASES[n][1]]
-    kernel = check(All().eval(), inputs, targets=("host",))
-    assert len(kernel.outputs) == len(eager(All().eval(), inputs))
+    module, inputs = all_of(CASES)
+    kernel = check(module, inputs, targets=("host",))
+    assert len(kernel.outputs) == len(eager(module, inputs))
 
 
 def test_large_float16_bilinear_is_as_close_as_torch():
