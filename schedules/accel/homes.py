@@ -15,8 +15,8 @@ kernel (role ``temp``: never an input or an output) that fits a home on chip:
   (:func:`schedules.accel.resident.resident_arrays`). A layer keeps a buffer,
   copied from or to the home on chip, for an array it makes and uses up, lays
   out otherwise, or reads by a MAC through a window, a stride or an offset
-  (not :func:`schedules.accel.resident.plain`: a 3x3 convolution's input), whose box may leave the
-  array and is clipped and zero-filled in a buffer. Codegen uses the whole
+  (:func:`schedules.accel.resident.windowed`: a 3x3 convolution's input), whose
+  box may leave the array and is clipped and zero-filled in a buffer. Codegen uses the whole
   array, bound at its home, as the buffer (:func:`polyc.ir.marks.home_buffer`).
   Where an SRAM level sits above that one (datacenter), the home saves an
   on-chip copy rather than a DRAM round trip, and its bytes are taken from the

@@ -1,6 +1,6 @@
 """Which arrays a layer's engines use at their home, in place (no buffer, no
-copy), and the questions that decide it: whether a MAC reads an array plainly
-(:func:`plain`) and whether a later statement reads what the layer writes
+copy), and the questions that decide it: whether a MAC reads an array through
+a window (:func:`windowed`) and whether a later statement reads what the layer writes
 (:func:`read_later`). The cost model (:mod:`schedules.accel.model`) and the
 placement (:mod:`schedules.accel.scheduler`) ask the same function, so what
 the model charges is what the scheduler places. Homes themselves are chosen by
@@ -13,29 +13,31 @@ from schedules.accel.layers import Layer
 from schedules.accel.structure import Structure, polyphase
 
 
-def plain(kernel: Kernel, array: str, statements=None) -> bool:
-    """Whether every MAC operand read of ``array`` (by ``statements``, by
-    default the kernel's) takes one iterator per dimension, as it is (a matrix
-    product's, a 1x1 convolution's): a window (``x[h + kh]``), a stride or an
-    offset reads a box that may leave the array, which a buffer clips and
-    zero-fills and a home in place cannot."""
+def windowed(statements) -> set[str]:
+    """The arrays a MAC operand of ``statements`` reads other than one iterator
+    per dimension, as it is (a matrix product's and a 1x1 convolution's are
+    plain): a window (``x[h + kh]``), a stride or an offset reads a box that may
+    leave the array, which a buffer clips and zero-fills and a home in place
+    cannot."""
     from schedules.accel.tensorize import contraction
 
-    for stmt in kernel.statements if statements is None else statements:
+    out = set()
+    for stmt in statements:
         con = contraction(stmt)
         if con is None:
             continue
         for k in (con.a, con.b):
             ld = stmt.reads[k]
-            if ld.array != array:
-                continue
             for aff in ld.index:
                 names = aff.names()
-                if aff.const or not aff.is_linear or len(names) > 1:
-                    return False
-                if names and aff.coefficient(next(iter(names))) != 1:
-                    return False
-    return True
+                if (
+                    aff.const
+                    or not aff.is_linear
+                    or len(names) > 1
+                    or (names and aff.coefficient(next(iter(names))) != 1)
+                ):
+                    out.add(ld.array)
+    return out
 
 
 def resident_arrays(kernel: Kernel, layer: Layer, st: Structure, at) -> frozenset:
@@ -61,7 +63,7 @@ def resident_arrays(kernel: Kernel, layer: Layer, st: Structure, at) -> frozense
     # a MAC reading through a window (a 3x3 convolution's input) reads a box
     # that may leave the array: its buffer, copied from the home, clips and
     # zero-fills it
-    relaid.update(a for a in layer.arrays if not plain(kernel, a, layer.stmts))
+    relaid |= windowed(layer.stmts)
     return frozenset(
         a
         for a in layer.arrays
@@ -92,4 +94,4 @@ def _read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
     return False
 
 
-__all__ = ["plain", "read_later", "resident_arrays"]
+__all__ = ["read_later", "resident_arrays", "windowed"]

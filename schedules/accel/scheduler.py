@@ -359,20 +359,22 @@ def build(kernel: Kernel, layers: list[Layer], chosen, spec: Spec) -> Kernel:
     # A layer whose arrays all live at their homes places nothing, so the last
     # layer that places a buffer plans (a whole-tensor argmax's last reductions
     # left every buffer unallocated)
-    last = max(
-        (
-            lay.index
-            for lay, c in zip(layers, chosen)
-            if c and _to_place(k, lay, c, spec)[1]
-        ),
-        default=None,
-    )
+    placing = {}
+    for layer, cand in zip(layers, chosen):
+        if cand is None:
+            continue
+        try:
+            placing[layer.index] = _to_place(k, layer, cand, spec)
+        except PolycError as err:
+            raise _LayerFailed(layer.index, str(err)) from None
+    last = max((i for i, (_, order) in placing.items() if order), default=None)
     for layer, cand in zip(layers, chosen):
         if cand is None:
             continue
         plan = True if layer.index == last else "check"
+        at, order = placing[layer.index]
         try:
-            k = _placements(k, layer, cand, bands[layer.index], spec, plan)
+            k = _placements(k, layer, cand, bands[layer.index], spec, at, order, plan)
         except PolycError as err:
             raise _LayerFailed(layer.index, str(err)) from None
         _check_macs(k, layer)
@@ -519,12 +521,12 @@ def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
 
 
 def _placements(
-    k: Kernel, layer: Layer, cand: search.Candidate, where, spec, plan=True
+    k: Kernel, layer: Layer, cand: search.Candidate, where, spec, at, order, plan
 ) -> Kernel:
-    """Place the layer's buffers; its last placement plans (or checks, with
+    """Place the buffers of ``order`` (:func:`_to_place`: ``at`` is the level
+    each array is reached in); the last placement plans (or checks, with
     ``plan="check"``: see :func:`schedules.accel.placement.place`)."""
     st = cand.structure
-    at, order = _to_place(k, layer, cand, spec)
     early = _ahead_member(layer, cand)
     above = pipeline.lifted(layer, st) if early is not None else set()
     apart = pipeline.read_apart(layer, st) if early is not None else {}
