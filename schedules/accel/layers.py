@@ -16,11 +16,14 @@ or not at all.
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from dataclasses import dataclass
+from fractions import Fraction
 
 import islpy as isl
 
+from accelerator.hardware.roofline import count_points
 from polyc.errors import PolycError
 from polyc.ir import tree
 from polyc.ir.kernel import Kernel, Statement, access_map
@@ -550,3 +553,16 @@ def _prefix(stmt: Statement, d: int) -> isl.Map:
     its = ", ".join(stmt.iterators)
     head = ", ".join(stmt.iterators[:d])
     return isl.Map(f"{{ {stmt.name}[{its}] -> [{head}] }}")
+
+
+def density(layer: Layer, stmt: Statement):
+    """The share of ``stmt``'s bounding box its domain holds (1 for a box; a
+    7x7 depthwise convolution with padding 3 on a 4x4 image: 256 of its 784
+    taps per channel), memoised on the statement. A vector-only layer of
+    ConvNeXt's on edge-npu ran 4,967 cycles where its box predicted 15,191."""
+    memo = stmt.__dict__
+    if "_density" not in memo:
+        box = math.prod(layer.extent(stmt, it) for it in stmt.iterators)
+        points = count_points(stmt.domain)
+        memo["_density"] = Fraction(points, box) if box and points < box else 1
+    return memo["_density"]

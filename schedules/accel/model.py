@@ -54,7 +54,7 @@ from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
 from schedules.accel import banks, exprs, levels, terms
 from schedules.accel.evaluate import numeric
-from schedules.accel.layers import Layer, touches
+from schedules.accel.layers import Layer, density, touches
 from schedules.accel.memplan import ZERO_BYTES
 from schedules.accel.resident import read_later, resident_arrays
 from schedules.accel.structure import Polyphase, Structure, polyphase
@@ -541,6 +541,11 @@ class LayerModel:
         elements = sp.Integer(1)
         for it in stmt.iterators:
             elements *= self.size(stmt, it)
+        # the vector unit runs a tile's points, not its box: a padded
+        # convolution's taps that fall in the padding are no instances (the
+        # MAC array runs the hull instead). On average a tile holds the
+        # domain's share of its box
+        elements *= density(self.layer, stmt)
         ops = ops_count(stmt.body)
         per = sum(ops.get(k, 0) * v.cycles[k] for k in OP_CLASSES) or 1
         cycles = exprs.unevaluated(sp.ceiling, elements / v.lanes) * per

@@ -212,6 +212,10 @@ def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
         short = rows is None or layer.extent(stmt, tap) * layer.extent(stmt, kc) < rows
         if window is not None and short:
             k_options.append(window)
+    else:
+        window = _taps(layer, stmt, con, rows)
+        if window is not None:
+            k_options.append((window, ()))
     out = []
     for mm, pitched in ms_options:
         for kk, layouts in k_options:
@@ -249,6 +253,24 @@ def _channels_last(layer: Layer, stmt: Statement, con):
     return best
 
 
+def _taps(layer: Layer, stmt: Statement, con, rows: int | None):
+    """``(row, tap)``: the filter window as one K group, for a contraction whose
+    channels do not fuse with its taps (:func:`_channels_last`: a depthwise
+    convolution, whose input channel is its output's, or an input whose
+    channels are not the innermost): its two innermost K iterators of more
+    than one point, when the longer of them alone leaves rows of the array
+    (``rows``; any when None) idle. A reads the window with two strides, the
+    input row's pitch and the tap's, B steps the row by the tap's span
+    (:func:`polyc.ir.macmap.check` decides per tile)."""
+    ks = [it for it in con.members("k") if layer.extent(stmt, it) > 1]
+    if len(ks) < 2:
+        return None
+    longest = max(layer.extent(stmt, it) for it in ks)
+    if rows is not None and longest >= rows:
+        return None
+    return tuple(ks[-2:])
+
+
 def _filter_rows(stmt: Statement, con, fused):
     """``((row, tap, channel), layouts)``: the channels-last K group ``fused`` with
     the filter row fused outside it, when one K iterator indexes the dimension
@@ -283,7 +305,11 @@ def structures(
     per_stmt = []
     for s in layer.stmts:
         opts = []
-        if folds_into(layer, s) is not None:
+        into = folds_into(layer, s)
+        # a fold needs its contraction on the MAC array (the vector part of a
+        # split depthwise layer never is: offered there, the fold was the only
+        # option the cap on combinations below kept, and no structure was left)
+        if into is not None and "mac" in engines(kernel, into, spec):
             opts.append(("fold", None, False, (), False))
         if spec.mac_array.requantize and requantizes(layer, s) is not None:
             # the only option: it falls back to the vector unit below when its

@@ -152,7 +152,7 @@ def _splittable(kernel: Kernel, layer: Layer, spec: Spec):
             continue
         its = _along(layer, s, dims[0], extent)
         if its is not None:
-            return tuple(t.name for t in layer.stmts), its, extent
+            return tuple(t.name for t in layer.stmts[: len(its)]), its, extent
     return None
 
 
@@ -168,19 +168,30 @@ def _one_contraction(kernel: Kernel, layer: Layer, spec: Spec):
     return s, contraction(s)
 
 
-def _along(layer: Layer, s, dim: int, extent: int) -> tuple[str, ...] | None:
+def _along(
+    layer: Layer, s, dim: int, extent: int, prefix: bool = True
+) -> tuple[str, ...] | None:
     """Each statement's iterator at dimension ``dim`` of the contraction
     ``s``'s output (:func:`_channel`), when every statement of the layer runs
     over it from 0 for ``extent`` points and indexes its target by it; else
-    None."""
-    its = [_channel(t, s.target.array, dim) for t in layer.stmts]
-    if all(
-        i is not None
-        and layer.lo(t, i) == 0
-        and layer.extent(t, i) == extent
-        and any(a.coefficient(i) for a in t.target.index)
-        for t, i in zip(layer.stmts, its)
-    ):
+    None. With ``prefix``, the statements from the layer's first through ``s``
+    and the epilogue after it that do so, up to the first that does not (a
+    layer norm over the channels after a depthwise convolution's epilogue:
+    the split layer is then cut from the rest, which :func:`_choose` costs as
+    a layer of its own)."""
+    its: list[str] = []
+    for t in layer.stmts:
+        i = _channel(t, s.target.array, dim)
+        if (
+            i is None
+            or layer.lo(t, i) != 0
+            or layer.extent(t, i) != extent
+            or not any(a.coefficient(i) for a in t.target.index)
+        ):
+            break
+        its.append(i)
+    n = len(its)
+    if n == len(layer.stmts) or (prefix and n > layer.stmts.index(s)):
         return tuple(its)
     return None
 
@@ -229,7 +240,7 @@ def _odd_rows(kernel: Kernel, layer: Layer, spec: Spec):
     dims = [d for d, a in enumerate(s.target.index) if a.names() == {it}]
     if len(dims) != 1:
         return None
-    its = _along(layer, s, dims[0], extent)
+    its = _along(layer, s, dims[0], extent, prefix=False)
     if its is None:
         return None
     return tuple(t.name for t in layer.stmts), its, extent - odd
@@ -281,11 +292,20 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     searched on the layer as a program of its own (:func:`_local`), whose
     dependences are quick to compute; the chosen split is then applied to
     ``kernel``."""
-    got = _unsplit(kernel, layer, spec, stage)
-    if got is None:
-        return None
-    local, base = got
-    unsplit = base.cycles
+    rest = 0.0  # the predicted cycles of the layer's statements after ``stmts``
+    if len(stmts) < len(layer.stmts):
+        whole = _local(kernel, layer)
+        unsplit = _cost(whole, spec, stage)
+        got = _apart(whole, stmts, spec, stage) if unsplit is not None else None
+        if got is None:
+            return None
+        local, base, rest = got
+    else:
+        got = _unsplit(kernel, layer, spec, stage)
+        if got is None:
+            return None
+        local, base = got
+        unsplit = base.cycles
     con = next(s for s in layer.stmts if contraction(s) is not None)
     work = {w.stmt: w for w in engine_bound(local, spec, {}).work}.get(con.name)
     if work is None:
@@ -300,7 +320,7 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     busy = dict(base.engines)
     if not busy.get("mac"):
         ideal = busy.get("vector", 0.0) * t_mac / (t_mac + t_vec)
-        if max(ideal, busy.get("dma", 0.0)) >= unsplit * (1 - MARGIN):
+        if max(ideal, busy.get("dma", 0.0)) + rest >= unsplit * (1 - MARGIN):
             return None
     periods = [t for t in range(2, MAX_PERIOD + 1) if extent % t == 0]
     if not periods:
@@ -318,7 +338,7 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
         per_mac, per_vec = got[1]
         share = per_vec / (per_mac + per_vec)
     best = min(
-        ((c[0], point) for point, c in tried.items() if c is not None),
+        ((c[0] + rest, point) for point, c in tried.items() if c is not None),
         default=None,
     )
     if best is None or best[0] > unsplit * (1 - MARGIN):
@@ -328,12 +348,48 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
         split_kernel = split_layer(kernel, stmts, iterator, period - p, period)
     except PolycError:
         return None
+    after = ""
+    if rest:
+        after = f" (with the {len(layer.stmts) - len(stmts)} statements after it "
+        after += f"a layer of their own: {rest:,.0f})"
     note = (
         f"{'+'.join(stmts)} split across the vector unit and the MAC array: "
         f"{period - p} and {p} of every {period} along {iterator[0]}, predicted "
-        f"{cycles:,.0f} cycles against {unsplit:,.0f} on one engine"
+        f"{cycles:,.0f} cycles{after} against {unsplit:,.0f} on one engine"
     )
     return split_kernel, note
+
+
+def _apart(local: Kernel, stmts, spec: Spec, stage: bool):
+    """``(prefix, best, rest)`` for a layer (``local``, a program of its own)
+    whose statements ``stmts`` come first and the rest after: ``stmts`` as a
+    program of their own and their best candidate unsplit, and the predicted
+    cycles of the rest as a layer of its own; None when either fits nothing."""
+    first, *others = _pieces(local, ends=frozenset({stmts[-1]}))
+    if [s.name for s in first.stmts] != list(stmts):
+        return None
+    got = _unsplit(local, first, spec, stage)
+    if got is None:
+        return None
+    rest = 0.0
+    for piece in others:
+        cycles = _cost(_local(local, piece), spec, stage)
+        if cycles is None:
+            return None
+        rest += cycles
+    return (*got, rest)
+
+
+def _cost(local: Kernel, spec: Spec, stage: bool) -> float | None:
+    """The predicted cycles of a program of its own (:func:`_local`): its
+    pieces' best candidates one after the other; None when one fits nothing."""
+    total = 0.0
+    for piece in _pieces(local):
+        found = cache.search(local, piece, spec, stage)
+        if not found:
+            return None
+        total += found[0].cycles
+    return total
 
 
 def _unsplit(kernel: Kernel, layer: Layer, spec: Spec, stage: bool):
