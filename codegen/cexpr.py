@@ -12,7 +12,18 @@ from collections.abc import Callable
 from polyc.ir import dtypes
 from polyc.ir.affine import Aff
 from polyc.ir.dtypes import DType
-from polyc.ir.expr import Binary, Cast, Const, Expr, Index, Load, Opaque, Select, Unary
+from polyc.ir.expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    Gather,
+    Index,
+    Load,
+    Opaque,
+    Select,
+    Unary,
+)
 
 # C helper functions every generated file defines (see PRELUDE)
 _FLOAT_FN = {
@@ -100,15 +111,44 @@ def literal(value, dt: DType) -> str:
     return str(v) if v >= 0 else f"({v})"
 
 
+#: the host's check of a gather's data-dependent index (emitted once per file that
+#: gathers, see :data:`GATHER_HOST`): an index outside ``[0, n)`` is recorded (the
+#: first one) and row 0 is read instead, so no load leaves the array; the kernel's
+#: ``<function>_gather_error`` entry point hands the record to the caller, which
+#: raises (:class:`polyc.errors.IndexRangeError`).
+GATHER_HOST = r"""static int64_t pc_gather_bad[3] = {0, 0, 0}; /* failed, value, extent */
+static inline int64_t pc_index(int64_t v, int64_t n) {
+  if (v >= 0 && v < n) return v;
+  if (!pc_gather_bad[0]) {
+    pc_gather_bad[0] = 1, pc_gather_bad[1] = v, pc_gather_bad[2] = n;
+  }
+  return 0;
+}
+"""
+
+
+def gather_index_host(g: Gather, by: str, extent: str) -> str:
+    """The host's checked index of a gather (:data:`GATHER_HOST`)."""
+    return f"pc_index((int64_t)({by}), {extent})"
+
+
 class CExpr:
     """Renders expressions; ``load(ld, index_texts)`` renders an array element and
-    ``name(iterator)`` renders an iterator (already substituted by the caller)."""
+    ``name(iterator)`` renders an iterator (already substituted by the caller);
+    ``gather_index(g, value_text, extent_text)`` renders a gather's checked
+    data-dependent index."""
 
     def __init__(
-        self, load: Callable[[Load, list[str]], str], name: Callable[[str], str]
+        self,
+        load: Callable[[Load, list[str]], str],
+        name: Callable[[str], str],
+        gather_index: Callable[[Gather, str, str], str] = gather_index_host,
+        extent: Callable[[Gather], str] | None = None,
     ):
         self.load = load
         self.name = name
+        self.gather_index = gather_index
+        self.extent = extent
 
     def aff(self, a: Aff) -> str:
         return a.to_c(self.name)
@@ -121,6 +161,17 @@ class CExpr:
             return f"({self.aff(e.aff)})"
         if isinstance(e, Load):
             return self.load(e, [self.aff(a) for a in e.index])
+        if isinstance(e, Gather):
+            if self.extent is None:
+                raise TypeError(f"codegen: no array extents to gather {e!r}")
+            texts = [
+                self.gather_index(e, self(e.by), self.extent(e))
+                if a is None
+                else self.aff(a)
+                for a in e.index
+            ]
+            index = tuple(Aff(const=0) if a is None else a for a in e.index)
+            return self.load(Load(e.array, index, e.dtype), texts)
         if isinstance(e, Cast):
             inner = self(e.x)
             if dt == dtypes.bool_:

@@ -8,6 +8,7 @@ import numpy as np
 
 from codegen import build as cbuild
 from codegen.emit import CEmitter, CSource
+from polyc.errors import IndexRangeError
 from polyc.ir.inputs import prepare
 from polyc.ir.kernel import Kernel
 
@@ -25,6 +26,8 @@ class HostModule:
         self.source = source
         self._ffi = built.ffi
         self._fn = getattr(built.lib, source.function)
+        # a kernel that gathers reports an index out of range after the call
+        self._gather_error = getattr(built.lib, f"{source.function}_gather_error", None)
         self.path = built.path
         self.cached = built.cached
 
@@ -45,6 +48,16 @@ class HostModule:
         args = [int(params[p]) for p in self.source.params]
         args += [ffi.from_buffer("void *", arrays[a]) for a in self.source.arrays]
         self._fn(*args)
+        if self._gather_error is not None:
+            record = ffi.new("int64_t[3]")
+            if self._gather_error(record):
+                value, extent = int(record[1]), int(record[2])
+                raise IndexRangeError(
+                    f"{self.kernel.name}: a gather read index {value}, outside "
+                    f"0..{extent - 1}, because the index data holds it (the host "
+                    f"read row 0 instead and the outputs are not valid). Pass "
+                    f"indices in 0..{extent - 1} (PyTorch raises on them too)."
+                )
 
     def __repr__(self) -> str:
         return f"<HostModule {self.kernel.name} ({len(self.source.text)} bytes of C)>"

@@ -142,6 +142,8 @@ class Compiled:
         out = [f"whole kernel: {choice.note}"] if choice.note else []
         for lc in choice.layers:
             name = lc.layer.name
+            if lc.candidate is None and lc.extra_cycles:
+                continue  # a gather's indirect DMA: what the hardware allows
             if lc.candidate is None:
                 out.append(
                     f"{name}: DRAM-direct on the scalar core because {lc.note}. "
@@ -171,6 +173,9 @@ class Compiled:
         for lc in self.choice.layers:
             cand = lc.candidate
             head = f"    {lc.layer.name}: "
+            if cand is None and lc.extra_cycles:  # a gather (schedules.accel.gather)
+                out.append(head + f"{lc.note}; predicted {lc.extra_cycles:,.0f} cycles")
+                continue
             if cand is None:
                 out.append(head + "DRAM-direct (see fallbacks)")
                 continue
@@ -272,6 +277,8 @@ def _engines(kernel: Kernel) -> dict[str, str]:
             )
             if t.init:
                 out[t.init] = f"folded into the first MAC calls of {t.stmt}"
+        elif kind == "gather":  # "@gather S3"
+            out[text.split()[1]] = "DMA: indirect (gather), one call per run of rows"
         elif kind == "vector":
             vm = pm.VectorMark.parse(text)
             for s in vm.stmts:

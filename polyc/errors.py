@@ -32,6 +32,10 @@ class InputError(PolycError, ValueError):
     """A runtime input (numpy array or parameter value) has the wrong shape or dtype."""
 
 
+class IndexRangeError(InputError):
+    """A data-dependent index (a gather's) read a value outside its array."""
+
+
 class ReductionError(PolycError, ValueError):
     """A reduction axis is used outside a reduction, or a reduction is malformed."""
 

@@ -15,6 +15,7 @@ dependences (:mod:`schedules.legality`) and records itself in ``kernel.history``
 from __future__ import annotations
 
 from schedules.accel.bias import defer_bias
+from schedules.accel.gather import gather_dma
 from schedules.accel.homes import home
 from schedules.accel.inline import inline_copy
 from schedules.accel.pads import inline_zero_pad
@@ -38,6 +39,7 @@ TRANSFORMATIONS.update(
             defer_bias,
             distribute,
             fuse,
+            gather_dma,
             home,
             inline_copy,
             inline_zero_pad,
@@ -71,6 +73,7 @@ __all__ = [
     "distribute",
     "first_violation",
     "fuse",
+    "gather_dma",
     "inline_copy",
     "inline_zero_pad",
     "interchange",

@@ -23,7 +23,7 @@ import islpy as isl
 
 from polyc.errors import IllegalTransformError
 from polyc.ir import tree
-from polyc.ir.kernel import Kernel, Step, access_map
+from polyc.ir.kernel import Kernel, Step, accesses
 from schedules import stree
 
 KINDS = ("flow", "anti", "output")
@@ -99,15 +99,12 @@ def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
                 before[s, t] = times[s].lex_lt_map(times[t])
             return before[s, t]
 
-        accesses = [
-            (s.name, ld, write, access_map(s, ld, k.params))
-            for s in k.statements
-            for ld, write in ((s.target, True), *((r, False) for r in s.reads))
-        ]
+        # a gather's read covers its whole gathered dimension (over-approximated)
+        every = [(s.name, a, w, m) for s in k.statements for a, w, m in accesses(k, s)]
         out = []
-        for s, ld, write, m in accesses:
-            for t, ld2, write2, m2 in accesses:
-                if ld.array != ld2.array or not (write or write2):
+        for s, array, write, m in every:
+            for t, array2, write2, m2 in every:
+                if array != array2 or not (write or write2):
                     continue
                 first = order(s, t)
                 if first is False:
@@ -117,7 +114,7 @@ def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
                 if first is not True:
                     pairs = pairs.intersect(first)
                 if not pairs.is_empty():
-                    out.append((kind, ld.array, pairs))
+                    out.append((kind, array, pairs))
         return out
 
     return kernel.analysis("schedules.memory_dependences", compute)

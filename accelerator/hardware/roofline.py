@@ -122,9 +122,13 @@ def dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> tuple[int, int]:
     """``(bytes read, bytes written)`` no schedule avoids: the live-in elements of
     the arrays DRAM holds at the start, the live-out elements of the outputs.
     An intermediate with a home on chip (a layer's, ``schedules.accel.homes``)
-    is in neither: it never goes to DRAM."""
+    is in neither: it never goes to DRAM. An array only gathers read (a
+    data-dependent index: which rows is data) counts the elements they look up,
+    at most the array: the bound assumes distinct indices, as a gather DMA
+    charges them."""
     deps = kernel.deps
     arrays = kernel.arrays
+    gathered = _gathered(kernel, params)
     reads_from_dram = {
         a.name
         for a in arrays.values()
@@ -141,9 +145,25 @@ def dram_bytes(kernel: Kernel, params: Mapping[str, int]) -> tuple[int, int]:
                 continue
             if arrays[name].home:
                 continue
+            if keep is not None and name in gathered:
+                total += min(gathered[name], arrays[name].nbytes(params))
+                continue
             total += count_points(_fix(s, params)) * arrays[name].dtype.itemsize
         totals.append(total)
     return totals[0], totals[1]
+
+
+def _gathered(kernel: Kernel, params: Mapping[str, int]) -> dict[str, int]:
+    """Bytes the gathers look up, per array that only gathers read."""
+    affine = {ld.array for s in kernel.statements for ld in (s.target, *s.reads)}
+    out: dict[str, int] = {}
+    for s in kernel.statements:
+        for g in s.gathers:
+            if g.array in affine:
+                continue
+            n = count_points(_fix(s.domain.intersect_params(kernel.context), params))
+            out[g.array] = out.get(g.array, 0) + n * g.dtype.itemsize
+    return out
 
 
 def _fix(s: isl.Set, params: Mapping[str, int]) -> isl.Set:

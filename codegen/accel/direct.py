@@ -58,6 +58,13 @@ class SimEmitter(CEmitter):
     """Emit a kernel for the simulator (DRAM-direct: see the module docstring)."""
 
     prelude = PRELUDE
+    gather_prelude = ""  # the runtime checks a gather's indices (pc_gather_index)
+
+    def gather_index(self, g, by: str, extent: str) -> str:
+        """A gather's index read on the scalar core, checked by the runtime (an
+        index out of range fails the run, with or without ``PC_NO_CHECKS``)."""
+        label = names.cstr(str(g))
+        return f"pc_gather_index({CTX}, (int64_t)({by}), {extent}, {label})"
 
     def leading_args(self) -> list[c.Value]:
         return [c.Pointer(c.Value("pc_ctx", CTX))]
@@ -89,6 +96,9 @@ class SimEmitter(CEmitter):
         for ld, is_write in [(stmt.target, True)] + [(r, False) for r in stmt.reads]:
             key = (levels[ld.array], is_write)
             per[key] = per.get(key, 0) + ld.dtype.itemsize
+        for g in stmt.gathers:  # a gathered element: read where its array lives
+            key = (levels.get(g.array, self.kernel.arrays[g.array].home), False)
+            per[key] = per.get(key, 0) + g.dtype.itemsize
         keys = sorted(per)
         ops_c = ", ".join(str(ops.get(k, 0)) for k in OP_CLASSES)
         label, iters = names.cstr(stmt.name), names.cstr(",".join(stmt.iterators))

@@ -39,10 +39,12 @@ class Placed:
     # the buffers that stand for arrays at their home: the whole array, bound
     # on chip, used wherever no buffer of the array is active
     homes: set[str] = field(default_factory=set)
+    # statements run as indirect DMA (``@gather``)
+    gathers: set[str] = field(default_factory=set)
 
     @property
     def any(self) -> bool:
-        return bool(set(self.buffers) - self.homes or self.tensorize)
+        return bool(set(self.buffers) - self.homes or self.tensorize or self.gathers)
 
 
 def collect(kernel: Kernel) -> Placed:
@@ -68,6 +70,8 @@ def collect(kernel: Kernel) -> Placed:
             elif kind == "tensorize":
                 tm = pm.TensorizeMark.parse(name)
                 info.tensorize[tm.stmt] = tm
+            elif kind == "gather":  # the band's statements: an indirect DMA
+                info.gathers.update(_statements(node))
             elif kind == "vector":
                 vm = pm.VectorMark.parse(name)
                 for s in vm.stmts:
@@ -98,9 +102,18 @@ def collect(kernel: Kernel) -> Placed:
         if tm.init:
             info.engine[tm.init] = "folded"
             info.folded[tm.init] = s
+    for s in info.gathers:
+        info.engine[s] = "dma"
     for s in own:
         info.engine.setdefault(s, "scalar")
     return info
+
+
+def _statements(node: isl.ScheduleNode) -> list[str]:
+    """The statements of the subtree under ``node``."""
+    names: list[str] = []
+    node.get_universe_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
+    return names
 
 
 def pw_to_c(pa: isl.PwAff, args: list[str]) -> str:

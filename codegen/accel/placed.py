@@ -14,6 +14,8 @@ engine mapping ask for (:mod:`polyc.ir.marks`):
   accesses, instances not charged to the scalar core), then one ``pc_vector`` per
   statement charges the tile to the vector unit (plus one tree step per run of a
   reduction into one element);
+- ``@gather``: ``pc_gather`` calls (an indirect DMA, see
+  :mod:`codegen.accel.gathercall`) instead of the statement's loops;
 - every other statement runs on the scalar core, reading its buffers, after a
   ``pc_wait`` on them.
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 import cgen as c
 
 from accelerator.hardware.spec import OP_CLASSES
-from codegen.accel import direct, maccall, names
+from codegen.accel import direct, gathercall, maccall, names
 from codegen.accel.copies import CopyEmitter
 from codegen.accel.direct import SimEmitter, distinct
 from codegen.accel.info import collect
@@ -136,6 +138,9 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 out.extend(self._fresh(_calls_below(n.body)))
             elif kind == "vector":
                 out.extend(self._vector_tile(n))
+            elif kind == "gather":  # the DMA moves the rows: no loops below
+                for stmt in sorted(_calls_below(n.body)):
+                    out.extend(self.flush() + gathercall.emit(self.kernel, stmt))
             elif kind == "tensorize":
                 out.append(c.Comment(pm.summary(n.name)))
                 calls = [x for x in n.body if isinstance(x, loops.Call)]

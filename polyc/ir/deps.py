@@ -23,7 +23,7 @@ import islpy as isl
 
 from polyc.errors import BudgetError
 from polyc.ir import tree
-from polyc.ir.kernel import Kernel, access_map
+from polyc.ir.kernel import Kernel, accesses
 
 END = "_END"
 
@@ -70,11 +70,10 @@ def _tagged(kernel: Kernel):
     reads = writes = None
     refs: dict[str, Ref] = {}
     for s in kernel.statements:
-        accesses = [(s.target, True)] + [(ld, False) for ld in s.reads]
-        for n, (ld, is_write) in enumerate(accesses):
+        # the data-dependent reads last, over their whole gathered dimension
+        for n, (array, is_write, m) in enumerate(accesses(kernel, s)):
             tag = f"{s.name}__{'w' if is_write else 'r'}{n}"
-            refs[tag] = Ref(tag, s.name, ld.array, is_write)
-            m = access_map(s, ld, kernel.params)
+            refs[tag] = Ref(tag, s.name, array, is_write)
             tag_space = isl.Set(f"{{ {tag}[] }}")
             tagged = isl.Map.from_domain_and_range(
                 isl.Map.from_domain_and_range(s.domain, tag_space).wrap(), m.range()

@@ -1,7 +1,10 @@
 """Statement bodies: typed expression trees over array elements and index values.
 
 Bodies may be any expression (exp, sqrt, max, select, casts); only the indices of a
-:class:`Load` must be affine. Nodes are immutable and compare by identity; use
+:class:`Load` must be affine. The one data-dependent read is a :class:`Gather`: one
+index component is the value of an expression (an element of an index array), the
+others are affine; it is not a Load, so nothing that walks Loads takes it for an
+affine access. Nodes are immutable and compare by identity; use
 :func:`same` for structural equality. Arithmetic operators build nodes, so
 ``A[i, k] * B[k, j]`` in the compute API is an expression here.
 """
@@ -199,6 +202,33 @@ class Load(Expr):
     array: str
     index: tuple[Aff, ...]
     dtype: DType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Gather(Expr):
+    """Read of ``array[index]`` whose component ``dim`` is data: the value of
+    ``by`` (an integer expression, normally a :class:`Load` of an index array).
+    ``index[dim]`` is None; every other component is affine.
+
+    A data-dependent access: its access relation (:func:`polyc.ir.kernel.
+    gather_access_map`) is over-approximated by the whole extent of dimension
+    ``dim``, so dependences and legality assume any row may be read. Reading a
+    value of ``by`` outside ``[0, extent)`` is an error in every backend (the
+    interpreter, host C and the simulator raise; PyTorch raises too).
+    """
+
+    array: str
+    index: tuple[Aff | None, ...]
+    dim: int
+    by: Expr
+    dtype: DType
+
+    def children(self):
+        return (self.by,)
+
+    def affine(self) -> list[tuple[int, Aff]]:
+        """The affine components as ``(position, Aff)``."""
+        return [(d, a) for d, a in enumerate(self.index) if d != self.dim]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -401,6 +431,24 @@ def cast(x: object, dtype) -> Expr:
     return Cast(e, dt)
 
 
+def gather(array: str, index, dtype, dim: int) -> Gather:
+    """``array[index]`` whose component ``dim`` is the integer expression
+    ``index[dim]`` (a data-dependent index); the others are Affs.
+
+    Raises:
+        DTypeError: when the data-dependent index is not an integer.
+    """
+    by = lift(index[dim])
+    if by.dtype.is_float or by.dtype == dtypes.bool_:
+        raise DTypeError(
+            f"{array}[...]: the index of dimension {dim} is {render(by)}, a "
+            f"{by.dtype} value, because it reads {by.dtype} data. Index with an "
+            "integer tensor (int32 or int64)."
+        )
+    comps = tuple(None if d == dim else Aff.lift(a) for d, a in enumerate(index))
+    return Gather(array, comps, dim, by, dtypes.as_dtype(dtype))
+
+
 def constant(value, dtype) -> Const:
     dt = dtypes.as_dtype(dtype)
     return Const(_convert(value, dt), dt)
@@ -447,6 +495,9 @@ def _map(e: Expr, fn) -> Expr:
     elif isinstance(e, Cast):
         x = _map(e.x, fn)
         e = e if x is e.x else Cast(x, e.dtype)
+    elif isinstance(e, Gather):
+        by = _map(e.by, fn)
+        e = e if by is e.by else Gather(e.array, e.index, e.dim, by, e.dtype)
     out = fn(e)
     return e if out is None else out
 
@@ -456,12 +507,20 @@ def loads(e: Expr) -> list[Load]:
     return [n for n in e.walk() if isinstance(n, Load)]
 
 
+def gathers(e: Expr) -> list[Gather]:
+    """Every data-dependent read (:class:`Gather`) in ``e``, in evaluation order."""
+    return [n for n in e.walk() if isinstance(n, Gather)]
+
+
 def substitute_indices(e: Expr, mapping: dict[str, Aff]) -> Expr:
-    """Replace index variables in every Load index and Index value."""
+    """Replace index variables in every Load and Gather index and Index value."""
 
     def fn(n: Expr):
         if isinstance(n, Load):
             return Load(n.array, tuple(a.substitute(mapping) for a in n.index), n.dtype)
+        if isinstance(n, Gather):
+            index = tuple(None if a is None else a.substitute(mapping) for a in n.index)
+            return Gather(n.array, index, n.dim, n.by, n.dtype)
         if isinstance(n, Index):
             return Index(n.aff.substitute(mapping), n.dtype)
         return None
@@ -479,6 +538,10 @@ def same(a: Expr, b: Expr) -> bool:
         return a.aff == b.aff
     if isinstance(a, Load):
         return a.array == b.array and a.index == b.index
+    if isinstance(a, Gather):
+        return (a.array, a.index, a.dim) == (b.array, b.index, b.dim) and same(
+            a.by, b.by
+        )
     if isinstance(a, Opaque):
         return a.text == b.text
     if getattr(a, "op", None) != getattr(b, "op", None):
@@ -536,6 +599,12 @@ def describe(e: Expr, array=None, text=None) -> str:
         return f"{array(e.array)}[{index}]:{e.dtype}"
     if isinstance(e, Index):
         return f"({text(str(e.aff))}):{e.dtype}"
+    if isinstance(e, Gather):
+        parts = [
+            "{" + describe(e.by, array, text) + "}" if a is None else text(str(a))
+            for a in e.index
+        ]
+        return f"{array(e.array)}[{', '.join(parts)}]:{e.dtype}"
     if isinstance(e, Opaque):
         return f"opaque({text(e.text)}):{e.dtype}"
     fields = [
@@ -566,6 +635,9 @@ def render(e: Expr, prec: int = 0) -> str:
         )
     if isinstance(e, Load):
         return f"{e.array}[{', '.join(str(i) for i in e.index)}]"
+    if isinstance(e, Gather):  # braces mark the data-dependent component
+        parts = ["{" + render(e.by) + "}" if a is None else str(a) for a in e.index]
+        return f"{e.array}[{', '.join(parts)}]"
     if isinstance(e, Unary):
         if e.op == "neg":
             return f"-{render(e.x, 6)}"

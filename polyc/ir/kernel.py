@@ -26,7 +26,17 @@ from polyc.errors import AffineError, DefinitionError, InputError
 from polyc.ir import tree
 from polyc.ir.affine import Aff
 from polyc.ir.dtypes import DType
-from polyc.ir.expr import REDUCTION_OPS, Binary, Expr, Load, loads, same
+from polyc.ir.expr import (
+    REDUCTION_OPS,
+    Binary,
+    Expr,
+    Gather,
+    Load,
+    gathers,
+    loads,
+    render,
+    same,
+)
 
 
 class Role(str, enum.Enum):
@@ -76,7 +86,9 @@ class Statement:
     """``target = body`` for every point of ``domain``.
 
     ``domain`` is an isl set named after the statement whose dimensions are
-    ``iterators``. The reads are the :class:`Load` nodes of ``body``. ``origin`` says
+    ``iterators``. The reads are the :class:`Load` nodes of ``body`` (affine); the
+    data-dependent reads are its :class:`Gather` nodes (``gathers``), whose access
+    relations cover a whole dimension (:func:`gather_access_map`). ``origin`` says
     where the statement came from (an op, a source line) for error messages.
     """
 
@@ -95,6 +107,20 @@ class Statement:
             if not any(ld.array == o.array and ld.index == o.index for o in out):
                 out.append(ld)
         return tuple(out)
+
+    @cached_property
+    def gathers(self) -> tuple[Gather, ...]:
+        """Distinct data-dependent reads (:class:`Gather`) in evaluation order."""
+        out: list[Gather] = []
+        for g in gathers(self.body):
+            if not any(same(g, o) for o in out):
+                out.append(g)
+        return tuple(out)
+
+    @property
+    def data_dependent(self) -> bool:
+        """Whether some read's index is data (a gather)."""
+        return bool(self.gathers)
 
     @cached_property
     def reduction(self) -> str | None:
@@ -441,6 +467,15 @@ class Kernel:
                         f"kernel: {s.name} indexes {arr.name} with {len(ld.index)} "
                         f"indices but {arr.name} has {arr.ndim} dimensions."
                     )
+            for g in s.gathers:
+                arr = self.arrays.get(g.array)
+                if arr is None or len(g.index) != arr.ndim:
+                    raise DefinitionError(
+                        f"kernel: statement {s.name} gathers from {g.array!r} with "
+                        f"{len(g.index)} indices because {s.origin or 'its body'} "
+                        "reads it, but no array of that name and rank exists. "
+                        "Declare the array."
+                    )
             if self.arrays[s.target.array].role == Role.INPUT:
                 raise DefinitionError(
                     f"kernel: statement {s.name} writes {s.target.array}, which is an "
@@ -465,6 +500,18 @@ class Kernel:
                         f"{arr.name}'s shape ({', '.join(map(str, arr.shape))}) because "
                         f"{where} touches an element past the edge. Restrict the "
                         "statement's domain or enlarge the array."
+                    )
+            for g in s.gathers:  # the data-dependent component is checked at run time
+                arr = self.arrays[g.array]
+                acc = gather_access_map(s, g, arr, self.params)
+                inside = array_extent(arr, self.params).intersect_params(self.context)
+                outside = acc.intersect_params(self.context).range().subtract(inside)
+                if not outside.is_empty():
+                    raise DefinitionError(
+                        f"kernel: {s.name} ({s.origin or str(s)}) gathers "
+                        f"{render(g)} outside {arr.name}'s shape "
+                        f"({', '.join(map(str, arr.shape))}) because an affine index "
+                        "passes the edge. Restrict the statement's domain."
                     )
 
 
@@ -551,6 +598,48 @@ def _access_map(stmt: Statement, ld: Load, params: Sequence[str]) -> isl.Map:
     return m.intersect_domain(stmt.domain)
 
 
+def gather_access_map(
+    stmt: Statement, g: Gather, arr: Array, params: Sequence[str]
+) -> isl.Map:
+    """The over-approximated access relation of a data-dependent read:
+    ``{ S[i] -> A[f0(i), x, f2(i)] : 0 <= x < extent }`` (``x`` in the gathered
+    dimension ranges over the array's whole extent there), restricted to the
+    statement's domain. Dependences and legality use it, so a transformation is
+    allowed only if it is legal whatever rows the indices pick."""
+    key = ("gather", g.array, g.index, g.dim, tuple(params))
+    per = _ACCESSES.get(stmt)
+    if per is None:
+        per = _ACCESSES[stmt] = {}
+    found = per.get(key)
+    if found is None:
+        outs = [f"g{d}" for d in range(len(g.index))]
+        cons = [f"g{d} = {a.to_isl()}" for d, a in g.affine()]
+        cons.append(f"0 <= g{g.dim} < {arr.shape[g.dim].to_isl()}")
+        its = ", ".join(stmt.iterators)
+        text = (
+            f"{params_head(params)}{{ {stmt.name}[{its}] -> "
+            f"{g.array}[{', '.join(outs)}] : {' and '.join(cons)} }}"
+        )
+        found = per[key] = isl.Map(text).intersect_domain(stmt.domain)
+    return found
+
+
+def accesses(kernel: Kernel, stmt: Statement) -> list[tuple[str, bool, isl.Map]]:
+    """Every access of ``stmt`` as ``(array, is_write, relation)``: the write, the
+    affine reads, then the data-dependent reads (over-approximated)."""
+    out = [(stmt.target.array, True, access_map(stmt, stmt.target, kernel.params))]
+    out += [(ld.array, False, access_map(stmt, ld, kernel.params)) for ld in stmt.reads]
+    out += [
+        (
+            g.array,
+            False,
+            gather_access_map(stmt, g, kernel.arrays[g.array], kernel.params),
+        )
+        for g in stmt.gathers
+    ]
+    return out
+
+
 def array_extent(arr: Array, params: Sequence[str]) -> isl.Set:
     """``{ A[x0, x1] : 0 <= x0 < d0 and 0 <= x1 < d1 }`` (memoised by the
     array's name and shape: the accelerator search asks for each array of a
@@ -603,6 +692,8 @@ __all__ = [
     "Statement",
     "Step",
     "access_map",
+    "accesses",
     "array_extent",
+    "gather_access_map",
     "make_domain",
 ]

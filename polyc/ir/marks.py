@@ -20,6 +20,8 @@ Marks:
   the statement ``pc_mac_<stmt>``).
 - ``@vector``: element-wise or reduction statements run on the vector unit (or,
   with ``unit=mac``, in the MAC array's output path: a fused requantization).
+- ``@gather``: the band's one statement gathers rows through an indirect DMA
+  (its form: :func:`polyc.ir.gathers.form`).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def summary(mark: str) -> str:
 
 
 def kind(mark: str) -> str | None:
-    """``buffer``, ``scope``, ``tensorize``, ``vector`` or None."""
-    for k in ("buffer", "scope", "tensorize", "vector"):
+    """``buffer``, ``scope``, ``tensorize``, ``vector``, ``gather`` or None."""
+    for k in ("buffer", "scope", "tensorize", "vector", "gather"):
         if mark.startswith(f"@{k}"):
             return k
     return None

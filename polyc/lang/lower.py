@@ -28,6 +28,7 @@ from polyc.ir.expr import (
     Cast,
     Const,
     Expr,
+    Gather,
     Index,
     Load,
     Unary,
@@ -41,6 +42,7 @@ from polyc.lang.surface import (
     IndexVar,
     Reduce,
     Tensor,
+    TensorGather,
     TensorLoad,
     index_names,
     param_names,
@@ -146,7 +148,7 @@ def _tensors_read(t: Tensor) -> list[Tensor]:
     for d in t.definitions:
         for e in (d.rhs, d.where):
             for n in e.walk() if e is not None else ():
-                if isinstance(n, TensorLoad) and n.tensor is not t:
+                if isinstance(n, (TensorLoad, TensorGather)) and n.tensor is not t:
                     out.append(n.tensor)
     return out
 
@@ -184,6 +186,8 @@ def _plain(e: Expr) -> Expr:
     def fn(n: Expr):
         if isinstance(n, TensorLoad):
             return Load(n.array, n.index, n.dtype)
+        if isinstance(n, TensorGather):
+            return Gather(n.array, n.index, n.dim, n.by, n.dtype)
         return None
 
     return e.map(fn)
@@ -334,6 +338,9 @@ def _free_names(e: Expr) -> set[str]:
         elif isinstance(n, Load):
             for a in n.index:
                 out |= a.names()
+        elif isinstance(n, Gather):
+            for _, a in n.affine():
+                out |= a.names()
         elif isinstance(n, Reduce):
             inner = _free_names(n.body) - {a.name for a in n.axes}
             out |= inner
@@ -346,9 +353,9 @@ def _first_use(e: Expr, name: str) -> tuple[int, int, str]:
     for pos, n in enumerate(e.walk()):
         if isinstance(n, Index) and name in n.aff.names():
             return (pos, 0, name)
-        if isinstance(n, Load):
+        if isinstance(n, (Load, Gather)):
             for k, a in enumerate(n.index):
-                if name in a.names():
+                if a is not None and name in a.names():
                     return (pos, k, name)
     return (1 << 30, 0, name)
 

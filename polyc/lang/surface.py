@@ -26,10 +26,12 @@ from polyc.ir.dtypes import DType
 from polyc.ir.expr import (
     Const,
     Expr,
+    Gather,
     Index,
     Load,
     binary,
     cast,
+    gather,
     lift,
     render,
     unary,
@@ -54,6 +56,14 @@ def index_names() -> frozenset[str]:
 @dataclass(frozen=True, eq=False, repr=False)
 class TensorLoad(Load):
     """A Load made through a Tensor: it remembers the tensor for lowering."""
+
+    tensor: Tensor | None = None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class TensorGather(Gather):
+    """A Gather made through a Tensor (``table[idx[i], j]``): it remembers the
+    tensor for lowering."""
 
     tensor: Tensor | None = None
 
@@ -270,6 +280,20 @@ class Tensor:
                 f"{self.name}[...]: {len(idx)} indices given but {self.name} has "
                 f"{self.ndim} dimensions (shape {self.shape_text}). Index every dimension."
             )
+        data = [d for d, x in enumerate(idx) if _data_dependent(x)]
+        if len(data) == 1:  # one index read from data: a gather
+            d = data[0]
+            comps = [
+                x if k == d else affine_index(self.name, x) for k, x in enumerate(idx)
+            ]
+            g = gather(self.name, comps, self.dtype, d)
+            return TensorGather(g.array, g.index, g.dim, g.by, g.dtype, self)
+        if len(data) > 1:
+            raise AffineError(
+                f"{self.name}[...]: dimensions {data} are indexed by data because "
+                "their indices read array elements; polyc gathers along one "
+                "dimension at a time. Gather one dimension, then index the result."
+            )
         index = tuple(affine_index(self.name, x) for x in idx)
         return TensorLoad(self.name, index, self.dtype, self)
 
@@ -302,6 +326,8 @@ class Tensor:
                     names |= n.aff.names()
                 elif isinstance(n, Load):
                     names |= set().union(set(), *(a.names() for a in n.index))
+                elif isinstance(n, Gather):
+                    names |= set().union(set(), *(a.names() for _, a in n.affine()))
         snapshot = {n: _VARS[n] for n in names if n in _VARS and n not in _PARAMS}
         for n in rhs.walk():
             if isinstance(n, Reduce):
@@ -322,6 +348,15 @@ class Tensor:
         return compute(
             f"{self.name}_{dt.name}", self.shape, lambda *ix: cast(self[ix], dt)
         )
+
+
+def _data_dependent(x) -> bool:
+    """An index that reads an array element (a gather's), not an affine one."""
+    return (
+        isinstance(x, Expr)
+        and not isinstance(x, Index)
+        and any(isinstance(n, Load) for n in x.walk())
+    )
 
 
 def affine_index(array: str, x) -> Aff:
@@ -345,7 +380,8 @@ def affine_index(array: str, x) -> Aff:
         raise AffineError(
             f"{array}[{render(x)}]: the index is not affine because {why}. Polyhedral "
             "indices must be sums of index variables times constants (plus // and % "
-            "by constants); gather through a one-hot reduction or a frontend op instead."
+            "by constants); an index read from an integer tensor (x[idx[i], j]) "
+            "gathers."
         )
     raise AffineError(
         f"{array}[{x!r}]: the index is not affine because it is a {type(x).__name__}. "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import islpy as isl
 import numpy as np
 
-from polyc.errors import BudgetError, ScheduleError
+from polyc.errors import BudgetError, IndexRangeError, ScheduleError
 from polyc.ir import tree
 from polyc.ir.affine import Aff
 from polyc.ir.expr import (
@@ -31,11 +31,13 @@ from polyc.ir.expr import (
     Cast,
     Const,
     Expr,
+    Gather,
     Index,
     Load,
     Opaque,
     Select,
     Unary,
+    render,
     same,
 )
 from polyc.ir.inputs import prepare
@@ -277,6 +279,8 @@ def evaluate(e: Expr, env: dict, arrays: dict):
         if arr.ndim == 0:
             return arr[()]
         return arr.reshape(-1)[flat_aff(e.index, arr.shape).evaluate(env)]
+    if isinstance(e, Gather):
+        return _gather(e, env, arrays)
     if isinstance(e, Cast):
         return np.asarray(evaluate(e.x, env, arrays)).astype(dt)
     if isinstance(e, Select):
@@ -293,6 +297,26 @@ def evaluate(e: Expr, env: dict, arrays: dict):
     if isinstance(e, Opaque):
         raise NotImplementedError(f"interpret: opaque expression {e.text}")
     raise TypeError(f"interpret: unknown expression {e!r}")
+
+
+def _gather(e: Gather, env: dict, arrays: dict):
+    """The elements a gather reads; an index outside the gathered dimension
+    raises (as PyTorch does), never wraps or reads another row."""
+    arr = arrays[e.array]
+    by = np.asarray(evaluate(e.by, env, arrays)).astype(np.int64)
+    extent = arr.shape[e.dim]
+    bad = (by < 0) | (by >= extent)
+    if np.any(bad):
+        value = int(np.broadcast_to(by, bad.shape)[bad].reshape(-1)[0])
+        raise IndexRangeError(
+            f"gather: {render(e)} reads index {value} of {e.array}'s dimension "
+            f"{e.dim}, outside 0..{extent - 1}, because the index data holds it. "
+            f"Pass indices in 0..{extent - 1} (PyTorch raises on them too)."
+        )
+    affine = tuple(Aff(const=0) if a is None else a for a in e.index)
+    stride = int(np.prod(arr.shape[e.dim + 1 :], dtype=np.int64))
+    flat = np.asarray(flat_aff(affine, arr.shape).evaluate(env)) + by * stride
+    return arr.reshape(-1)[flat]
 
 
 def _unary(op: str, x: np.ndarray, dt: np.dtype):

@@ -197,6 +197,11 @@ def per_statement(kernel: Kernel) -> tuple[Kernel, dict[str, str]]:
         if isinstance(child, list) or _simple(kernel, child) is not None:
             continue
         stmts = _stmts(kernel, child)
+        if any(s.gathers for s in stmts):
+            reasons["+".join(s.name for s in stmts)] = (
+                "it reads through a data-dependent index"
+            )
+            continue
         if any(s.depth == 0 for s in stmts) or not stmts:
             reasons["+".join(s.name for s in stmts)] = (
                 "it holds a statement outside every loop"
@@ -398,6 +403,8 @@ def _simple(kernel: Kernel, node) -> tuple[Statement, str] | None:
         return None
     stmt = kernel.statement(names[0])
     if nb.members != stmt.iterators or stmt.depth == 0:
+        return None
+    if stmt.gathers:  # which rows it reads is data: no footprint to tile
         return None
     ident = isl.UnionMap.from_multi_union_pw_aff(nb.band.schedule)
     want = isl.Map.identity(isl.Space.map_from_set(stmt.domain.get_space()))

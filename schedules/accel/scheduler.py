@@ -42,6 +42,7 @@ from schedules.accel import (
     bias,
     boundary,
     cache,
+    gather,
     groups,
     homes,
     inline,
@@ -83,6 +84,7 @@ class LayerChoice:
     note: str = ""
     context: tuple = ()  # (kernel, spec) to build the traffic formula on demand
     split_from: str = ""  # the fused group it was cut from, and why
+    extra_cycles: float = 0.0  # predicted work outside the search (a gather DMA)
 
     @property
     def formula(self) -> str:
@@ -116,9 +118,11 @@ class Choice:
         """The layers' predicted cycles, less what consecutive layers overlap
         (:func:`schedules.accel.boundary.program_cycles`)."""
         spec = next((lc.context[1] for lc in self.layers if lc.context), None)
+        extra = sum(lc.extra_cycles for lc in self.layers)
         if spec is None:
-            return sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
-        return boundary.program_cycles(
+            found = sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
+            return found + extra
+        return extra + boundary.program_cycles(
             spec, [(lc.layer, lc.candidate) for lc in self.layers]
         )
 
@@ -145,6 +149,9 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     if stage:  # intermediates on chip, in the SRAM level above the engines'
         kernel = homes.assign(kernel, spec)
     kernel, whole = per_statement(kernel)
+    # gathers: layers of their own, as indirect DMA where they have its form
+    kernel, gathered = gather.mark_all(kernel)
+    whole.update(gathered)
     # a depthwise layer's channels shared by the vector unit and the MAC array
     shared = share.plan(kernel, spec, stage)
     kernel = shared.kernel
@@ -209,6 +216,7 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
                 break
         fused.annotate(choices[i])
         mlps.annotate(choices[i])
+    gather.annotate(result, spec, choices)
     return Choice(result, spec.name, choices, shared=list(shared.notes))
 
 

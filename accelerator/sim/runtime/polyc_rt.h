@@ -287,6 +287,23 @@ void pc_dma(pc_ctx *ctx, int channel, int elem_bytes, int ndims,
             const int64_t *sizes, int dst, int64_t dst_off,
             const int64_t *dst_strides, int src, int64_t src_off,
             const int64_t *src_strides, const char *label);
+/* indirect (gather) DMA: the channel reads `rows` indices (`idx_elem`-byte
+ * signed integers, `idx_stride` elements apart from element `idx_off` of buffer
+ * `idx`), then for each index v copies the row of `row_elems` contiguous
+ * `elem`-byte elements at element src_off + v * src_stride of `src` to element
+ * dst_off + r * dst_stride of `dst`. An index outside [0, src_rows) fails the
+ * run naming it (no row is read for it). Timed as one transfer of 1 + rows
+ * descriptors (the index block, then one per row), the index bytes plus the rows'
+ * bytes, and two latencies of the slower level (the rows' addresses come back
+ * with the indices). */
+void pc_gather(pc_ctx *ctx, int channel, int elem, int64_t rows, int64_t row_elems,
+               int dst, int64_t dst_off, int64_t dst_stride, int src,
+               int64_t src_off, int64_t src_stride, int64_t src_rows, int idx,
+               int64_t idx_off, int64_t idx_stride, int idx_elem,
+               const char *label);
+/* a gather's index read on the scalar core (DRAM-direct): v when 0 <= v < n,
+ * else the run fails naming it (checked with or without PC_NO_CHECKS) */
+int64_t pc_gather_index(pc_ctx *ctx, int64_t v, int64_t n, const char *label);
 void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
             int accumulate, pc_view a, pc_view b, pc_view c, const char *label);
 void pc_mac_output(pc_ctx *ctx, const pc_vop *op);

@@ -133,3 +133,90 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
   st->dma_transfers++;
   st->dma_descriptors += descriptors;
 }
+
+static int64_t pc_read_index(const unsigned char *p, int bytes) {
+  switch (bytes) {
+    case 1: return *(const int8_t *)p;
+    case 2: return *(const int16_t *)p;
+    case 4: return *(const int32_t *)p;
+    default: return *(const int64_t *)p;
+  }
+}
+
+int64_t pc_gather_index(pc_ctx *ctx, int64_t v, int64_t n, const char *label) {
+  if (v >= 0 && v < n) return v;
+  pc__fail(ctx, "simulate: gather %s reads index %lld, outside 0..%lld, because the "
+                "index data holds it. Pass indices in 0..%lld (PyTorch raises on "
+                "them too).", label ? label : "", (long long)v, (long long)(n - 1),
+           (long long)(n - 1));
+  return 0;
+}
+
+void pc_gather(pc_ctx *ctx, int channel, int elem, int64_t rows, int64_t row_elems,
+               int dst, int64_t dst_off, int64_t dst_stride, int src,
+               int64_t src_off, int64_t src_stride, int64_t src_rows, int idx,
+               int64_t idx_off, int64_t idx_stride, int idx_elem,
+               const char *label) {
+  if (ctx->failed || rows <= 0 || row_elems <= 0) return;
+  const pc_spec *sp = &ctx->spec;
+  if (channel < -1 || channel >= sp->channels)
+    return (void)pc__fail(ctx, "pc_gather %s: channel %d does not exist because the "
+                              "config has %d DMA channels. Use 0..%d, or -1 for "
+                              "the first free one.", label ? label : "", channel,
+                         sp->channels, sp->channels - 1);
+  /* the index block, the table's rows and the destination rows, checked */
+  int64_t one = 1, isz = rows, istr = idx_stride;
+  pc_range acc[3] = {{idx, 0, 0, 0}, {src, 0, 0, 0}, {dst, 1, 0, 0}};
+  pc__block_range(1, &isz, &istr, idx_off, idx_elem, &acc[0].lo, &acc[0].hi);
+  int64_t whole[2] = {src_rows, row_elems}, sstr[2] = {src_stride, one};
+  pc__block_range(2, whole, sstr, src_off, elem, &acc[1].lo, &acc[1].hi);
+  int64_t block[2] = {rows, row_elems}, dstr[2] = {dst_stride, one};
+  pc__block_range(2, block, dstr, dst_off, elem, &acc[2].lo, &acc[2].hi);
+  for (int i = 0; i < 3; i++)
+    if (pc__check_range(ctx, &acc[i], "pc_gather", label)) return;
+  pc_buf *I = &ctx->bufs[idx], *S = &ctx->bufs[src], *D = &ctx->bufs[dst];
+  /* functional: every index checked before any row moves */
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t v = pc_read_index(I->base + (idx_off + r * idx_stride) * idx_elem,
+                              idx_elem);
+    if (v < 0 || v >= src_rows) {
+      pc__fail(ctx, "simulate: gather %s reads index %lld (at position %lld of the index block), outside "
+                    "0..%lld, because the index data holds it. Pass indices in "
+                    "0..%lld (PyTorch raises on them too).", label ? label : "",
+               (long long)v, (long long)r, (long long)(src_rows - 1),
+               (long long)(src_rows - 1));
+      return;
+    }
+  }
+  size_t row_bytes = (size_t)(row_elems * elem);
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t v = pc_read_index(I->base + (idx_off + r * idx_stride) * idx_elem,
+                              idx_elem);
+    memmove(D->base + (dst_off + r * dst_stride) * elem,
+            S->base + (src_off + v * src_stride) * elem, row_bytes);
+  }
+
+  const pc_level *LI = &sp->level[I->level], *LS = &sp->level[S->level],
+                 *LD = &sp->level[D->level];
+  int dirs = (LS->is_dram || LI->is_dram ? 1 : 0) | (LD->is_dram ? 2 : 0);
+  if (channel < 0) channel = pc__pick_channel(ctx, dirs);
+  double index_bytes = (double)(rows * idx_elem);
+  double data = (double)rows * (double)row_bytes;
+  double cap = sp->dma_bytes_per_cycle;
+  if (!LS->is_dram) cap = PC_MIN(cap, LS->bytes_per_cycle);
+  if (!LD->is_dram) cap = PC_MIN(cap, LD->bytes_per_cycle);
+  int64_t latency = PC_MAX(LI->latency, PC_MAX(LS->latency, LD->latency));
+  pc__submit_dma(ctx, PC_ENG_DMA + channel, acc, 3, (1 + rows) * sp->dma_setup,
+                 index_bytes + data, cap, dirs, 2 * latency, S->level, D->level,
+                 label);
+
+  pc_stats *st = &ctx->stats;
+  st->bytes_read[I->level] += rows * idx_elem;
+  st->bytes_read[S->level] += (int64_t)data;
+  st->bytes_written[D->level] += (int64_t)data;
+  st->energy_level[I->level] += index_bytes * LI->read_pj;
+  st->energy_level[S->level] += data * LS->read_pj;
+  st->energy_level[D->level] += data * LD->write_pj;
+  st->dma_transfers++;
+  st->dma_descriptors += 1 + rows;
+}
