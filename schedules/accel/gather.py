@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from accelerator.hardware.spec import Spec
 from polyc.errors import ScheduleError
-from polyc.ir.gathers import GatherForm, form
 from polyc.ir import tree
+from polyc.ir.gathers import GatherForm, form
 from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.common import step
