@@ -56,6 +56,7 @@ from polyc.ops.elementwise import (
     sub,
     tanh,
 )
+from polyc.ops.gather import embedding, gather, index_select
 from polyc.ops.linalg import batch_matmul, conv2d, conv_transpose2d, linear, matmul
 from polyc.ops.logic import (
     eq,
@@ -111,7 +112,6 @@ from polyc.ops.shape import (
     broadcast_to,
     cat,
     concat,
-    embedding,
     expand,
     flatten,
     pad,
@@ -226,5 +226,7 @@ __all__ = [
     "concat",
     "cat",
     "embedding",
+    "gather",
+    "index_select",
     "reset_names",
 ]

@@ -1,11 +1,10 @@
 """Data movement: transpose/permute, reshape/view/flatten/squeeze/unsqueeze, expand,
-slice/select, pad, concat, and embedding (a one-hot matrix times the table).
+slice/select, pad and concat (gathers: :mod:`polyc.ops.gather`).
 
 Every op here is affine: a reshape maps indices with ``//`` and ``%`` by constants,
 so it needs fixed sizes wherever dims merge or split (a symbolic dim may lead a merged
 group only); pad and concat write regions chosen by affine conditions or index
-ranges; embedding reads the table through a reduction over its rows, because the IR
-has no data-dependent indexing.
+ranges.
 """
 
 from __future__ import annotations
@@ -15,12 +14,10 @@ from collections.abc import Sequence
 
 from polyc.errors import ArgumentError, ShapeError
 from polyc.ir.affine import Aff
-from polyc.ir.expr import select as select_expr
 from polyc.lang import compute as pc
 from polyc.lang.compute import Tensor
 from polyc.ops._common import (
     axis,
-    check_dtype,
     choice,
     fresh,
     same_dtype,
@@ -474,54 +471,3 @@ def concat(tensors: Sequence[Tensor], dim: int = 0, name: str | None = None):
 
 
 cat = concat
-
-
-def embedding(
-    indices: Tensor, weight: Tensor, padding_idx=None, max_norm=None, name=None
-):
-    """Rows of ``weight`` ([num_embeddings, dim]) picked by integer ``indices``:
-    ``onehot[..., v] = (indices[...] == v)`` (``{name}_onehot``, in the table's
-    dtype), then ``out[..., e] = sum_v onehot[..., v] * weight[v, e]``.
-
-    The IR has no data-dependent indexing, so the lookup is a one-hot matrix times
-    the table (cost: indices x rows x dim): a contraction, which the accelerator
-    runs on its MAC array (the one-hot's compares on the vector unit), where a
-    select inside the reduction ran element by element on the vector unit. The
-    sum is exact: one term of each is the row, the others are zeros. An index
-    outside the table gives a zero row. ``padding_idx`` only matters for training
-    and is accepted.
-
-    Raises:
-        DTypeError: ``indices`` not int32/int64.
-        ShapeError: ``weight`` not 2-D.
-        ArgumentError: ``max_norm`` (renormalisation is not supported).
-    """
-    op = "embedding"
-    idx = tensor(op, indices, "indices")
-    w = tensor(op, weight, "weight")
-    check_dtype(op, idx, ("int32", "int64"))
-    check_dtype(op, w)
-    if max_norm is not None:
-        raise ArgumentError(
-            f"{op}: max_norm={max_norm!r} is not supported because renormalising "
-            "rows writes the table. Pass max_norm=None."
-        )
-    if w.ndim != 2:
-        raise ShapeError(
-            f"{op}: weight {w.name} has shape {shape_text(w.shape)} but embedding "
-            "needs [num_embeddings, embedding_dim] because it looks up rows. Reshape "
-            "the table."
-        )
-    base = fresh(op, name)
-    zero, one = pc.const(0, w.dtype), pc.const(1, w.dtype)
-    hot = pc.compute(
-        f"{base}_onehot",
-        idx.shape + (w.shape[0],),
-        lambda *ix: select_expr(idx[tuple(ix[:-1])].eq(ix[-1]), one, zero),
-    )
-    rv = pc.reduce_axis(w.shape[0], "rv")
-
-    def body(*ix):
-        return pc.sum(hot[tuple(ix[:-1]) + (rv,)] * w[rv, ix[-1]], rv)
-
-    return pc.compute(base, idx.shape + (w.shape[1],), body)

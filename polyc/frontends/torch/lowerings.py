@@ -7,6 +7,7 @@ from __future__ import annotations
 from polyc.frontends.torch import (  # noqa: F401  (imported to register)
     ops,
     ops_compare,
+    ops_gather,
     ops_norm,
     ops_resize,
     ops_scan,

@@ -656,9 +656,4 @@ def pad(ctx, x, pad, mode="constant", value=None):
     return constant_pad(ctx, x, pad, 0 if value is None else value)
 
 
-@lowering("aten.embedding")
-def embedding(ctx, weight, indices, padding_idx=-1, scale_grad=False, sparse=False):
-    return nn.embedding(indices, weight, name=ctx.name)
-
-
 LOWERINGS[operator.getitem.__name__] = getitem
