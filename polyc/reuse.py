@@ -38,7 +38,7 @@ from polyc.ir.expr import describe
 from polyc.ir.kernel import Kernel
 
 #: bumped when what is stored changes
-FORMAT = 1
+FORMAT = 2
 #: ``memory`` and ``disk`` hits, ``stored`` compiles, ``unreadable`` files
 STATS: Counter = Counter()
 #: the sources whose code decides what a compile produces (digested into the key)
@@ -62,6 +62,7 @@ class LayerRecord:
     tried: int
     note: str
     split_from: str
+    extra_cycles: float = 0.0  # a gather's indirect DMA (LayerChoice)
 
 
 def enabled() -> bool:
@@ -174,6 +175,7 @@ def _record(lc) -> LayerRecord:
         lc.tried,
         lc.note,
         lc.split_from,
+        lc.extra_cycles,
     )
 
 
@@ -192,9 +194,9 @@ def _choice(kernel: Kernel, spec, chosen, layers, config, note):
         stmts = tuple(kernel.statement(n) for n in r.stmts)
         layer = Layer(r.index, stmts, r.bands, r.depth, r.opaque, r.children)
         context = (kernel, spec) if r.candidate is not None else ()
-        out.append(
-            LayerChoice(layer, r.candidate, r.tried, r.note, context, r.split_from)
-        )
+        lc = LayerChoice(layer, r.candidate, r.tried, r.note, context, r.split_from)
+        lc.extra_cycles = r.extra_cycles
+        out.append(lc)
     return Choice(chosen, config, out, note)
 
 

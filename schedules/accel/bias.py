@@ -149,6 +149,8 @@ def _plan(kernel: Kernel, init: str):
         if s is not s0
         and (s.target.array == c or any(ld.array == c for ld in loads(s.body)))
     ]
+    if any(g.array == c for s in kernel.statements for g in s.gathers):
+        return None, f"a statement gathers from {c}"
     acc = [s for s in users if s.target.array == c]
     readers = [s for s in users if s.target.array != c]
     if len(acc) != 1 or contraction(acc[0]) is None:

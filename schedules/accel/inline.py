@@ -197,6 +197,8 @@ def _why_not(stmts: list[Statement], arrays, copy: str) -> str | None:
             return f"{s.name} also writes {t}"
         if s.target.array == body.array and pos > at:
             return f"{s.name} writes {body.array} after the copy"
+        if any(g.array == t for g in s.gathers):
+            return f"{s.name} gathers from {t} (its rows are data)"
         reads = [ld for ld in loads(s.body) if ld.array == t]
         if reads and pos < at:
             return f"{s.name} reads {t} before the copy"

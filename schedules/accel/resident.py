@@ -89,7 +89,7 @@ def _read_later(kernel: Kernel, layer: Layer, array: str) -> bool:
     for s in kernel.statements:
         if s.name in mine:
             after = True
-        elif after and any(ld.array == array for ld in s.reads):
+        elif after and any(ld.array == array for ld in (*s.reads, *s.gathers)):
             return True
     return False
 

@@ -396,3 +396,28 @@ def test_stock_transformer_layer_fast_path_runs_in_polyc():
     assert_close(got.numpy(), ref.numpy(), "torch.compile vs eager")
     assert "1 compiled, 0 partly eager, 0 eager" in torch_compile.report()
     assert "aten._transformer_encoder_layer_fwd" not in torch_compile.report()
+
+
+def _relu(x):
+    return torch.relu(x) + 1
+
+
+def test_report_is_cleared_by_dynamo_reset_and_by_reset():
+    """report() kept the graphs of before torch._dynamo.reset(), whose compiled
+    code Dynamo had dropped; now either reset empties it."""
+    x = torch.randn(5)
+    torch.compile(_relu, backend="polyc")(x)
+    assert "1 graph(s), 1 compiled" in torch_compile.report()
+    torch._dynamo.reset()
+    assert torch_compile.records() == []
+    assert "0 graph(s)" in torch_compile.report()
+    torch.compile(_relu, backend="polyc")(x)  # recorded again after the reset
+    assert len(torch_compile.records()) == 1
+    torch_compile.reset()
+    assert "0 graph(s)" in torch_compile.report()
+    torch.compile(_relu, backend="polyc")(x)  # Dynamo's cache: no new graph
+    assert torch_compile.records() == []
+    torch._dynamo.reset()
+    torch.compile(_relu, backend="polyc")(x)
+    (rec,) = torch_compile.records()
+    assert rec.index == 0 and rec.status == "compiled"

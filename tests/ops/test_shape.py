@@ -1,5 +1,5 @@
 """Data movement against numpy/torch: permute, reshape (affine // and %), pad,
-concat, slice, select, expand, embedding (a one-hot matrix times the table). All exact."""
+concat, slice, select, expand (gathers: test_gather.py). All exact."""
 
 from __future__ import annotations
 
@@ -80,40 +80,6 @@ def test_slice_select_pad_concat(rng):
         nn.pad(i, (2, 0), value=7), np.pad(b["i"], ((0, 0), (2, 0)), constant_values=7)
     )
     b.run()
-
-
-def test_embedding_is_a_one_hot_contraction(rng):
-    b = Batch("embedding", rng)
-    idx = b.randint("idx", (3, 5), 0, 11, "int64")
-    idx32 = b.randint("idx32", (4,), 0, 11, "int32")
-    table = b.randn("table", (11, 6))
-    table8 = b.randint("table8", (11, 3), -128, 128)
-    b.check(nn.embedding(idx, table), b["table"][b["idx"]])
-    b.check(nn.embedding(idx32, table), b["table"][b["idx32"]])
-    b.check(nn.embedding(idx32, table8), b["table8"][b["idx32"]])
-    kernel = b.run()
-    assert all(  # the lookup reads the table through a reduction, never by data
-        not any(a.names() & {"idx"} for ld in s.reads for a in ld.index)
-        for s in kernel.statements
-    )
-
-
-def test_embedding_runs_on_the_mac_array(rng):
-    """The lookup is a contraction of the one-hot matrix with the table, which
-    the accelerator tensorizes (a select inside the reduction ran element by
-    element on the vector unit: 16 tokens of a 256-row table took 8x longer)."""
-    idx = pc.placeholder("idx", (16,), "int64")
-    table = pc.placeholder("table", (256, 64))
-    out = nn.embedding(idx, table, name="emb")
-    kernel = pc.kernel("lookup", [out])
-    compiled = polyc.compile(kernel, config="edge-npu", verify=True)
-    assert "[MAC array: m=" in str(compiled), str(compiled)
-    feeds = {
-        "idx": rng.integers(0, 256, 16).astype(np.int64),
-        "table": rng.standard_normal((256, 64)).astype(np.float32),
-    }
-    got, _ = compiled.run(**feeds)
-    np.testing.assert_array_equal(got["emb"], feeds["table"][feeds["idx"]])
 
 
 def test_reshape_keeps_a_symbolic_leading_dim(rng):

@@ -18,6 +18,7 @@ END = "<!-- end generated -->"
 FAMILIES = {
     "ops": "core: contractions, element-wise, normalisation, pooling, shapes",
     "ops_compare": "comparisons, logic, where and masks",
+    "ops_gather": "gathers: embedding, index_select, gather, x[idx]",
     "ops_scan": "scans and index reductions",
     "ops_norm": "vector norms, group and instance norm",
     "ops_resize": "interpolation",

@@ -72,6 +72,27 @@ class GraphRecord:
 
 _LOCK = threading.Lock()
 _RECORDS: list[GraphRecord] = []
+#: a key the records leave in a set ``torch._dynamo.reset()`` clears (Dynamo
+#: has no reset hook): while the key is missing the records predate a reset
+_GENERATION = f"polyc.torch_compile.records:{id(_RECORDS)}"
+
+
+def _dynamo_marks():
+    """The set ``torch._dynamo.reset()`` empties (its warn-once cache), or None
+    when this torch has none (then only :func:`reset` forgets the records)."""
+    import sys
+
+    utils = sys.modules.get("torch._dynamo.utils")
+    marks = getattr(utils, "warn_once_cache", None)
+    return marks if isinstance(marks, set) else None
+
+
+def _forget_if_dynamo_reset() -> None:
+    """Drop the records made before the last ``torch._dynamo.reset()`` (call
+    with ``_LOCK`` held)."""
+    marks = _dynamo_marks()
+    if _RECORDS and marks is not None and _GENERATION not in marks:
+        _RECORDS.clear()
 
 
 def polyc_backend(gm, example_inputs, options: dict | None = None, **_):
@@ -86,8 +107,12 @@ def polyc_backend(gm, example_inputs, options: dict | None = None, **_):
         return _Refused(err)
     ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method"))
     with _LOCK:
+        _forget_if_dynamo_reset()
         record = GraphRecord(len(_RECORDS), ops)
         _RECORDS.append(record)
+        marks = _dynamo_marks()
+        if marks is not None:
+            marks.add(_GENERATION)
     compiled = _Compiled(gm, record, opts, _static_positions(gm, example_inputs))
     try:
         compiled.prepare(example_inputs)
@@ -373,13 +398,17 @@ def _executor(kernel, options: _Options, record: GraphRecord):
 
 
 def records() -> list[GraphRecord]:
-    """The graphs handed to the backend so far in this process."""
+    """The graphs handed to the backend since the last reset (this module's
+    :func:`reset` or ``torch._dynamo.reset()``, which also forgets the compiled
+    graphs themselves)."""
     with _LOCK:
+        _forget_if_dynamo_reset()
         return list(_RECORDS)
 
 
 def reset() -> None:
-    """Forget the recorded graphs (Dynamo's own counters: ``torch._dynamo.reset``)."""
+    """Forget the recorded graphs, so :func:`report` starts empty (Dynamo's
+    compiled code stays; ``torch._dynamo.reset()`` drops both)."""
     with _LOCK:
         _RECORDS.clear()
 

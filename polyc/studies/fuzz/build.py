@@ -200,6 +200,23 @@ def _slice(ins, hist, layer, i, dtype, fam):
     return nn.slice(x, _dim(fam, x), layer["lo"], layer["hi"])
 
 
+def picks(layer: dict, extent: int) -> np.ndarray:
+    """The indices a ``pick`` layer selects (from its own seed: both builders
+    pick the same)."""
+    rng = np.random.default_rng(layer["seed"])
+    return rng.integers(0, extent, size=layer["n"]).astype(np.int64)
+
+
+def _pick(ins, hist, layer, i, dtype, fam):
+    x = hist[-1]
+    dim = _dim(fam, x)
+    extent = int(x.shape[dim].const)
+    name = f"pick{i}"
+    ins.values[name] = picks(layer, extent)
+    idx = pc.placeholder(name, (layer["n"],), "int64")
+    return nn.index_select(x, dim, idx)
+
+
 def _dim(fam, x) -> int:
     return 1 if fam in ("cnn", "seq") else len(x.shape) - 1
 
@@ -281,6 +298,7 @@ _COMPUTE = {
     "add": _add,
     "cat": _cat,
     "slice": _slice,
+    "pick": _pick,
     "nhwc": _nhwc,
     "head": _head,
     "linear": _linear,
@@ -365,9 +383,10 @@ def _define_module():
             self.mods = tnn.ModuleList()
             hist = shapes(program)
             for i, layer in enumerate(program.layers):
-                self.mods.append(self._make(layer, hist[i], gen))
+                fam = family_at(program, i)
+                self.mods.append(self._make(layer, hist[i], gen, fam))
 
-        def _make(self, layer, x, gen):
+        def _make(self, layer, x, gen, fam):
             op = layer["op"]
             m = tnn.Module()
             if op in ("conv", "conv1d"):
@@ -430,6 +449,9 @@ def _define_module():
                 with torch.no_grad():
                     m.ln.weight.copy_(rand(gen, x[-1]))
                     m.ln.bias.copy_(rand(gen, x[-1]))
+            elif op == "pick":
+                dim = 1 if fam in ("cnn", "seq") else len(x) - 1
+                m.register_buffer("idx", torch.from_numpy(picks(layer, x[dim])))
             elif op == "pool":
                 pool = tnn.MaxPool2d if layer["kind"] == "max" else tnn.AvgPool2d
                 m.pool = pool(layer["k"], layer["s"], layer["p"])
@@ -461,6 +483,8 @@ def _define_module():
                 return torch.cat([x, hist[layer["other"]]], dim)
             if op == "slice":
                 return x.narrow(dim, layer["lo"], layer["hi"] - layer["lo"])
+            if op == "pick":
+                return torch.index_select(x, dim, m.idx)
             if op == "nhwc":
                 return (x.permute(0, 2, 3, 1) * m.g).permute(0, 3, 1, 2)
             if op == "head":

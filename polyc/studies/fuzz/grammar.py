@@ -21,6 +21,9 @@ Families:
   residual add, feature slice and concat, transpose of the last two dims, a
   reshape that regroups the last two dims, a batched ``x @ x^T``.
 
+Every family also draws ``pick``: ``index_select`` of the channels or features by
+an index input (int64, repeats allowed), a gather (a data-dependent read).
+
 dtypes: float32, float16, and int8 (contractions accumulate in int32 and are
 requantized to int8 by a clamp and a cast; only the layers with integer semantics
 are drawn).
@@ -172,6 +175,9 @@ def _after(program: Program, layer: dict, hist: list) -> tuple[int, ...] | None:
         if not 0 <= lo < hi <= x[dim]:
             return None
         return tuple(hi - lo if d == dim else n for d, n in enumerate(x))
+    if op == "pick":
+        dim = _feature_dim(fam, x)
+        return tuple(layer["n"] if d == dim else n for d, n in enumerate(x))
     if op == "nhwc":
         return x if len(x) == 4 else None
     if op == "head":
@@ -288,11 +294,11 @@ def _layer(rng: random.Random, program: Program) -> dict | None:
     ops = {
         "cnn": ["conv"] * 6
         + ["bn", "affine", "act", "act", "pool", "add", "cat"]
-        + ["slice", "nhwc", "head"],
-        "seq": ["conv1d"] * 6 + ["affine", "act", "act", "add", "cat", "slice"],
+        + ["slice", "nhwc", "head", "pick"],
+        "seq": ["conv1d"] * 6 + ["affine", "act", "act", "add", "cat", "slice", "pick"],
         "mlp": ["linear"] * 3
         + ["matmul", "matmul", "attn", "ln", "softmax"]
-        + ["act", "add", "cat", "slice", "transpose", "reshape", "bmm"],
+        + ["act", "add", "cat", "slice", "transpose", "reshape", "bmm", "pick"],
     }[fam]
     if integer:
         ops = [o for o in ops if o not in ("bn", "affine", "attn", "ln", "softmax")]
@@ -318,6 +324,13 @@ def _layer(rng: random.Random, program: Program) -> dict | None:
             return None
         lo = rng.randrange(0, x[dim] - 1)
         return {"op": "slice", "lo": lo, "hi": rng.randrange(lo + 1, x[dim] + 1)}
+    if op == "pick":
+        n = x[_feature_dim(fam, x)]
+        return {
+            "op": "pick",
+            "n": rng.randint(1, n + 2),
+            "seed": rng.randrange(1 << 16),
+        }
     if op == "head":
         return {"op": "head", "out": rng.choice(FEATURES), "bias": rng.random() < 0.7}
     if op == "linear":

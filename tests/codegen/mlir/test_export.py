@@ -15,13 +15,22 @@ import polyc
 import schedules
 from codegen.mlir import tools
 from codegen.mlir.export import generate
+from polyc.errors import CodegenError
 from polyc.ir.expr import Opaque
 from polyc.ops import polybench
 from tests.support import mlircheck as mc
 
 
 def test_every_library_op_has_an_example():
-    assert set(mc.LIBRARY) <= set(mc.OPS), set(mc.LIBRARY) - set(mc.OPS)
+    covered = set(mc.OPS) | set(mc.REFUSED)
+    assert set(mc.LIBRARY) <= covered, set(mc.LIBRARY) - covered
+
+
+@pytest.mark.parametrize("name", sorted(mc.REFUSED))
+def test_a_gather_is_refused_with_the_statement_and_the_fix(name):
+    kernel = mc.REFUSED[name]()
+    with pytest.raises(CodegenError, match=r"reads through a data-dependent index"):
+        polyc.to_mlir(kernel)
 
 
 def _tiled_parallel():

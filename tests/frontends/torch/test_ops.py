@@ -254,6 +254,18 @@ CASES = {
         Fn(lambda i, w: F.embedding(i, w), r(10, 4)),
         (torch.randint(0, 10, (2, 3), generator=g),),
     ),
+    "index_select_dim1": (
+        Fn(lambda x, i: torch.index_select(x, 1, i)),
+        (r(3, 5, 2), torch.tensor([4, 0, 4, 2])),
+    ),
+    "gather_dim0": (
+        Fn(lambda x, i: torch.gather(x, 0, i)),
+        (r(4, 3), torch.randint(0, 4, (5, 3), generator=g)),
+    ),
+    "index_tensor_negative": (
+        Fn(lambda x, i: x[:, i]),
+        (r(2, 6, 3), torch.tensor([[-1, 0], [5, -6]])),
+    ),
     "to_copy_int_to_float": (
         Fn(lambda i, x: i.float() * x),
         (torch.randint(0, 5, (2, 3), generator=g), r(2, 3)),
