@@ -112,13 +112,16 @@ def test_product_of_indices_is_not_affine():
         pc.compute("B", (4, 4), lambda i, j: A[i * j])
 
 
-def test_data_dependent_index_is_not_affine():
+def test_data_dependent_index_is_a_gather():
     A = pc.placeholder("A", (16,))
     idx = pc.placeholder("idx", (4,), "int32")
-    with pytest.raises(
-        polyc.AffineError, match=r"reads an array element \(a data-dependent index\)"
-    ):
-        pc.compute("B", (4,), lambda i: A[idx[i]])
+    k = pc.kernel("g", [pc.compute("B", (4,), lambda i: A[idx[i]])])
+    (s,) = k.statements
+    assert s.data_dependent and [g.array for g in s.gathers] == ["A"]
+    assert [ld.array for ld in s.reads] == ["idx"]  # the affine reads
+    x = pc.placeholder("x", (4,))
+    with pytest.raises(polyc.DTypeError, match=r"a float32 value.*Index with an"):
+        pc.compute("C", (4,), lambda i: A[x[i]])
 
 
 def test_reduction_axis_outside_reduction():

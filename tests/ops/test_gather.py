@@ -58,8 +58,10 @@ def test_embedding_on_the_accelerator_is_an_indirect_dma_of_the_rows_only(rng):
     whole table (256 x 64 x 4 bytes) and ran 16 x 256 x 64 MACs."""
     tokens, rows, dim = 16, 256, 64
     compiled = polyc.compile(_lookup(tokens, rows, dim), config="edge-npu", verify=True)
-    assert "indirect DMA: 16 rows of 256 bytes" in str(compiled), str(compiled)
-    assert "fallbacks" not in str(compiled)
+    again = polyc.compile(_lookup(tokens, rows, dim), config="edge-npu", verify=True)
+    for c in (compiled, again):  # the second one comes from the compile cache
+        assert "indirect DMA: 16 rows of 256 bytes" in str(c), str(c)
+        assert "fallbacks" not in str(c)
     feeds = {
         "idx": rng.integers(0, rows, tokens).astype(np.int64),
         "table": rng.standard_normal((rows, dim)).astype(np.float32),

@@ -44,7 +44,11 @@ def test_every_op_placed_equals_the_interpreter(index, rng):
     names = BATCHES[index]
     config = CONFIG_ORDER[index % 3]
     compiled = _run({n: TABLE[n] for n in names}, config, f"ops{index}", rng)
-    notes = [lc.note for lc in compiled.choice.layers if lc.candidate is None]
+    notes = [
+        lc.note
+        for lc in compiled.choice.layers
+        if lc.candidate is None and not lc.extra_cycles  # a gather: indirect DMA
+    ]
     assert not notes, notes  # every layer of the library is placed
 
 
