@@ -155,8 +155,10 @@ def _run(case: Case, record: dict) -> None:
         return _fail(record, "compile", err)
     choice = compiled.choice
     if choice is not None:
-        record["fallbacks"] = [
-            lc.note for lc in choice.layers if lc.candidate is None and lc.note
+        record["fallbacks"] = [  # a gather's indirect DMA is no fallback
+            lc.note
+            for lc in choice.layers
+            if lc.candidate is None and lc.note and not lc.extra_cycles
         ]
         if choice.note:
             record["fallbacks"].append(choice.note)
