@@ -115,7 +115,9 @@ def literal(value, dt: DType) -> str:
 #: gathers, see :data:`GATHER_HOST`): an index outside ``[0, n)`` is recorded (the
 #: first one) and row 0 is read instead, so no load leaves the array; the kernel's
 #: ``<function>_gather_error`` entry point hands the record to the caller, which
-#: raises (:class:`polyc.errors.IndexRangeError`).
+#: raises (:class:`polyc.errors.IndexRangeError`). The record is the module's (one
+#: call at a time; under OpenMP one of the bad indices is recorded, not always the
+#: first).
 GATHER_HOST = r"""static int64_t pc_gather_bad[3] = {0, 0, 0}; /* failed, value, extent */
 static inline int64_t pc_index(int64_t v, int64_t n) {
   if (v >= 0 && v < n) return v;

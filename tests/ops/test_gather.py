@@ -13,9 +13,12 @@ import schedules as S
 from polyc import compute as pc
 from polyc.errors import (
     AffineError,
+    DefinitionError,
+    DTypeError,
     IllegalTransformError,
     IndexRangeError,
     ScheduleError,
+    ShapeError,
     SimulationError,
 )
 from polyc.ir.expr import Gather
@@ -197,3 +200,24 @@ def test_two_data_dependent_indices_are_refused():
     i = pc.placeholder("i", (3,), "int64")
     with pytest.raises(AffineError, match="gathers along one dimension at a time"):
         pc.compute("o", (3,), lambda a: x[i[a], i[a]])
+
+
+def test_shape_errors_name_the_fix():
+    x = pc.placeholder("x", (4, 5))
+    i2 = pc.placeholder("i2", (2, 2), "int64")
+    with pytest.raises(ShapeError, match="index_select takes a 1-D index"):
+        nn.index_select(x, 0, i2)
+    with pytest.raises(ShapeError, match="Give the index the input's rank"):
+        nn.gather(x, 0, pc.placeholder("i1", (3,), "int64"))
+    with pytest.raises(ShapeError, match="Shrink the index"):
+        nn.gather(x, 0, pc.placeholder("i3", (2, 6), "int64"))
+    with pytest.raises(DTypeError, match="accepts int32, int64"):
+        nn.embedding(pc.placeholder("f", (3,)), x)
+
+
+def test_an_affine_component_past_the_edge_is_refused_at_definition():
+    x = pc.placeholder("x", (4, 5))
+    idx = pc.placeholder("idx", (3,), "int64")
+    out = pc.compute("out", (3, 5), lambda i, j: x[idx[i], j + 1])
+    with pytest.raises(DefinitionError, match=r"gathers x\[\{idx\[i\]\}, j \+ 1\]"):
+        pc.kernel("edge", [out])

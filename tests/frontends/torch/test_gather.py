@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import polyc
-from polyc.errors import IndexRangeError
+from polyc.errors import FrontendError, IndexRangeError
 from tests.support.torchcheck import assert_close, check
 
 
@@ -78,3 +78,27 @@ def test_an_out_of_range_token_raises_like_torch():
     kernel = polyc.from_torch(model, (torch.tensor([[1, 2]]),))
     with pytest.raises(IndexRangeError, match=r"reads index 16 .*, outside 0\.\.15"):
         polyc.interpret(kernel, {"arg0": np.array([[1, 16]])})
+
+
+@pytest.mark.parametrize(
+    ("fn", "inputs", "message"),
+    [
+        (
+            lambda x, i: x[i, i],
+            (torch.randn(4, 4), torch.tensor([0, 1])),
+            "indexing with several index tensors",
+        ),
+        (
+            lambda x, m: x[m],
+            (torch.randn(4), torch.tensor([True, False, True, True])),
+            "boolean mask",
+        ),
+    ],
+)
+def test_indexing_polyc_cannot_gather_is_refused(fn, inputs, message):
+    class F(nn.Module):
+        def forward(self, *xs):
+            return fn(*xs)
+
+    with pytest.raises(FrontendError, match=message):
+        polyc.from_torch(F(), inputs)
