@@ -139,10 +139,4 @@ def cycles(spec: Spec, f: GatherForm) -> float:
     return f.calls * busy + 2 * dram.latency_cycles
 
 
-def dram_bytes(f: GatherForm) -> int:
-    """DRAM bytes a statement's gathers read: the indices and the rows they pick
-    (what the output's writes add depends on where it lives)."""
-    return f.calls * f.rows * (f.idx_elem + f.row_bytes)
-
-
-__all__ = ["MARK", "annotate", "cycles", "dram_bytes", "gather_dma", "mark_all"]
+__all__ = ["MARK", "annotate", "cycles", "gather_dma", "mark_all"]
