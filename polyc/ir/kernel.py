@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -156,9 +157,22 @@ class Step:
     kwargs: tuple[tuple[str, Any], ...] = ()
 
     def __str__(self) -> str:
-        parts = [repr(a) for a in self.args]
-        parts += [f"{k}={v!r}" for k, v in self.kwargs]
+        parts = [_short_arg(a) for a in self.args]
+        parts += [f"{k}={_short_arg(v)}" for k, v in self.kwargs]
         return f"{self.name}({', '.join(parts)})"
+
+
+def _short_arg(value: Any) -> str:
+    """``repr(value)``, except that a schedule tree's isl YAML text (a long string
+    of several lines, what ``apply_schedule`` records) reads as a summary: the
+    step replays with the whole text, and the printed kernel shows the tree."""
+    if isinstance(value, str) and "\n" in value and len(value) > 80:
+        bands = re.findall(r'mark: "([A-Za-z_]\w*)\(', value)
+        shown = ", ".join(bands[:4]) + (", ..." if len(bands) > 4 else "")
+        return f"<schedule tree: {value.count(chr(10))} lines of isl YAML" + (
+            f"; bands {shown}>" if bands else ">"
+        )
+    return repr(value)
 
 
 #: what names an analysis: ``"schedules.dependences"``, or a name and the arguments

@@ -10,6 +10,7 @@ from polyc.ir import loops, tree
 from polyc.ir import marks as placemarks
 from polyc.ir.affine import Aff, var
 from polyc.ir.expr import render, substitute_indices
+from polyc.ir.treeview import tree_text
 
 
 def kernel_text(kernel) -> str:
@@ -30,6 +31,8 @@ def kernel_text(kernel) -> str:
         dom = dom[dom.index("{") :] if "{" in dom else dom
         lines.append(f"  {s.name}: {s.target} = {render(s.body)}")
         lines.append(f"      for {dom}")
+    lines.append("schedule tree:")
+    lines.append(_indent(tree_text(kernel.schedule), 2))
     lines.append("loop nest:")
     lines.append(_indent(loop_nest_text(kernel), 2))
     if kernel.history:
@@ -99,7 +102,19 @@ def _emit(nodes, stmts, out: list[str], depth: int) -> None:
             parsed = tree.parse_band_mark(n.name)
             label = f"band {parsed[0]}" if parsed else placemarks.summary(n.name)
             out.append(f"{pad}# {label}")
-            _emit(n.body, stmts, out, depth)
+            body = n.body
+            if placemarks.kind(n.name) == "tensorize":
+                # what runs is the MAC call; the statement's scalar loops below it
+                # are what it replaced (codegen emits only the calls)
+                body = tuple(x for x in body if isinstance(x, loops.Call))
+            _emit(body, stmts, out, depth)
+            if placemarks.kind(n.name) == "vector":
+                vm = placemarks.VectorMark.parse(n.name)
+                unit = "MAC array output path" if vm.unit == "mac" else "vector unit"
+                out.append(
+                    f"{pad}pc_vector({', '.join(vm.stmts)})  # the tile's instances "
+                    f"as one {unit} operation"
+                )
         elif isinstance(n, loops.Call):
             out.append(f"{pad}{statement_call_text(stmts.get(n.stmt), n)}")
 

@@ -203,6 +203,9 @@ def test_cli_writes_the_file_and_prints_schedules(tmp_path, capsys):
     assert cli.main(["compile", str(src), "--print-schedule"]) == 0
     printed = capsys.readouterr().out
     assert 'mark: "L0(i, j)"' in printed
+    # block style, as schedules.to_yaml writes (it was isl's one-line flow style)
+    assert "\ndomain: " in printed and "\nchild:\n" in printed
+    assert "{ domain:" not in printed
     yaml = tmp_path / "s.yaml"
     yaml.write_text(INTERCHANGED)
     assert cli.main(["compile", str(src), "--schedule", str(yaml), "-o", str(out)]) == 0

@@ -259,8 +259,11 @@ def _source_to_source(args) -> int:
 
 
 def _print_schedules(args) -> int:
+    from schedules.apply import to_yaml
+
     regions = _regions(args)
-    docs = [f"# region {r.kernel.name}\n{r.kernel.schedule}\n" for r in regions]
+    # block style, as schedules.to_yaml writes and polyc explain shows
+    docs = [f"# region {r.kernel.name}\n{to_yaml(r.kernel)}\n" for r in regions]
     return _output(args, "---\n".join(docs))
 
 
