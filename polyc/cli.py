@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     from polyc.studies.fuzz.cli import add_parser as add_fuzz_parser
 
     add_fuzz_parser(sub)
+    from polyc.studies.report.cli import add_parsers as add_report_parsers
+
+    add_report_parsers(sub)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse has printed the usage and the error
@@ -66,6 +69,10 @@ def _run(args) -> int:
         from polyc.studies.fuzz.cli import run as run_fuzz
 
         return run_fuzz(args)
+    if args.command in ("report", "diff"):
+        from polyc.studies.report import cli as report_cli
+
+        return getattr(report_cli, f"run_{args.command}")(args)
     if args.command in ("sweep", "explain"):
         from polyc.studies.sweep import cli as sweep_cli
 

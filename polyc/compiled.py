@@ -101,6 +101,10 @@ class Compiled:
         if placed:
             lines.extend(self._layers())
             lines.extend(self._buffers())
+        from polyc.ir.treeview import tree_text
+
+        lines.append("  schedule tree:")
+        lines.extend(f"    {line}" for line in tree_text(k.schedule, 60).splitlines())
         lines.append("  statements:")
         r = self.last_report
         per = {s.name: s for s in r.statements} if r else {}
@@ -131,6 +135,18 @@ class Compiled:
                 f"{r.energy_pj / 1e6:,.3f} uJ"
             )
         return "\n".join(lines)
+
+    def report_html(self, path=None, report=None) -> str:
+        """The run (default: the last) as one self-contained HTML page, written
+        to ``path`` when given (see :mod:`polyc.studies.report.html`); returns
+        the text.
+
+        Raises:
+            ArgumentError: when there is no run to report on.
+        """
+        from polyc.studies.report.html import report_html
+
+        return report_html(self, report, path)
 
     def fallbacks(self) -> list[str]:
         """Every place where the scheduler did less than the hardware allows, with

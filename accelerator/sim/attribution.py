@@ -97,6 +97,13 @@ def attribute(report, groups: dict[str, list[str]]) -> Attribution:
     return Attribution(shares, complete)
 
 
+def owners(events, group_of: dict[str, int]) -> list[int]:
+    """The group index of every event (-1: no group): a compute event's statement's,
+    a copy-in's the next compute event's, a copy-out's or a wait's the one before
+    (see the module docstring); ``group_of`` maps statements to group indices."""
+    return _owners(events, group_of)
+
+
 def _owners(events, group_of: dict[str, int]) -> list[int]:
     """The group index of every event (-1: no group); ``group_of`` maps statements
     to group indices."""

@@ -237,14 +237,16 @@ class Report:
             "trace_events_dropped": self.events_dropped,
         }
 
-    def trace(self) -> dict:
-        """The run as Chrome trace-event JSON data (timestamps in microseconds)."""
-        return trace_events(self)
+    def trace(self, names=None) -> dict:
+        """The run as Chrome trace-event JSON data (timestamps in microseconds);
+        ``names``: one name per event (a model's layer; see
+        :func:`accelerator.sim.trace.trace_events`)."""
+        return trace_events(self, names)
 
-    def write_trace(self, path: str | Path) -> Path:
+    def write_trace(self, path: str | Path, names=None) -> Path:
         """Write the trace (see :meth:`trace`) to ``path``; returns the path."""
         path = Path(path)
-        path.write_text(json.dumps(self.trace(), separators=(",", ":")))
+        path.write_text(json.dumps(self.trace(names), separators=(",", ":")))
         return path
 
     def __str__(self) -> str:

@@ -20,8 +20,13 @@ if TYPE_CHECKING:  # pragma: no cover
 PID = 1
 
 
-def trace_events(report: Report) -> dict:
-    """Trace-event JSON data for ``report`` (see the module docstring)."""
+def trace_events(report: Report, names=None) -> dict:
+    """Trace-event JSON data for ``report`` (see the module docstring).
+
+    ``names``: one name per event of ``report.events`` (a model's layer, say; None
+    keeps an event's own label). A named event keeps its label, the statement or
+    copy it came from, as the argument ``label``.
+    """
     us_per_cycle = 1.0 / (report.clock_ghz * 1e3)
     events: list[dict] = [
         {
@@ -52,8 +57,11 @@ def trace_events(report: Report) -> dict:
             }
         )
     tids = {e.name: i for i, e in enumerate(report.engines)}
-    for ev in report.events:
+    for n, ev in enumerate(report.events):
         args = {"start_cycle": ev.start, "end_cycle": ev.end}
+        name = names[n] if names is not None and names[n] else None
+        if name is not None:
+            args["label"] = ev.label
         if ev.kind == "dma":
             args.update(bytes=ev.amount, src=ev.src, dst=ev.dst)
         elif ev.kind == "mac":
@@ -67,7 +75,7 @@ def trace_events(report: Report) -> dict:
                 "ph": "X",
                 "pid": PID,
                 "tid": tids[ev.engine],
-                "name": ev.label or ev.kind,
+                "name": name or ev.label or ev.kind,
                 "cat": ev.kind,
                 "ts": ev.start * us_per_cycle,
                 "dur": (ev.end - ev.start) * us_per_cycle,

@@ -1,12 +1,14 @@
 """``polyc.explain``: one op on one config, shown the way an engineer inspects it.
 
-The text has, in order: the kernel polyc compiled (arrays, statements, loop nest,
-transformation history), its schedule tree in isl's YAML form, a summary of the exact
-dependences (kind, array, source and sink statements, distance vectors) and on
-request the relations themselves, how the compiled kernel is mapped,
-and after a simulated run the report (cycles against the roofline, per-engine busy
-and idle cycles, bytes per memory level, energy by component). A Perfetto trace of the
-run is written on request.
+By default the text is short: the compiled schedule tree in the compact view
+(:mod:`polyc.ir.treeview`: one line per node, buffers, tiles and engines) and, after
+a simulated run, three lines: cycles against the prediction and both bounds, DRAM
+bytes and energy, each engine's busy share. ``full`` adds the kernel (arrays,
+statements, loop nest, history), a summary of the exact dependences (kind, array,
+source and sink statements, distance vectors), how the compiled kernel is mapped and
+the report's tables; ``relations`` adds the raw isl (the schedule tree's YAML, the
+dependence relations). A Perfetto trace of the run, its events named by layer, is
+written on request.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ def explain(
     trace: str | Path | None = None,
     inputs="random",
     relations: bool = False,
+    full: bool = False,
+    input_shapes=(),
 ) -> str:
     """Explain ``op`` compiled for ``config`` with ``schedule``; returns the text.
 
@@ -39,7 +43,11 @@ def explain(
         run: simulate once and append the report (otherwise stop after compiling).
         trace: write the run's Chrome trace-event JSON (Perfetto) to this path.
         inputs: ``"random"``, ``"zeros"`` or a function ``kernel -> {name: array}``.
-        relations: also print the exact dependence relations (long for convs).
+        relations: also print the raw isl: the schedule tree's YAML and the exact
+            dependence relations (long for convs); implies ``full``.
+        input_shapes: the input shapes of a model file target (``model.py:Net``).
+        full: also print the kernel (statements, loop nest, history), the
+            dependence summary, the compile's mapping and the report's tables.
 
     Raises:
         PolycError: whatever building, scheduling, compiling or running raises
@@ -49,40 +57,95 @@ def explain(
 
     import polyc
     from accelerator import load_config
-    from polyc.studies.sweep.spec import op_spec, schedule_choice
+    from polyc.ir.treeview import tree_text
+    from polyc.studies.sweep.spec import schedule_choice
     from polyc.studies.sweep.task import make_inputs
 
-    _, spec = op_spec(op)
+    label, kernel = target(op, input_shapes)
     choice = schedule_choice(schedule)
     hw = load_config(config)
-    kernel = spec.build()
     compiled = polyc.compile(kernel, config=hw, schedule=choice.apply(kernel))
     chosen = compiled.kernel
     parts = [
-        f"polyc explain: {spec.text} on {hw.name}, schedule {choice.label}",
-        _section("kernel", str(chosen)),
-        _section("schedule tree (isl YAML)", schedule_yaml(chosen.schedule)),
-        _section("dependences", dependence_summary(kernel, relations)),
+        f"polyc explain: {label} on {hw.name}, schedule {choice.label}",
+        _section("schedule tree", tree_text(chosen.schedule)),
     ]
+    if full or relations:
+        parts.append(_section("kernel", str(chosen)))
+    if relations:
+        parts.append(
+            _section("schedule tree (isl YAML)", schedule_yaml(chosen.schedule))
+        )
+    if full or relations:
+        parts.append(_section("dependences", dependence_summary(kernel, relations)))
+    report = None
     if run:
-        data = make_inputs(kernel, inputs, seed=zlib.crc32(spec.text.encode()))
+        data = make_inputs(kernel, inputs, seed=zlib.crc32(label.encode()))
         _, report = compiled.run(data)
+    if full or relations:
         parts.append(_section("compiled", str(compiled)))
-        parts.append(_section("report", str(report)))
-        if trace is not None:
-            path = report.write_trace(trace)
-            dropped = (
-                f", {report.events_dropped:,} more dropped (raise trace_limit)"
-                if report.events_dropped
-                else ""
-            )
-            parts.append(
-                f"trace: wrote {path} ({len(report.events):,} events{dropped}); "
-                "open it in https://ui.perfetto.dev"
-            )
-    else:
-        parts.append(_section("compiled", str(compiled)))
+        if report is not None:
+            parts.append(_section("report", str(report)))
+    elif report is not None:
+        parts.append(_section("run", run_summary(compiled, report)))
+    if report is not None and trace is not None:
+        from polyc.studies.report.timeline import write_trace
+
+        path = write_trace(compiled, report, trace)
+        dropped = (
+            f", {report.events_dropped:,} more dropped (raise trace_limit)"
+            if report.events_dropped
+            else ""
+        )
+        parts.append(
+            f"trace: wrote {path} ({len(report.events):,} events{dropped}, named by "
+            "layer); open it in https://ui.perfetto.dev"
+        )
     return "\n\n".join(parts)
+
+
+def target(op, input_shapes=()) -> tuple[str, Kernel]:
+    """An op spec, a Kernel, or a model/kernel file (see
+    :func:`polyc.studies.report.targets.load_target`), as ``(label, kernel)``."""
+    from polyc.studies.report.targets import is_file_target, load_target
+
+    if isinstance(op, Kernel):
+        return op.name, op
+    if isinstance(op, str) and is_file_target(op):
+        return op, load_target(op, input_shapes)
+    from polyc.studies.sweep.spec import op_spec
+
+    _, spec = op_spec(op)
+    return spec.text, spec.build()
+
+
+def run_summary(compiled, report) -> str:
+    """Three lines: cycles against prediction and both bounds, DRAM bytes and
+    energy, and each engine's busy share."""
+    r = report
+    lines = [f"  {r.cycles:,} cycles"]
+    choice = compiled.choice
+    if choice is not None and choice.predicted_cycles:
+        lines[0] += f" (predicted {choice.predicted_cycles:,.0f})"
+    if r.roofline is not None:
+        lines[0] += (
+            f"; roofline {r.roofline_cycles:,} ({r.roofline.bound}-bound, "
+            f"{r.ratio:,.2f}x)"
+        )
+    if r.engine_bound is not None:
+        lines[0] += f"; engine bound {r.engine_bound_cycles:,} ({r.engine_ratio:,.2f}x)"
+    unavoidable = (
+        f" (unavoidable {r.roofline.min_dram_bytes:,})"
+        if r.roofline is not None
+        else ""
+    )
+    lines.append(
+        f"  DRAM {r.dram_bytes:,} B{unavoidable}; energy {r.energy_pj / 1e6:,.3f} uJ; "
+        f"{len(r.events):,} trace events"
+    )
+    busy = ", ".join(f"{e.name} {e.utilization:.0%}" for e in r.engines)
+    lines.append(f"  busy: {busy}")
+    return "\n".join(lines)
 
 
 def _section(title: str, body: str) -> str:

@@ -243,6 +243,19 @@ def model_report(compiled, report=None) -> ModelReport:
     return dataclasses.replace(out, tensors=dram_by_tensor(compiled, report))
 
 
+def layer_groups(compiled) -> dict[str, list[str]]:
+    """The rows of :func:`model_report`: row name -> its statements, model layers
+    fused into one unit joined (``fc1 + gelu``); for a kernel not imported from a
+    model, every statement is a row of its own."""
+    kernel = compiled.kernel
+    if not any(layer_of(s.origin) for s in kernel.statements):
+        return {s.name: [s.name] for s in kernel.statements}
+    units = None
+    if compiled.choice is not None:
+        units = [[s.name for s in lc.layer.stmts] for lc in compiled.choice.layers]
+    return _merge_fused(_calls(kernel), units or [])
+
+
 def layer_costs(kernel: Kernel, report, spec, units=None) -> ModelReport:
     """Group the statements' costs of ``report`` by layer (see module docstring).
 

@@ -117,7 +117,7 @@ def test_the_same_figures_in_every_form(conv_run):
     assert re.search(rf"\n  sram +[\d,]+ +[\d,]+ +{peak:,}\n", text), text
     assert "peak live B" in text
     # polyc explain runs the same op with the same inputs: the same report
-    shown = explain(CONV, "edge-npu")
+    shown = explain(CONV, "edge-npu", full=True)
     assert text.split("\n", 1)[1] in shown
     # a sweep stores report.to_dict() per point and derives its rows from it
     result = polyc.sweep([(CONV, "default", "edge-npu")], jobs=1, progress=False)

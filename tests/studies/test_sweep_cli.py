@@ -154,7 +154,7 @@ def test_sweep_command_exit_codes(capsys):
 def test_explain_shows_kernel_tree_dependences_and_report(tmp_path, capsys):
     trace = tmp_path / "mm.json"
     op = "matmul:M=8,N=8,K=8"
-    argv = ["explain", op, "--config", "tiny", "--schedule", "none"]
+    argv = ["explain", op, "--config", "tiny", "--schedule", "none", "--relations"]
     assert main([*argv, "--trace", str(trace)]) == 0
     text = capsys.readouterr().out
     heads = [

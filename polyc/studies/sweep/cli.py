@@ -35,6 +35,8 @@ table and kept in the files), 2 for bad arguments (nothing ran).
 _EXPLAIN_EPILOG = """\
 examples:
   polyc explain matmul:M=64,N=64,K=64 --config edge-npu
+  polyc explain model.py:Net --input-shape 1x3x32x32 --full
+  polyc explain kernels.py:gemm --relations
   polyc explain conv2d:input=1x8x16x16,weight=16x8x3x3,padding=1 --config tiny \\
                 --schedule none --trace conv.json     # then open it in ui.perfetto.dev
 
@@ -128,11 +130,12 @@ def add_parsers(sub) -> None:
         "explain",
         help="show one op's kernel, schedule tree, dependences, mapping and report",
         description=_wrap(
-            "Inspect one op on one hardware config: the kernel polyc compiles "
-            "(statements and loop nest), its schedule tree as isl YAML, the exact "
-            "dependences with their distance vectors, how each statement is mapped, "
-            "and after one simulated run the report: cycles against the roofline, "
-            "busy and idle cycles per engine, bytes per memory level, energy."
+            "Inspect one op (or a model.py:Class, a .pt2 program, a kernels.py) "
+            "on one hardware config: the compiled schedule tree in a compact view "
+            "(one line per node: bands with tiles, buffers, engines) and after one "
+            "simulated run its cycles against the prediction and both bounds. "
+            "--full adds the kernel, loop nest, dependences, mapping and the "
+            "report's tables; --relations the raw isl."
         ),
         epilog=_EXPLAIN_EPILOG,
         formatter_class=fmt,
@@ -158,7 +161,22 @@ def add_parsers(sub) -> None:
     e.add_argument(
         "--relations",
         action="store_true",
-        help="also print the exact dependence relations (long for convolutions)",
+        help="also print the raw isl: the schedule tree's YAML and the exact "
+        "dependence relations (long for convolutions); implies --full",
+    )
+    e.add_argument(
+        "--full",
+        action="store_true",
+        help="also print the kernel, loop nest, history, dependences, mapping and "
+        "the report's tables (the default is the compact tree and a run summary)",
+    )
+    e.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="AxBxC",
+        help="an input shape of a model file target (model.py:ClassName), once per "
+        "positional input",
     )
     e.add_argument(
         "--inputs", choices=["random", "zeros"], default="random", help="input data"
@@ -273,9 +291,11 @@ def run_explain(args) -> int:
     that fails to compile or run)."""
     from polyc.errors import PolycError
     from polyc.studies.explain import explain
+    from polyc.studies.report.targets import is_file_target
 
     try:
-        check_op_text(args.op, "explain")
+        if not is_file_target(args.op):
+            check_op_text(args.op, "explain")
         if args.trace:
             _check_writable(args.trace, "--trace")
         text = explain(
@@ -286,6 +306,8 @@ def run_explain(args) -> int:
             trace=args.trace,
             inputs=args.inputs,
             relations=args.relations,
+            full=args.full,
+            input_shapes=args.input_shape,
         )
     except PolycError as err:
         print(f"polyc: {err}", file=sys.stderr)

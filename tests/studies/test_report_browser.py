@@ -1,0 +1,114 @@
+"""The inspection page in a real browser: headless Chromium loads each page, runs
+its script, and the tests read the DOM it leaves (tree nodes, table rows,
+timeline lanes, the node a link selects) and its console. How fast a page
+renders is measured by bench/report_pages.py, never asserted here."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import polyc
+from polyc.ir.treeview import tree_nodes
+from tests.support import browser
+
+
+def _run(kernel, config, trace_limit=1 << 16):
+    compiled = polyc.compile(kernel, config=config, trace_limit=trace_limit)
+    rng = np.random.default_rng(0)
+    data = {
+        a.name: rng.random(a.concrete_shape({}), np.float32) for a in kernel.free_inputs
+    }
+    _, report = compiled.run(data)
+    return compiled, report
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pages")
+    made = {}
+    for name, kernel, config in [
+        ("gemm", polyc.ops.matmul(64, 64, 64), "edge-npu"),
+        ("conv", polyc.ops.conv2d((1, 8, 16, 16), (16, 8, 3, 3), padding=1), "tiny"),
+    ]:
+        compiled, report = _run(kernel, config)
+        path = out / f"{name}.html"
+        compiled.report_html(path)
+        made[name] = (path, compiled, report)
+    return made
+
+
+def _attr(dom: str, name: str) -> str | None:
+    body = re.search(r"<body([^>]*)>", dom).group(1)
+    hit = re.search(rf'{name}="([^"]*)"', body)
+    return hit.group(1) if hit else None
+
+
+@pytest.mark.parametrize("name", ["gemm", "conv"])
+def test_the_page_loads_and_its_script_runs(pages, name):
+    path, compiled, report = pages[name]
+    dom, console = browser.load(path)
+    assert _attr(dom, "data-ready") == "1"
+    assert _attr(dom, "data-errors") is None
+    assert browser.console_errors(console) == []
+    nodes = len(tree_nodes(compiled.kernel.schedule))
+    assert _attr(dom, "data-nodes") == str(nodes)
+    assert len(re.findall(r'<g class="lane"', dom)) == len(report.engines)
+    dma_rows = re.search(r"<table class=\"grid\" id=\"dma-table\">(.*?)</table>", dom)
+    assert dma_rows.group(1).count("<tr") == 1 + len(compiled.kernel.arrays)
+    layers = re.search(r"<table class=\"grid\" id=\"layer-table\">(.*?)</table>", dom)
+    assert layers.group(1).count("<tr") == 3  # head, the kernel, total
+    assert dom.count('class="memmap"') == 1
+
+
+def test_a_link_to_a_node_highlights_its_lines(pages):
+    path, compiled, _ = pages["conv"]
+    mac = next(n for n in tree_nodes(compiled.kernel.schedule) if n.kind == "tensorize")
+    where = ".".join(map(str, mac.path))
+    dom, console = browser.load(path, f"#node={where}")
+    assert _attr(dom, "data-selected") == where
+    hits = re.findall(r'<span class="ln hit"[^>]*>([^<]*)</span>', dom)
+    assert hits and all("S1" in h for h in hits), hits
+    assert any(h.strip().startswith("pc_mac_S1(") for h in hits)
+    assert browser.console_errors(console) == []
+
+
+def test_a_broken_script_is_caught(tmp_path):
+    """The checks above can fail: a page whose script throws is seen doing so."""
+    page = tmp_path / "broken.html"
+    page.write_text(
+        "<!DOCTYPE html><html><body><script>"
+        "window.addEventListener('error',function(){"
+        "document.body.setAttribute('data-errors','1');});"
+        "</script><script>no_such_function();</script></body></html>"
+    )
+    dom, console = browser.load(page)
+    assert _attr(dom, "data-errors") == "1"
+    assert browser.console_errors(console)
+
+
+def test_screenshots(pages, tmp_path):
+    for name, (path, *_) in pages.items():
+        shot = browser.screenshot(path, tmp_path / f"{name}.png")
+        data = shot.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+@pytest.mark.slow
+def test_resnet18_page_stays_small_and_loads(tmp_path):
+    from bench import zoo
+
+    model, inputs = zoo.model("resnet18").build()
+    kernel = polyc.from_torch(model, inputs)
+    compiled = polyc.compile(kernel, config="edge-npu", trace_limit=1 << 20)
+    feeds = {kernel.free_inputs[0].name: inputs[0].numpy()}
+    _, report = compiled.run(feeds)
+    assert report.events_dropped == 0
+    path = tmp_path / "resnet18.html"
+    text = compiled.report_html(path)
+    assert len(text.encode()) < 5_000_000
+    dom, console = browser.load(path)
+    assert _attr(dom, "data-ready") == "1" and browser.console_errors(console) == []
+    assert "layer1.0" in dom and "conv1" in dom
