@@ -14,7 +14,7 @@ TORCH := torch==2.13.0
 # polyc.from_mlir), installed when missing (Debian bookworm: run as root)
 MLIR_TOOLS := mlir-opt-19 mlir-translate-19 clang-19
 
-.PHONY: run test test-slow lint format bench clean mlir-tools
+.PHONY: run test test-slow lint format bench clean mlir-tools chromium
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,10 +42,15 @@ mlir-tools:
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y \
 	  --no-install-recommends mlir-19-tools clang-19; fi
 
-test: $(RUNTIME) lint mlir-tools
+# headless Chromium for the report's browser tests (Debian: run as root)
+chromium:
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y \
+	  --no-install-recommends chromium; }
+
+test: $(RUNTIME) lint mlir-tools chromium
 	$(BIN)/python -m pytest -q -n 2 --durations=15
 
-test-slow: $(STAMP) mlir-tools
+test-slow: $(STAMP) mlir-tools chromium
 	$(BIN)/python -m pytest -q -n 2 -m slow
 
 bench: $(STAMP)

@@ -5,18 +5,20 @@ renders is measured by bench/report_pages.py, never asserted here."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
 import pytest
+import torch
 
 import polyc
 from polyc.ir.treeview import tree_nodes
 from tests.support import browser
 
 
-def _run(kernel, config, trace_limit=1 << 16):
-    compiled = polyc.compile(kernel, config=config, trace_limit=trace_limit)
+def _run(kernel, config, trace_limit=1 << 16, **options):
+    compiled = polyc.compile(kernel, config=config, trace_limit=trace_limit, **options)
     rng = np.random.default_rng(0)
     data = {
         a.name: rng.random(a.concrete_shape({}), np.float32) for a in kernel.free_inputs
@@ -37,6 +39,20 @@ def pages(tmp_path_factory):
         path = out / f"{name}.html"
         compiled.report_html(path)
         made[name] = (path, compiled, report)
+    relu = polyc.ops.relu((16, 16))
+    compiled, report = _run(relu, "tiny", schedule=relu)  # DRAM-direct
+    compiled.report_html(out / "direct.html")
+    made["direct"] = (out / "direct.html", compiled, report)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 8 * 8, 10),
+    ).eval()
+    kernel = polyc.from_torch(model, (torch.randn(1, 3, 8, 8),))
+    compiled, report = _run(kernel, "edge-npu")
+    compiled.report_html(out / "model.html")
+    made["model"] = (out / "model.html", compiled, report)
     return made
 
 
@@ -46,8 +62,10 @@ def _attr(dom: str, name: str) -> str | None:
     return hit.group(1) if hit else None
 
 
-@pytest.mark.parametrize("name", ["gemm", "conv"])
+@pytest.mark.parametrize("name", ["gemm", "conv", "direct", "model"])
 def test_the_page_loads_and_its_script_runs(pages, name):
+    from polyc.studies.model_report import model_report
+
     path, compiled, report = pages[name]
     dom, console = browser.load(path)
     assert _attr(dom, "data-ready") == "1"
@@ -59,8 +77,16 @@ def test_the_page_loads_and_its_script_runs(pages, name):
     dma_rows = re.search(r"<table class=\"grid\" id=\"dma-table\">(.*?)</table>", dom)
     assert dma_rows.group(1).count("<tr") == 1 + len(compiled.kernel.arrays)
     layers = re.search(r"<table class=\"grid\" id=\"layer-table\">(.*?)</table>", dom)
-    assert layers.group(1).count("<tr") == 3  # head, the kernel, total
-    assert dom.count('class="memmap"') == 1
+    rows = len(model_report(compiled, report).layers)
+    assert layers.group(1).count("<tr") == 2 + rows  # head, the rows, total
+    for c in model_report(compiled, report).layers:
+        # a kernel that is not a model is one row, shown by the kernel's name
+        shown = c.name if rows > 1 else compiled.name
+        assert f"<td>{html.escape(shown)}</td>" in layers.group(1)
+    if name == "model":
+        assert rows > 1
+    placed = name != "direct"
+    assert dom.count('class="memmap"') == (1 if placed else 0)
 
 
 def test_a_link_to_a_node_highlights_its_lines(pages):
@@ -90,7 +116,8 @@ def test_a_broken_script_is_caught(tmp_path):
 
 
 def test_screenshots(pages, tmp_path):
-    for name, (path, *_) in pages.items():
+    for name in ("gemm", "conv", "model"):
+        path = pages[name][0]
         shot = browser.screenshot(path, tmp_path / f"{name}.png")
         data = shot.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000

@@ -418,7 +418,8 @@ document.body.setAttribute('data-selected',n.dataset.path);});});
 document.body.setAttribute('data-nodes',nodes.length);
 var m=/^#node=([0-9.]*)$/.exec(location.hash);
 if(m){var t=document.querySelector(".node[data-path='"+m[1]+"']");if(t){t.click();}}
-document.body.setAttribute('data-ready','1');});
+document.body.setAttribute('data-ready','1');
+document.body.setAttribute('data-ready-ms',Math.round(performance.now()));});
 """
 
 
