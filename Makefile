@@ -53,7 +53,7 @@ test: $(RUNTIME) lint mlir-tools chromium
 test-slow: $(STAMP) mlir-tools chromium
 	$(BIN)/python -m pytest -q -n 2 -m slow
 
-bench: $(STAMP)
+bench: $(STAMP) chromium
 	$(BIN)/python -m bench.run_all
 
 clean:

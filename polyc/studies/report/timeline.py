@@ -194,7 +194,11 @@ def save_timeline(compiled, report, path, max_spans: int = 2000, legend: int = 1
             frameon=False,
         )
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Date": None} if path.suffix == ".svg" else {})
+    # the same run gives the same file (no date, fixed SVG ids)
+    with plt.rc_context({"svg.hashsalt": "polyc"}):
+        fig.savefig(
+            path, dpi=110, metadata={"Date": None} if path.suffix == ".svg" else {}
+        )
     plt.close(fig)
     return path
 
