@@ -148,6 +148,25 @@ class Compiled:
 
         return report_html(self, report, path)
 
+    def write_trace(self, path, report=None):
+        """Write the run's (default: the last) Chrome trace-event JSON to
+        ``path`` with its events named by the model's layers (the rows of
+        ``model_report``; each event keeps its statement or copy label as the
+        argument ``label``); returns the path.
+
+        Raises:
+            ArgumentError: when there is no run to write.
+        """
+        from polyc.studies.report.timeline import write_trace
+
+        report = report if report is not None else self.last_report
+        if report is None:
+            raise ArgumentError(
+                "write_trace: there is no run to write because compiled.run() was "
+                "not called. Run it first, or pass its report."
+            )
+        return write_trace(self, report, path)
+
     def fallbacks(self) -> list[str]:
         """Every place where the scheduler did less than the hardware allows, with
         the reason and the fix: layers that run DRAM-direct, layers fused less

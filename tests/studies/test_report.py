@@ -129,9 +129,7 @@ def test_trace_and_timeline_are_named_by_model_layer(model_file, tmp_path):
     names = timeline.event_names(compiled, report)
     assert set(names) <= rows and len(set(names)) > 1, (set(names), rows)
     assert any("conv" in n for n in names) and any("fc" in n for n in names)
-    data = json.loads(
-        timeline.write_trace(compiled, report, tmp_path / "t.json").read_text()
-    )
+    data = json.loads(compiled.write_trace(tmp_path / "t.json").read_text())
     ops = [e for e in data["traceEvents"] if e["ph"] == "X"]
     assert {e["name"] for e in ops} == set(names)
     # the statement (or copy) each event came from is kept as an argument
@@ -151,6 +149,8 @@ def test_a_page_needs_a_run():
     compiled = polyc.compile(polyc.ops.relu((4, 4)), config="tiny")
     with pytest.raises(ArgumentError, match=r"compiled\.run\(\) was not called"):
         compiled.report_html()
+    with pytest.raises(ArgumentError, match=r"compiled\.run\(\) was not called"):
+        compiled.write_trace("t.json")
 
 
 def test_report_command_writes_page_image_and_trace(tmp_path, capsys):

@@ -99,6 +99,13 @@ def test_a_link_to_a_node_highlights_its_lines(pages):
     assert hits and all("S1" in h for h in hits), hits
     assert any(h.strip().startswith("pc_mac_S1(") for h in hits)
     assert browser.console_errors(console) == []
+    # a band's node also finds its own loops: its comment in the nest and the C
+    band = next(n for n in tree_nodes(compiled.kernel.schedule) if "L0_h_t(" in n.text)
+    dom, _ = browser.load(path, "#node=" + ".".join(map(str, band.path)))
+    hits = [
+        h.strip() for h in re.findall(r'<span class="ln hit"[^>]*>([^<]*)</span>', dom)
+    ]
+    assert "# band L0_h_t" in hits and "/* band L0_h_t */" in hits
 
 
 def test_a_broken_script_is_caught(tmp_path):

@@ -27,6 +27,8 @@ from polyc.studies.report import memory, timeline
 #: lines of C and of loop nest shown at most (each)
 MAX_LINES = 6000
 _TOKEN = re.compile(r"\b(pc_(?:in|out|mac|zero)_\w+|S\d+)\b")
+#: a band's comment in the loop nest (``# band L0``) and the C (``/* band L0 */``)
+_BAND = re.compile(r"\bband (\w+)")
 
 
 def report_html(compiled, report=None, path=None, title: str | None = None) -> str:
@@ -139,8 +141,12 @@ def _tree_html(nodes) -> str:
             depth_open.pop()
         has_children = i + 1 < len(nodes) and nodes[i + 1].depth > n.depth
         engine = f" <span class='eng'>[{_e(n.engine)}]</span>" if n.engine else ""
+        tokens = sorted(n.stmts)
+        band = _BAND.search(n.text) if n.kind == "band" else None
+        if band:  # its own loops: the band's comment line in the nest and the C
+            tokens.append(f"band:{band.group(1)}")
         attrs = (
-            f"class='node k-{n.kind}' data-s='{_e(' '.join(sorted(n.stmts)))}' "
+            f"class='node k-{n.kind}' data-s='{_e(' '.join(tokens))}' "
             f"data-path='{'.'.join(map(str, n.path))}'"
         )
         label = f"<span {attrs}>{_e(n.text)}</span>{engine}"
@@ -159,6 +165,7 @@ def _lines_html(lines: list[str], kind: str) -> str:
     parts = []
     for line in shown:
         tokens = set(_TOKEN.findall(line))
+        tokens.update(f"band:{b}" for b in _BAND.findall(line))
         text = _e(line)
         if tokens:
             parts.append(
