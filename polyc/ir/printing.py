@@ -70,11 +70,23 @@ def loop_nest_text(kernel, params: Mapping[str, int] | None = None) -> str:
     nest = loops.loop_nest(kernel.schedule, ctx, frozenset(kernel.arrays))
     stmts = {s.name: s for s in kernel.statements}
     out: list[str] = []
-    _emit(nest, stmts, out, 0)
+    folded = {
+        t.init: t.stmt
+        for t in (
+            placemarks.TensorizeMark.parse(m)
+            for m in tree.marks(kernel.schedule)
+            if placemarks.kind(m) == "tensorize"
+        )
+        if t.init
+    }
+    _emit(nest, stmts, out, 0, folded)
     return "\n".join(out)
 
 
-def _emit(nodes, stmts, out: list[str], depth: int) -> None:
+def _emit(nodes, stmts, out: list[str], depth: int, folded=None) -> None:
+    """Append the lines of ``nodes``; ``folded``: zero inits folded into MAC calls
+    (init -> the MAC statement), whose loops do not run."""
+    folded = folded or {}
     pad = "  " * depth
     for n in nodes:
         if isinstance(n, loops.For):
@@ -91,23 +103,33 @@ def _emit(nodes, stmts, out: list[str], depth: int) -> None:
                     f"{pad}for {n.var} = {loops.to_py(n.init)}; {loops.to_py(n.cond)}; "
                     f"{n.var} += {n.step}:"
                 )
-            _emit(n.body, stmts, out, depth + 1)
+            _emit(n.body, stmts, out, depth + 1, folded)
         elif isinstance(n, loops.If):
             out.append(f"{pad}if {loops.to_py(n.cond)}:")
-            _emit(n.then, stmts, out, depth + 1)
+            _emit(n.then, stmts, out, depth + 1, folded)
             if n.orelse:
                 out.append(f"{pad}else:")
-                _emit(n.orelse, stmts, out, depth + 1)
+                _emit(n.orelse, stmts, out, depth + 1, folded)
         elif isinstance(n, loops.Mark):
             parsed = tree.parse_band_mark(n.name)
             label = f"band {parsed[0]}" if parsed else placemarks.summary(n.name)
+            below = _calls_below(n.body)
+            if below and all(c in folded for c in below):
+                # codegen emits no loops for it: the next MAC calls overwrite
+                into = ", ".join(
+                    sorted({f"{placemarks.MAC}{folded[c]}" for c in below})
+                )
+                out.append(
+                    f"{pad}# {label}: {', '.join(sorted(below))} folded into {into}"
+                )
+                continue
             out.append(f"{pad}# {label}")
             body = n.body
             if placemarks.kind(n.name) == "tensorize":
                 # what runs is the MAC call; the statement's scalar loops below it
                 # are what it replaced (codegen emits only the calls)
                 body = tuple(x for x in body if isinstance(x, loops.Call))
-            _emit(body, stmts, out, depth)
+            _emit(body, stmts, out, depth, folded)
             if placemarks.kind(n.name) == "vector":
                 vm = placemarks.VectorMark.parse(n.name)
                 unit = "MAC array output path" if vm.unit == "mac" else "vector unit"
@@ -117,6 +139,21 @@ def _emit(nodes, stmts, out: list[str], depth: int) -> None:
                 )
         elif isinstance(n, loops.Call):
             out.append(f"{pad}{statement_call_text(stmts.get(n.stmt), n)}")
+
+
+def _calls_below(nodes) -> set[str]:
+    """The statements called anywhere in ``nodes``."""
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, loops.Call):
+            out.add(n.stmt)
+        elif isinstance(n, loops.For):
+            out |= _calls_below(n.body)
+        elif isinstance(n, loops.If):
+            out |= _calls_below(n.then) | _calls_below(n.orelse)
+        elif isinstance(n, loops.Mark):
+            out |= _calls_below(n.body)
+    return out
 
 
 def statement_call_text(stmt, call: loops.Call) -> str:

@@ -112,3 +112,15 @@ def test_explain_default_is_the_compact_view(capsys):
     full = capsys.readouterr().out
     assert "== schedule tree (isl YAML) ==" in full and "| array=" in full
     assert "== kernel ==" in full
+
+
+def test_a_zero_init_folded_into_the_mac_calls_prints_no_loops():
+    compiled = polyc.compile(polyc.ops.matmul(64, 64, 64), config="edge-npu")
+    nest = compiled.kernel.loop_nest()
+    # the C has no loops for it: the next MAC calls overwrite instead of adding
+    assert "/* S0: folded */" in compiled.c_source
+    # before: the loop nest printed S0's loops as if they ran
+    assert "# band S0: S0 folded into pc_mac_S1" in nest
+    assert "# S0" not in nest and "= 0.0" not in nest
+    tree = tree_text(compiled.kernel.schedule)
+    assert "band S0(i, j)  [mac_array: folded into pc_mac_S1]" in tree
