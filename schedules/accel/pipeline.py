@@ -34,14 +34,47 @@ def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
     """The statements to issue one tile ahead in ``layer`` under ``engine``
     (statement -> engine): those up to the first MAC statement, when a later MAC
     statement reads, through vector statements, what it wrote (an attention's
-    QK^T, softmax and PV: :func:`chain`); else none."""
-    if not chain(layer, engine):
+    QK^T, softmax and PV: :func:`chain`), or when the layer's one MAC statement
+    has a vector prologue and a vector epilogue (:func:`prologue`); else none."""
+    if not chain(layer, engine) and not prologue(layer, engine):
         return ()
     end = next(i for i, s in enumerate(layer.stmts) if engine[s.name] == "mac")
     # with the requantization in the MAC array's output path that follows it
     while end + 1 < len(layer.stmts) and engine[layer.stmts[end + 1].name] == "mac_out":
         end += 1
     return tuple(s.name for s in layer.stmts[: end + 1])
+
+
+def prologue(layer: Layer, engine: dict[str, str]) -> bool:
+    """Whether the layer's one MAC statement reads what vector statements before
+    it wrote (a layer norm before a linear layer) and vector statements after it
+    read what it wrote (a GELU), with nothing else on the MAC array. Issued in
+    program order, tile t + 1's prologue queues behind tile t's epilogue, which
+    waits for tile t's calls, and the array idles through both
+    (:func:`schedules.accel.terms._chain`); with the prologue and the calls a
+    tile ahead, the vector unit runs tile t + 1's prologue and then tile t's
+    epilogue while the array computes tile t + 1::
+
+        for t in -1..T-1:
+          LN(t + 1); MAC(t + 1)     # if t + 1 < T
+          GELU(t)                   # if t >= 0
+    """
+    stmts = layer.stmts
+    macs = [i for i, s in enumerate(stmts) if engine.get(s.name) == "mac"]
+    if len(macs) != 1:
+        return False
+    m = stmts[macs[0]]
+    operands = {ld.array for ld in m.reads} - {m.target.array}
+    before = any(
+        engine.get(s.name) == "vector" and s.target.array in operands
+        for s in stmts[: macs[0]]
+    )
+    after = any(
+        engine.get(s.name) == "vector"
+        and any(ld.array == m.target.array for ld in s.reads)
+        for s in stmts[macs[0] + 1 :]
+    )
+    return before and after
 
 
 def chain(layer: Layer, engine: dict[str, str], softmax: bool = True) -> list:
@@ -173,6 +206,8 @@ def issue_order(layer: Layer, st: Structure) -> list[str]:
     with tile t's QK^T."""
     n = len(st.ahead)
     engine = dict(st.engine)
+    if prologue(layer, engine):  # tile t + 1's prologue and calls, then t's epilogue
+        return list(layer.bands)
     rest = list(range(n, len(layer.stmts)))
     cut = next(
         (i for i in rest if engine[layer.stmts[i].name] in ("mac", "fold")),

@@ -376,6 +376,8 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         np.inf,
     )
     pro, epi, exposed = _chain(model, ev) if has_mac else (0.0, 0.0, 0.0)
+    if model.st.ahead:  # the prologue and calls a tile ahead of the epilogue
+        exposed = 0.0
     mid, mid_tiles, mid_calls = _between(model, ev)
     return Work(
         mac,
