@@ -411,9 +411,13 @@ def _layer_kernel(kernel: Kernel, name: str, stmts: list[str]) -> Kernel:
     mine = [kernel.statement(s) for s in stmts]
     names = set(stmts)
     written = {s.target.array for s in mine}
-    used = {ld.array for s in mine for ld in (s.target, *s.reads)}
+    # a gather's table is read too (its index array is among the reads)
+    used = {ld.array for s in mine for ld in (s.target, *s.reads, *s.gathers)}
     read_outside = {
-        ld.array for s in kernel.statements if s.name not in names for ld in s.reads
+        ld.array
+        for s in kernel.statements
+        if s.name not in names
+        for ld in (*s.reads, *s.gathers)
     }
     arrays = []
     for a in (kernel.arrays[n] for n in sorted(used)):

@@ -187,3 +187,29 @@ def test_examples_run_and_print_the_report(capsys, monkeypatch):
     assert out.count("polyc model report:") == 2
     assert "within rtol 1e-4, atol 1e-5" in out
     assert "layer4.0.{downsample.0, forward, relu" in out and "summary:" in out
+
+
+def test_a_model_that_gathers_has_a_report():
+    """An embedding is a gather: its table is no read of the statement (the
+    index array is), so each layer's kernel lacked the table and the report of
+    every embedding model (hf-bert, hf-gpt2, hf-llama in bench.models) failed
+    with a DefinitionError."""
+    torch = pytest.importorskip("torch")
+
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(64, 16)
+            self.head = torch.nn.Linear(16, 8)
+
+        def forward(self, ids):
+            return self.head(self.embed(ids))
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 64, (1, 12))
+    kernel = polyc.from_torch(Tagger().eval(), (ids,))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    _, report = compiled.run(arg0=ids.numpy())
+    rep = model_report(compiled, report)
+    assert rep.cycles == report.cycles
+    assert any("embed" in row.name for row in rep.layers), [r.name for r in rep.layers]
