@@ -375,9 +375,14 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         layer_tiles * depth * vec_time / np.maximum(vec_issues, 1),
         np.inf,
     )
-    pro, epi, exposed = _chain(model, ev) if has_mac else (0.0, 0.0, 0.0)
-    if model.st.ahead:  # the prologue and calls a tile ahead of the epilogue
-        exposed = 0.0
+    pro, epi, exposed, runs = _chain(model, ev) if has_mac else (0.0, 0.0, 0.0, 1.0)
+    if model.st.ahead:
+        # the prologue and calls a tile ahead of the epilogue along the
+        # innermost tiled loop: only where each run of it starts and ends do
+        # the two engines take turns (one tile's prologue and epilogue); a
+        # loop of one trip pipelines nothing
+        trips = np.maximum(ev(model.pipelined_trips()), 1)
+        exposed = np.where(trips > 1, runs / trips * (pro + epi), exposed)
     mid, mid_tiles, mid_calls = _between(model, ev)
     return Work(
         mac,
@@ -412,9 +417,9 @@ def _outer_tiles(model: LayerModel, stmt):
 def _chain(model: LayerModel, ev):
     """One tile's vector cycles before its MAC calls (statements writing what the
     calls accumulate onto or read, and what those read) and after them (statements reading what the
-    calls wrote, and what those wrote in turn), in the layer's order; and the
+    calls wrote, and what those wrote in turn), in the layer's order; the
     vector cycles of the whole layer that the MAC array waits for when there
-    are both.
+    are both; and the tiles the prologue runs.
 
     The vector unit runs its operations in issue order, and the scalar core
     issues a tile's prologue, MAC calls and epilogue before the next tile's: the
@@ -458,7 +463,7 @@ def _chain(model: LayerModel, ev):
         both = False
     behind = epi_all * np.minimum(pro_tiles, epi_tiles) / np.maximum(epi_tiles, 1)
     exposed = np.where(both, pro_all + behind, 0.0)
-    return pro, epi, exposed
+    return pro, epi, exposed, pro_tiles
 
 
 def _between(model: LayerModel, ev):
