@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import cgen as c
 
+from codegen import accumulate
 from codegen.cexpr import GATHER_HOST, PRELUDE, CExpr, c_type, gather_index_host
 from polyc.ir import loops, tree
 from polyc.ir.kernel import Array, Kernel, Statement
@@ -57,6 +58,7 @@ class CEmitter:
         self.function = function or f"polyc_{c_ident(kernel.name)}"
         self.stmts = {s.name: s for s in kernel.statements}
         self.uses_openmp = False
+        self._accumulators = 0
 
     # hooks ---------------------------------------------------------------------
     def signature_arrays(self) -> list[Array]:
@@ -115,10 +117,12 @@ class CEmitter:
         """A gather's data-dependent index, checked (see the class docstring)."""
         return gather_index_host(g, by, extent)
 
-    def renderer(self, args: dict[str, str]) -> CExpr:
+    def renderer(self, args: dict[str, str], element=None) -> CExpr:
+        """Body expressions with ``args`` for the iterators; ``element(load,
+        index)`` renders array elements (default: :meth:`element`)."""
         arrays = self.kernel.arrays
         return CExpr(
-            lambda ld, idx: self.element(ld.array, idx),
+            element or (lambda ld, idx: self.element(ld.array, idx)),
             lambda n: args.get(n, n),
             self.gather_index,
             lambda g: f"(int64_t)({arrays[g.array].shape[g.dim].to_c()})",
@@ -128,6 +132,10 @@ class CEmitter:
     def gathers(self) -> bool:
         """Whether some statement reads through a data-dependent index."""
         return any(s.gathers for s in self.kernel.statements)
+
+    def value_type(self, dtype) -> str:
+        """The C type of one element of ``dtype``."""
+        return c_type(dtype)
 
     def nest(self) -> tuple:
         k = self.kernel
@@ -161,6 +169,10 @@ class CEmitter:
                 then = c.Block(self.body(n.then))
                 orelse = c.Block(self.body(n.orelse)) if n.orelse else None
                 out.append(c.If(loops.to_c(n.cond), then, orelse))
+            elif isinstance(n, loops.Mark) and n.name.startswith(accumulate.MARK):
+                self._accumulators += 1
+                tiled = accumulate.emit(self, n, self._accumulators)
+                out.extend(tiled if tiled is not None else self.body(n.body))
             elif isinstance(n, loops.Mark):
                 out.extend(self.mark(n.name, self.body(n.body), n))
             elif isinstance(n, loops.Call):

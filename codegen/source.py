@@ -109,11 +109,14 @@ class SourceEmitter(CEmitter):
             return f"{name}[{flat}]"
         return name + "".join(f"[{i}]" for i in index)
 
-    def renderer(self, args: dict[str, str]) -> CExpr:
+    def renderer(self, args: dict[str, str], element=None) -> CExpr:
         return _SourceExpr(
-            lambda ld, idx: self.element(ld.array, idx),
+            element or (lambda ld, idx: self.element(ld.array, idx)),
             lambda n: args.get(n, n),
         )
+
+    def value_type(self, dtype: DType) -> str:
+        return C_NAMES[dtype.name]
 
     def nest(self) -> tuple:
         k = self.kernel

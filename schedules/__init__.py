@@ -26,6 +26,7 @@ from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
 from schedules.bands import interchange, merge_bands, permute, shift, skew, split_band
 from schedules.fusion import distribute, fuse, reorder
+from schedules.host.register import accumulate
 from schedules.host.scheduler import auto, auto_found
 from schedules.legality import first_violation
 from schedules.marks import parallel, unmark, unroll, vectorize
@@ -35,6 +36,7 @@ TRANSFORMATIONS.update(
     {
         f.__name__: f
         for f in (
+            accumulate,
             apply_schedule,
             defer_bias,
             distribute,
@@ -66,6 +68,7 @@ TRANSFORMATIONS.update(
 )
 
 __all__ = [
+    "accumulate",
     "apply_schedule",
     "auto",
     "auto_found",

@@ -60,6 +60,7 @@ from schedules.host.parallel import (
     mark_parallel_below,
     parallel_tiles,
 )
+from schedules.host.register import register_tiles, separate_reductions
 from schedules.tiling import tile as tile_band
 
 FUSION = ("max", "smart", "none")
@@ -172,6 +173,8 @@ def auto_found(
         finished.append((cand.step, out))
     pick = profit.choose([k for _, k in finished], model) if len(finished) > 1 else 0
     step, out = finished[pick]
+    if tile:
+        out = register_tiles(out, model)
     return Found(out, step, tuple(s for s, _ in finished), tuple(failures))
 
 
@@ -228,8 +231,11 @@ def _finish(
     out = apply_schedule(kernel, stree.to_isl(root))
     if not (tile or parallel):
         return out
+    merged: set[str] = set()
+    if tile:
+        out, merged = separate_reductions(out, model)
     for name in _outermost_bands(out):
-        out = _optimise_band(out, name, model, tile, parallel)
+        out = _optimise_band(out, name, model, tile, parallel, name in merged)
     if parallel:
         out = mark_parallel_below(out, model)
     return out
@@ -266,9 +272,15 @@ def _outermost_bands(kernel: Kernel) -> list[str]:
 
 
 def _optimise_band(
-    kernel: Kernel, name: str, model: Model, tile: bool, parallel: bool
+    kernel: Kernel,
+    name: str,
+    model: Model,
+    tile: bool,
+    parallel: bool,
+    merged: bool = False,
 ) -> Kernel:
-    kernel, merged = _contiguous_innermost(kernel, name, model)
+    kernel, chained = _contiguous_innermost(kernel, name, model)
+    merged = merged or chained
     outer, nb = band_at(kernel, name)
     band = nb.band
     sizes = None

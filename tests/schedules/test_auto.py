@@ -44,10 +44,15 @@ def test_auto_tiles_matmul_and_marks_the_outer_tile_loop_parallel():
     # 512^3 = 134M instances in the one fork of the outer tile loop
     a = S.auto(ex.matmul(None, "int32"), cache=TINY, params={"N": 512})
     steps = [s.name for s in a.history]
-    assert steps == ["apply_schedule", "permute", "tile", "parallel"]
+    assert steps[:4] == ["apply_schedule", "permute", "tile", "parallel"]
     # the innermost point loop is j: B[k, j] and C[i, j] are contiguous along it
     assert a.history[1].args[1][-1] == "j"
-    assert "#pragma omp parallel for" in compile_c(a)[2].text
+    # then the register tile of the product (the zero init apart)
+    assert steps[4:] == ["distribute", "tile", "permute", "split_band", "accumulate"]
+    text = compile_c(a)[2].text
+    assert (
+        "#pragma omp parallel for" in text and "_pc_acc1[4][8]" in text
+    )  # j tiles of 8
 
 
 def test_auto_parallelises_a_time_tiled_stencil_along_a_wavefront():

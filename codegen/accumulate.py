@@ -1,0 +1,168 @@
+"""C for ``@accumulate(NR, MR)``: a reduction loop whose accumulators stay in
+registers (the register tile of a contraction, :mod:`schedules.host.register`).
+
+The mark sits on a reduction loop ``k`` above two loops, ``l`` (the vector loop,
+at most ``NR`` values) and ``p`` (the rows, at most ``MR``), around one statement
+whose target ``X[f]`` the scheduler has checked to be, for fixed enclosing loops,
+a bijection of ``(l, p)`` that does not move with ``k`` (and the only element of
+``X`` the statement reads). On a full tile the target elements are copied into a
+local ``MR x NR`` array before ``k`` and back after it, and the loops run constant
+trip counts with ``p`` unrolled, so that gcc keeps the array in vector registers::
+
+    {
+      const long l0 = <l's lower bound>, p0 = <p's lower bound>;
+      if (<l's count> == NR && <p's count> == MR) {
+        double acc[MR][NR];
+        ... acc[p - p0][l - l0] = X[f];                        (copy in)
+        for (k ...)
+          for (long l = l0; l < l0 + NR; l += 1)
+            #pragma GCC unroll MR
+            for (long p = p0; p < p0 + MR; p += 1)
+              acc[p - p0][l - l0] = <body, X[f] read as acc[p - p0][l - l0]>;
+        ... X[f] = acc[p - p0][l - l0];                        (copy out)
+      } else
+        <the loops as they are>
+    }
+
+The same operations run in the same order on every element, so the results are
+the same bit for bit. A loop nest of another shape (isl elided a loop, guards)
+is emitted as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+import cgen as c
+
+from polyc.ir import loops
+
+MARK = "@accumulate"
+
+
+def sizes(name: str) -> tuple[int, int] | None:
+    """``(NR, MR)`` of an ``@accumulate(NR, MR)`` mark, None for other marks."""
+    m = re.fullmatch(r"@accumulate\((\d+),\s*(\d+)\)", name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def emit(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
+    """The register-tiled C of ``node`` (an ``@accumulate`` mark) for ``emitter``
+    (a :class:`codegen.emit.CEmitter`), or None when the loops below it do not
+    have the expected shape."""
+    found = sizes(node.name)
+    shape = _shape(node)
+    if found is None or shape is None:
+        return None
+    nr, mr = found
+    k, lo, po, call = shape
+    stmt = emitter.stmts.get(call.stmt)
+    if stmt is None:
+        return None
+    target = stmt.target
+    acc = f"_pc_acc{counter}"
+    l0, p0 = f"_pc_{lo.var}0_{counter}", f"_pc_{po.var}0_{counter}"
+    args = {it: f"({loops.to_c(a)})" for it, a in zip(stmt.iterators, call.args)}
+    local = f"{acc}[{po.var} - {p0}][{lo.var} - {l0}]"
+
+    def element(ld, idx):
+        if ld.array == target.array:
+            return local
+        return emitter.element(ld.array, idx)
+
+    plain = emitter.renderer(args)
+    promoted = emitter.renderer(args, element)
+    x = plain(target)
+    ctype = emitter.value_type(emitter.kernel.arrays[target.array].dtype)
+
+    def tile(inner: list[c.Generable], unroll: bool) -> c.Generable:
+        p_loop: list[c.Generable] = [c.Pragma(f"GCC unroll {mr}")] if unroll else []
+        p_loop.append(
+            c.For(
+                f"long {po.var} = {p0}",
+                f"{po.var} < {p0} + {mr}",
+                f"{po.var} += 1",
+                c.Block(inner),
+            )
+        )
+        return c.For(
+            f"long {lo.var} = {l0}",
+            f"{lo.var} < {l0} + {nr}",
+            f"{lo.var} += 1",
+            c.Block(p_loop),
+        )
+
+    compute = tile([c.Statement(f"{local} = {promoted(stmt.body)}")], True)
+    full = [
+        c.Line(f"{ctype} {acc}[{mr}][{nr}];"),
+        tile([c.Statement(f"{local} = {x}")], False),
+        _loop(k, [compute]),
+        tile([c.Statement(f"{x} = {local}")], False),
+    ]
+    lu, pu = _count(lo), _count(po)
+    test = f"{lu} - {l0} == {nr} && {pu} - {p0} == {mr}"
+    return [
+        c.Block(
+            [
+                c.Line(f"const long {l0} = {loops.to_c(lo.init)};"),
+                c.Line(f"const long {p0} = {loops.to_c(po.init)};"),
+                c.If(test, c.Block(full), c.Block(emitter.body(node.body))),
+            ]
+        )
+    ]
+
+
+def _shape(node: loops.Mark):
+    """``(k, l, p, call)`` for ``k { l { p { call } } }`` with steps of one, whose
+    ``l`` and ``p`` bounds do not depend on ``k`` (nor ``p``'s on ``l``)."""
+    k = _only(node.body, loops.For)
+    lo = _only(k.body, loops.For) if k else None
+    po = _only(lo.body, loops.For) if lo else None
+    call = _only(po.body, loops.Call) if po else None
+    if call is None:
+        return None
+    for loop, banned in ((lo, {k.var}), (po, {k.var, lo.var})):
+        if loop.degenerate or loop.step != 1 or loop.upper() is None:
+            return None
+        if (_names(loop.init) | _names(loop.upper()[0])) & banned:
+            return None
+    if k.degenerate:
+        return None
+    return k, lo, po, call
+
+
+def _only(body: tuple, kind):
+    """The one node of ``body`` (below band name marks) when it is a ``kind``."""
+    while len(body) == 1 and isinstance(body[0], loops.Mark):
+        if body[0].name.startswith("@"):
+            return None
+        body = body[0].body
+    return body[0] if len(body) == 1 and isinstance(body[0], kind) else None
+
+
+def _count(loop: loops.For) -> str:
+    """C for one past the loop's last value."""
+    bound, inclusive = loop.upper()
+    text = f"({loops.to_c(bound)})"
+    return f"{text} + 1" if inclusive else text
+
+
+def _names(e: loops.LExpr) -> set[str]:
+    if e.op == "id":
+        return {e.args[0]}
+    if e.op == "int":
+        return set()
+    out: set[str] = set()
+    for a in e.args:
+        if isinstance(a, loops.LExpr):
+            out |= _names(a)
+    return out
+
+
+def _loop(k: loops.For, inner: list[c.Generable]) -> c.Generable:
+    return c.For(
+        f"long {k.var} = {loops.to_c(k.init)}",
+        loops.to_c(k.cond),
+        f"{k.var} += {k.step}",
+        c.Block(inner),
+    )

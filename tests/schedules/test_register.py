@@ -1,0 +1,186 @@
+"""Register tiles for contractions (schedules.host.register, codegen.accumulate):
+the products get a micro-kernel whose accumulators stay in a local array across
+the reduction loop, full tiles and partial ones compute the original's bits."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import schedules as S
+from polyc.errors import IllegalTransformError, ScheduleError
+from polyc.integrations.c_source import compile_c as rewrite
+from polyc.ops import polybench as ex
+from schedules.host.cache_model import Cache
+from tests.support.cfront_corpus import build_and_run
+from tests.support.paths import CORPUS
+from tests.support.sched import assert_same, compile_c
+
+HOST = Cache(l1=48 * 1024, l2=2 * 1024 * 1024, l3=32 * 1024 * 1024)
+TINY = Cache(l1=1024, l2=4096, l3=8192)
+
+#: gemm and 2mm as PolyBench writes them (sizes are parameters: the cost model
+#: takes 1024 and tiles), each with a run function at sizes that leave full
+#: register tiles and partial ones (rows not a multiple of 4, columns of 16)
+SOURCES = {
+    "gemm_reg": """
+#include "dump.h"
+#include <stdlib.h>
+void kernel_gemm_reg(int ni, int nj, int nk, double alpha, double beta,
+                     double C[ni][nj], double A[ni][nk], double B[nk][nj])
+{
+#pragma scop
+  for (int i = 0; i < ni; i++) {
+    for (int j = 0; j < nj; j++)
+      C[i][j] *= beta;
+    for (int k = 0; k < nk; k++)
+      for (int j = 0; j < nj; j++)
+        C[i][j] += alpha * A[i][k] * B[k][j];
+  }
+#pragma endscop
+}
+void run_gemm_reg(void)
+{
+  int ni = 37, nj = 45, nk = 29;
+  double (*C)[45] = malloc(sizeof(double) * 37 * 45);
+  double (*A)[29] = malloc(sizeof(double) * 37 * 29);
+  double (*B)[45] = malloc(sizeof(double) * 29 * 45);
+  for (int i = 0; i < ni; i++) for (int j = 0; j < nj; j++) C[i][j] = val(i, j, 1);
+  for (int i = 0; i < ni; i++) for (int j = 0; j < nk; j++) A[i][j] = val(i, j, 2);
+  for (int i = 0; i < nk; i++) for (int j = 0; j < nj; j++) B[i][j] = val(i, j, 3);
+  kernel_gemm_reg(ni, nj, nk, 1.5, 1.2, C, A, B);
+  dump_d("out", "C", &C[0][0], ni * nj);
+}
+""",
+    "mm2_reg": """
+#include "dump.h"
+#include <stdlib.h>
+void kernel_mm2_reg(int ni, int nj, int nk, int nl, double alpha, double beta,
+                    double tmp[ni][nj], double A[ni][nk], double B[nk][nj],
+                    double C[nj][nl], double D[ni][nl])
+{
+#pragma scop
+  for (int i = 0; i < ni; i++)
+    for (int j = 0; j < nj; j++) {
+      tmp[i][j] = 0.0;
+      for (int k = 0; k < nk; ++k)
+        tmp[i][j] += alpha * A[i][k] * B[k][j];
+    }
+  for (int i = 0; i < ni; i++)
+    for (int j = 0; j < nl; j++) {
+      D[i][j] *= beta;
+      for (int k = 0; k < nj; ++k)
+        D[i][j] += tmp[i][k] * C[k][j];
+    }
+#pragma endscop
+}
+void run_mm2_reg(void)
+{
+  int ni = 18, nj = 33, nk = 7, nl = 50;
+  double *tmp = malloc(sizeof(double) * ni * nj), *A = malloc(sizeof(double) * ni * nk);
+  double *B = malloc(sizeof(double) * nk * nj), *C = malloc(sizeof(double) * nj * nl);
+  double *D = malloc(sizeof(double) * ni * nl);
+  for (int x = 0; x < ni * nk; x++) A[x] = val(x, 1, 1);
+  for (int x = 0; x < nk * nj; x++) B[x] = val(x, 2, 2);
+  for (int x = 0; x < nj * nl; x++) C[x] = val(x, 3, 3);
+  for (int x = 0; x < ni * nl; x++) D[x] = val(x, 4, 4);
+  kernel_mm2_reg(ni, nj, nk, nl, 1.5, 1.2, (void *)tmp, (void *)A, (void *)B,
+                 (void *)C, (void *)D);
+  dump_d("out", "tmp", tmp, ni * nj);
+  dump_d("out", "D", D, ni * nl);
+}
+""",
+}
+
+
+def test_products_from_c_are_register_tiled_and_keep_their_bits(tmp_path):
+    rewritten = {}
+    for name, text in SOURCES.items():
+        out = rewrite(text, schedule="auto", include_dirs=[CORPUS])
+        (region,) = out.regions
+        steps = [s.name for s in region.kernel.history]
+        assert steps.count("accumulate") == (1 if name == "gemm_reg" else 2), steps
+        assert re.search(r"double _pc_acc\d+\[4\]\[16\];", out.text)
+        assert "#pragma GCC unroll 4" in out.text
+        rewritten[name] = out.text
+    runs = build_and_run(
+        {"original": (SOURCES, []), "rewritten": (rewritten, ["-fopenmp"])}, tmp_path
+    )
+    for name in SOURCES:
+        want, got = runs["original"][name], runs["rewritten"][name]
+        assert want.keys() == got.keys()
+        for key in want:
+            assert want[key].tobytes() == got[key].tobytes(), (name, key)
+
+
+def test_2mm_products_leave_their_initialisations_and_tile_whole():
+    # the program order nests each product's k loop below the i, j band of its
+    # initialisation: the product's band is separated and merged with k, then
+    # tiled with j innermost and register-tiled
+    out = rewrite(SOURCES["mm2_reg"], schedule="auto", include_dirs=[CORPUS])
+    steps = [(s.name, s.args) for s in out.regions[0].kernel.history]
+    assert ("merge_bands", ("L0_1", "L1")) in steps
+    assert ("merge_bands", ("L2_1", "L3")) in steps
+
+
+@pytest.mark.parametrize("dtype,nr", [("int32", 32), ("float32", 32)])
+def test_host_build_of_a_register_tiled_matmul_equals_the_interpreter(dtype, nr):
+    k = ex.matmul(None, dtype)
+    a = S.auto(k, cache=HOST, params={"N": 512})
+    assert a.history[-1].name == "accumulate"
+    tile = next(s for s in a.history if s.kwargs == (("name", "S0_S1_1_reg"),))
+    assert tile.args[1] == {"i": 4, "j": nr}  # 128 bytes of a row
+    assert f"_pc_acc1[4][{nr}]" in compile_c(a)[2].text
+    # 70 = 2 full register tiles of 32 columns and a partial one; 37 rows
+    assert_same(k, a, N=70)
+    assert_same(k, a, N=37)
+
+
+def test_replay_repeats_the_register_tile():
+    k = ex.matmul(None, "int32")
+    a = S.auto(k, cache=TINY, params={"N": 512})
+    again = S.replay(a.original, a.history)
+    assert again.schedule.plain_is_equal(a.schedule)
+
+
+def _by_hand(order, at, tile=True):
+    """matmul's S1 (i, j, k) register-tiled by hand: tiled by 4 x 8 on i, j,
+    permuted to ``order`` and split before ``at`` (band ``M`` below ``S1``)."""
+    k = ex.matmul(None, "int32")
+    t = S.tile(k, "S1", {"i": 4, "j": 8}, name="R") if tile else k
+    t = S.permute(t, "S1", order)
+    return k, S.split_band(t, "S1", at, name="M")
+
+
+def test_accumulate_by_hand_is_checked_replayed_and_exact():
+    k, t = _by_hand(["k", "j", "i"], "j")
+    a = S.accumulate(t, "S1")
+    assert a.history[-1].name == "accumulate"
+    assert "_pc_acc1[4][8]" in compile_c(a)[2].text
+    assert S.replay(k, a.history).schedule.plain_is_equal(a.schedule)
+    assert_same(k, a, N=19)
+
+
+def test_accumulate_refuses_a_target_that_moves_with_the_marked_loop():
+    _, t = _by_hand(["j", "k", "i"], "k")
+    with pytest.raises(IllegalTransformError, match="moves with the loop of band"):
+        S.accumulate(t, "S1")
+
+
+def test_accumulate_refuses_bands_that_are_not_a_reduction_above_a_tile():
+    k = ex.matmul(None, "int32")
+    with pytest.raises(ScheduleError, match="not a reduction loop above a band"):
+        S.accumulate(k, "S1")  # three members, no band below
+    _, untiled = _by_hand(["k", "j", "i"], "j", tile=False)
+    with pytest.raises(ScheduleError, match="no constant extent"):
+        S.accumulate(untiled, "S1")
+
+
+def test_a_nest_of_another_shape_is_emitted_as_it_is():
+    # codegen keeps its promise only for k { l { p { one statement } } }: a
+    # mark whose loops isl elided (one row) is emitted plainly and stays right
+    k = ex.matmul(None, "int32")
+    a = S.auto(k, cache=TINY, params={"N": 512})
+    assert_same(k, a, N=1)
+    assert_same(k, a, N=3)
