@@ -211,6 +211,15 @@ CASES = {
         r"compile: --fusion 'all' is not a fusion strategy because the strategies "
         r"are max, smart and none\.",
     ),
+    "compile: --cache of an unknown level": (
+        ["compile", "k.c", "--schedule", "auto", "--cache", "l2=2M,l4=1G"],
+        r"compile: --cache 'l4=1G' is not a cache size because a size reads "
+        r"LEVEL=BYTES with LEVEL l1, l2 or l3",
+    ),
+    "compile: --cache without --schedule auto": (
+        ["compile", "k.c", "--cache", "l2=2M"],
+        r"compile: --cache has no effect because it tunes the automatic scheduler",
+    ),
     "compile: --fusion without --schedule auto": (
         ["compile", "k.c", "--fusion", "max"],
         r"compile: --fusion has no effect because it tunes the automatic scheduler",

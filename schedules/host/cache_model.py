@@ -51,6 +51,7 @@ Problem sizes that are symbolic take the values in ``params`` (default 1024 each
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -99,6 +100,32 @@ def host_cache() -> Cache:
         if kind in ("Data", "Unified") and level in (1, 2, 3):
             found[level] = size
     return Cache(found.get(1, Cache.l1), found.get(2, Cache.l2), found.get(3, Cache.l3))
+
+
+def parse_cache(text: str, base: Cache | None = None, what: str = "cache") -> Cache:
+    """A :class:`Cache` from ``"l1=48K,l2=2M,l3=32M"`` (any of the three; the
+    others from ``base``, default this host's, :func:`host_cache`); ``what``
+    names the argument in the error.
+
+    Raises:
+        ArgumentError: a part that is not ``l1``, ``l2`` or ``l3`` ``=`` a
+            positive size in bytes with an optional K, M or G.
+    """
+    from polyc.errors import ArgumentError
+
+    sizes = dict(vars(base or host_cache()))
+    for part in text.split(","):
+        key, _, value = part.strip().partition("=")
+        key, value = key.strip().lower(), value.strip().upper()
+        ok = key in ("l1", "l2", "l3") and re.fullmatch(r"[1-9][0-9]*[KMG]?", value)
+        if not ok:
+            raise ArgumentError(
+                f"{what} {part.strip()!r} is not a cache size because a size reads "
+                "LEVEL=BYTES with LEVEL l1, l2 or l3 and BYTES a positive number "
+                "with an optional K, M or G. Write e.g. l2=2M,l3=32M."
+            )
+        sizes[key] = _bytes(value)
+    return Cache(sizes["l1"], sizes["l2"], sizes["l3"])
 
 
 def _bytes(text: str) -> int:

@@ -10,7 +10,13 @@ import schedules as S
 from polyc.frontends.c.parse import parse_c
 from polyc.ops import polybench as ex
 from schedules.host import chain, profit
-from schedules.host.cache_model import Cache, Model, access_kind
+from schedules.host.cache_model import (
+    Cache,
+    Model,
+    access_kind,
+    host_cache,
+    parse_cache,
+)
 from schedules.host.scheduler import auto_found
 from tests.support.paths import ROOT
 
@@ -88,11 +94,31 @@ def test_a_vectorisable_wavefront_and_separate_tiled_products_are_kept():
     assert profit.score(seidel.kernel, model).recurrent == 0
     # 2mm: isl fuses the two products into one band tiled across both (0.79x of
     # gcc); the program order tiles each product on its own (4.4x) and, by the
-    # model, streams 1.8x fewer bytes with the bench machine's 2 MiB L2 (with
-    # 512 KiB the two tie and isl's is kept)
+    # model, streams fewer bytes. Before each product got a band of its own
+    # (register.separate_reductions) the two tied with a 512 KiB L2 and isl's
+    # was kept; now the program order wins at every L2 size, and the L2 sizes
+    # the tiles (test_the_cache_sizes_are_an_input_of_compile_c)
     bench_machine = Cache(l1=48 * 1024, l2=2 * 1024 * 1024, l3=32 * 1024 * 1024)
     _, two_mm, model = _auto("2mm", bench_machine)
     assert two_mm.compared[0].startswith("isl") and two_mm.step == "program-order"
+    assert _auto("2mm", HOST)[1].step == "program-order"  # L2 of 512 KiB
     tiles = [s for s in two_mm.kernel.history if s.name == "tile"]
     cache_tiles = [s for s in tiles if not s.kwargs]  # the others: register tiles
     assert len(cache_tiles) == 2 and len(tiles) == 4
+
+
+def test_the_cache_sizes_are_an_input_of_compile_c():
+    # the tile sizes of 2mm's products follow the L2 given (half of it per
+    # tile); left out, the cache is this machine's (sysfs)
+    from polyc.integrations.c_source import compile_c
+
+    def tiles(cache):
+        (region,) = compile_c(BENCH / "2mm.c", schedule="auto", cache=cache).regions
+        return [s.args[1] for s in region.kernel.history if s.name == "tile"]
+
+    small = tiles(parse_cache("l1=32K,l2=256K,l3=8M"))
+    large = tiles(parse_cache("l1=48K,l2=4M,l3=32M"))
+    assert small[0] == {"i": 64, "k": 64, "j": 64}
+    assert large[0] == {"i": 256, "k": 256, "j": 256}
+    assert tiles(None) == tiles(host_cache())
+    assert parse_cache("l2=1M", base=HOST) == Cache(32 * 1024, 1 << 20, 32 << 20)

@@ -59,6 +59,7 @@ def compile_c(
     fusion: str = "smart",
     max_operations: int | None = None,
     max_seconds: float | None = None,
+    cache=None,
 ) -> Compiled:
     """The source with every region replaced by code for its schedule.
 
@@ -67,8 +68,11 @@ def compile_c(
             text of a schedule (several regions: one YAML document per region,
             separated by ``---`` lines, in source order).
         defines, include_dirs: as for :func:`polyc.from_c`.
-        fusion, max_operations, max_seconds: passed to ``schedules.auto`` for
-            ``schedule="auto"``. A region whose automatic schedule fails (a budget
+        fusion, max_operations, max_seconds, cache: passed to ``schedules.auto``
+            for ``schedule="auto"`` (``cache``: a
+            :class:`schedules.host.cache_model.Cache`, the cache capacities the
+            cost model sizes tiles and compares candidates with; default: this
+            host's, read from sysfs). A region whose automatic schedule fails (a budget
             the caller set runs out) is left as it is and reported, and the rest
             of the file is still rewritten.
 
@@ -114,6 +118,7 @@ def compile_c(
             "fusion": fusion,
             "max_operations": max_operations,
             "max_seconds": max_seconds,
+            "cache": cache,
         }
         try:
             kernel, step = schedule_region(

@@ -43,6 +43,13 @@ def add_compile_parser(sub) -> None:
         "a region that runs past it is left as it is (default: 2 s per step of "
         "the fallback chain, which then moves on)",
     )
+    p.add_argument(
+        "--cache",
+        metavar="l1=SIZE,l2=SIZE,l3=SIZE",
+        help="with --schedule auto: the cache capacities the cost model tiles and "
+        "chooses for, e.g. l2=2M (default: this machine's, from "
+        "/sys/devices/system/cpu/cpu0/cache)",
+    )
     p.add_argument("--config", help="accelerator configuration name (report mode)")
     p.add_argument(
         "-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]"
@@ -137,8 +144,8 @@ def _verify_needs_config(args) -> None:
 
 
 def _auto_options(args) -> dict:
-    """``schedules.auto``'s keyword arguments from --fusion, --max-operations and
-    --max-seconds (checked: ArgumentError for a misuse)."""
+    """``schedules.auto``'s keyword arguments from --fusion, --max-operations,
+    --max-seconds and --cache (checked: ArgumentError for a misuse)."""
     from polyc.errors import ArgumentError
 
     given = [
@@ -147,6 +154,7 @@ def _auto_options(args) -> dict:
             ("--fusion", args.fusion),
             ("--max-operations", args.max_operations),
             ("--max-seconds", args.max_seconds),
+            ("--cache", args.cache),
         )
         if value is not None
     ]
@@ -162,7 +170,16 @@ def _auto_options(args) -> dict:
             f"compile: --fusion {fusion!r} is not a fusion strategy because the "
             "strategies are max, smart and none. Pass one of those."
         )
-    out: dict = {"fusion": fusion, "max_operations": None, "max_seconds": None}
+    out: dict = {
+        "fusion": fusion,
+        "max_operations": None,
+        "max_seconds": None,
+        "cache": None,
+    }
+    if args.cache is not None:
+        from schedules.host.cache_model import parse_cache
+
+        out["cache"] = parse_cache(args.cache, what="compile: --cache")
     if args.max_operations is not None:
         text = args.max_operations.strip()
         if not text.isdigit():
