@@ -25,10 +25,13 @@ marked loop. The arithmetic and its order are unchanged, so results are the same
 bit for bit.
 
 Sizes: ``MR`` = 4 rows and ``NR`` = 128 bytes of a row (16 doubles, 32 floats): four
-rows of four 256-bit vectors, 16 accumulator registers, measured on PolyBench's
-gemm at LARGE (1000 x 1100 x 1200, doubles) with gcc -O3 -march=native: MR x NR =
-4 x 16 and 8 x 16 0.10-0.11 s, 4 x 8 0.55 s (gcc does not vectorise it), 4 x 32
-0.15 s; the cache-tiled nest without register tiles 0.28 s, Polly 0.23 s.
+rows of four 256-bit vectors, 16 accumulator registers. Chosen from a hand
+experiment (not a benchmark of this repository; one run each, machine loaded) on
+PolyBench's gemm at LARGE (1000 x 1100 x 1200 doubles, gcc -O3 -march=native, the
+micro-kernel written by hand in the form this module emits): MR x NR = 4 x 16 and
+8 x 16 took 0.10-0.11 s, 4 x 8 0.55 s (gcc does not vectorise it), 4 x 32 0.15 s,
+the cache-tiled nest without register tiles 0.28 s. bench.host_c_corpus measures
+the result.
 """
 
 from __future__ import annotations
