@@ -10,8 +10,8 @@ local ``MR x NR`` array before ``k`` and back after it, and the loops run consta
 trip counts with ``p`` unrolled, so that gcc keeps the array in vector registers::
 
     {
-      const long l0 = <l's lower bound>, p0 = <p's lower bound>;
-      if (<l's count> == NR && <p's count> == MR) {
+      const long l0 = <l's lower bound>, p0 = <p's lower bound at l0>;
+      if (<l's count> == NR && <p's count> == MR at l0 and at l0 + NR - 1) {
         double acc[MR][NR];
         ... acc[p - p0][l - l0] = X[f];                        (copy in)
         for (k ...)
@@ -99,14 +99,24 @@ def emit(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
         _loop(k, [compute]),
         tile([c.Statement(f"{x} = {local}")], False),
     ]
-    lu, pu = _count(lo), _count(po)
-    test = f"{lu} - {l0} == {nr} && {pu} - {p0} == {mr}"
+    # p's bounds may depend on l (a triangle: i <= j): they are min/max of affine
+    # functions of l, so p's count is concave in l and, never above MR, is MR
+    # over the whole tile when it is MR at both ends of l's range
+    last = f"({l0} + {nr - 1})"
+    test = [f"{_count(lo)} - {l0} == {nr}"]
+    for at in (l0, last):
+        name = _at(lo.var, at)
+        lower = loops.to_c(po.init, name)
+        test.append(f"{_count(po, name)} - ({lower}) == {mr}")
+    test.append(f"{loops.to_c(po.init, _at(lo.var, last))} == {p0}")
     return [
         c.Block(
             [
                 c.Line(f"const long {l0} = {loops.to_c(lo.init)};"),
-                c.Line(f"const long {p0} = {loops.to_c(po.init)};"),
-                c.If(test, c.Block(full), c.Block(emitter.body(node.body))),
+                c.Line(f"const long {p0} = {loops.to_c(po.init, _at(lo.var, l0))};"),
+                c.If(
+                    " && ".join(test), c.Block(full), c.Block(emitter.body(node.body))
+                ),
             ]
         )
     ]
@@ -114,18 +124,23 @@ def emit(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
 
 def _shape(node: loops.Mark):
     """``(k, l, p, call)`` for ``k { l { p { call } } }`` with steps of one, whose
-    ``l`` and ``p`` bounds do not depend on ``k`` (nor ``p``'s on ``l``)."""
+    ``l`` and ``p`` bounds do not depend on ``k``, and ``p``'s depend on ``l`` only
+    through min/max of affine expressions."""
     k = _only(node.body, loops.For)
     lo = _only(k.body, loops.For) if k else None
     po = _only(lo.body, loops.For) if lo else None
     call = _only(po.body, loops.Call) if po else None
     if call is None:
         return None
-    for loop, banned in ((lo, {k.var}), (po, {k.var, lo.var})):
+    for loop, banned in ((lo, {k.var}), (po, {k.var})):
         if loop.degenerate or loop.step != 1 or loop.upper() is None:
             return None
         if (_names(loop.init) | _names(loop.upper()[0])) & banned:
             return None
+    if lo.var in _names(po.init) | _names(po.upper()[0]) and not (
+        _piecewise_affine(po.init) and _piecewise_affine(po.upper()[0])
+    ):
+        return None
     if k.degenerate:
         return None
     return k, lo, po, call
@@ -140,11 +155,30 @@ def _only(body: tuple, kind):
     return body[0] if len(body) == 1 and isinstance(body[0], kind) else None
 
 
-def _count(loop: loops.For) -> str:
-    """C for one past the loop's last value."""
+def _count(loop: loops.For, name=lambda n: n) -> str:
+    """C for one past the loop's last value (``name`` renames variables)."""
     bound, inclusive = loop.upper()
-    text = f"({loops.to_c(bound)})"
+    text = f"({loops.to_c(bound, name)})"
     return f"{text} + 1" if inclusive else text
+
+
+def _at(var: str, value: str):
+    """A renaming for :func:`polyc.ir.loops.to_c` that puts ``value`` for ``var``."""
+    return lambda n: f"({value})" if n == var else n
+
+
+def _piecewise_affine(e: loops.LExpr) -> bool:
+    """Whether ``e`` is a min/max of affine expressions (no division, products
+    only by constants)."""
+    if e.op in ("int", "id"):
+        return True
+    if e.op in ("add", "sub", "neg", "min", "max"):
+        return all(_piecewise_affine(a) for a in e.args)
+    if e.op == "mul":
+        return any(a.op == "int" for a in e.args) and all(
+            _piecewise_affine(a) for a in e.args
+        )
+    return False
 
 
 def _names(e: loops.LExpr) -> set[str]:

@@ -58,6 +58,9 @@ def test_products_run_as_written_and_rewritten_with_the_same_bits(name, tmp_path
     # tiles, each product in its own band) compute the original's bits
     row = hc.run_kernel(name, tmp_path, 1, SMALL[name], None, 60.0)  # gcc only
     assert row["polyc_same_bits"] is True, row
+    # covariance's tiles of the triangle j >= i: register tiles where whole
+    rewritten = (tmp_path / f"{name}.polyc.c").read_text()
+    assert ("double _pc_acc" in rewritten) == (name != "doitgen")
     text = hc.table({"rows": [row]})
     assert text.splitlines()[2].startswith(f"| {name} | ")
 
