@@ -102,13 +102,16 @@ def emit(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
     # p's bounds may depend on l (a triangle: i <= j): they are min/max of affine
     # functions of l, so p's count is concave in l and, never above MR, is MR
     # over the whole tile when it is MR at both ends of l's range
-    last = f"({l0} + {nr - 1})"
     test = [f"{_count(lo)} - {l0} == {nr}"]
-    for at in (l0, last):
-        name = _at(lo.var, at)
-        lower = loops.to_c(po.init, name)
-        test.append(f"{_count(po, name)} - ({lower}) == {mr}")
-    test.append(f"{loops.to_c(po.init, _at(lo.var, last))} == {p0}")
+    if lo.var in _names(po.init) | _names(po.upper()[0]):
+        last = f"({l0} + {nr - 1})"
+        for at in (l0, last):
+            name = _at(lo.var, at)
+            lower = loops.to_c(po.init, name)
+            test.append(f"{_count(po, name)} - ({lower}) == {mr}")
+        test.append(f"{loops.to_c(po.init, _at(lo.var, last))} == {p0}")
+    else:
+        test.append(f"{_count(po)} - {p0} == {mr}")
     return [
         c.Block(
             [
