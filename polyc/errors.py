@@ -72,6 +72,11 @@ class ConfigError(PolycError, ValueError):
     """A hardware description is malformed."""
 
 
+class GridError(ConfigError):
+    """A hardware grid (``accelerator.vary``, ``--configs NAME:key=values``) is
+    malformed, or one of its points is not a valid description."""
+
+
 class SimulationError(PolycError, RuntimeError):
     """The simulated accelerator stopped on a violation (e.g. out-of-bounds access)."""
 
@@ -86,6 +91,11 @@ class SweepError(PolycError, RuntimeError):
 
 class StageError(PolycError, ValueError):
     """``POLYC_DEBUG`` names a compile stage that does not exist (``polyc.stages``)."""
+
+
+class StoreError(PolycError, RuntimeError):
+    """A study database cannot be used (not a study file, or it holds other points
+    under the same study name)."""
 
 
 class VerificationError(PolycError, RuntimeError):

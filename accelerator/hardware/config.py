@@ -18,12 +18,14 @@ from pathlib import Path
 import tomllib
 
 from accelerator.hardware.spec import (
+    AREA_KEYS,
     DATAFLOWS,
     DMA,
     MAC_DTYPES,
     MEMORY_KINDS,
     OP_CLASSES,
     VECTOR_CLASSES,
+    AreaModel,
     FrozenMap,
     MacArray,
     MacDType,
@@ -110,7 +112,7 @@ def from_dict(data: Mapping, source: str = "<dict>") -> Spec:
             "because it was not parsed from TOML. Pass the dict tomllib.load returns."
         )
     r = _Reader(source, order=[*data, *TOP_KEYS])
-    top = r.table(data, "", required=TOP_KEYS)
+    top = r.table(data, "", required=TOP_KEYS, allowed=("area",))
     before = len(r.problems)
     levels = r.array(top, "memory")
     memory = tuple(_memory(r, m, f"memory[{i}]") for i, m in enumerate(levels or ()))
@@ -128,7 +130,9 @@ def from_dict(data: Mapping, source: str = "<dict>") -> Spec:
         scalar=_scalar(r, r.sub(top, "scalar")),
         memory=memory,
         dma=_dma(r, r.sub(top, "dma")),
+        area=_area(r, r.sub(top, "area"), names),
     )
+    _check_area(r, spec)
     r.raise_problems()
     return spec
 
@@ -387,6 +391,43 @@ def _dma(r: _Reader, t: dict | None) -> DMA | None:
         bytes_per_cycle=r.number(t, "bytes_per_cycle", "dma"),
         max_dims=r.integer(t, "max_dims", "dma", most=MAX_DIMS),
     )
+
+
+def _area(r: _Reader, t: dict | None, levels: list[str] | None) -> AreaModel | None:
+    t = r.table(t, "area", required=(*AREA_KEYS, "mac_um2"), allowed=("sram_ports",))
+    if t is None:
+        return None
+    macs = r.table(
+        r.sub(t, "mac_um2", "area"), "area.mac_um2", allowed=tuple(MAC_DTYPES)
+    )
+    ports = r.sub(t, "sram_ports", "area") or {}
+    for name in ports:
+        if levels is not None and name not in levels[1:]:
+            r.fail(
+                f"area.sram_ports.{name}",
+                "names no SRAM level",
+                f"the SRAM levels are {', '.join(levels[1:])}",
+            )
+    return AreaModel(
+        **{k: r.number(t, k, "area", zero_ok=k != "node_nm") for k in AREA_KEYS},
+        mac_um2=FrozenMap({d: r.number(macs, d, "area.mac_um2") for d in (macs or {})}),
+        sram_ports=FrozenMap(
+            {n: r.integer(ports, n, "area.sram_ports") for n in ports}
+        ),
+    )
+
+
+def _check_area(r: _Reader, spec: Spec) -> None:
+    """Every dtype of the MAC array needs its MAC area."""
+    if spec.area is None or spec.mac_array is None or spec.mac_array.dtypes is None:
+        return
+    for name in spec.mac_array.dtypes:
+        if name not in spec.area.mac_um2:
+            r.fail(
+                f"area.mac_um2.{name}",
+                "is missing",
+                f"the MAC array supports {name}, so its MAC area must be given",
+            )
 
 
 class _Reader:

@@ -161,6 +161,55 @@ class DMA:
     max_dims: int
 
 
+#: the keys of a config's ``[area]`` table (see :mod:`accelerator.hardware.area`)
+AREA_KEYS = (
+    "node_nm",
+    "pe_overhead",
+    "vector_lane_um2",
+    "scalar_core_um2",
+    "sram_um2_per_kib",
+    "sram_bank_um2",
+    "sram_port_factor",
+    "dma_channel_um2",
+    "dram_phy_um2_per_gbps",
+    "leakage_mw_per_mm2",
+)
+
+
+@dataclass(frozen=True)
+class AreaModel:
+    """Silicon area per component and leakage per area (the ``[area]`` table).
+
+    ``mac_um2`` gives, per MAC dtype, the area of one MAC unit (multiplier and
+    accumulating adder) that does one MAC a cycle; ``pe_overhead`` multiplies the
+    arithmetic into a whole PE (operand registers, pipeline, wiring) and the
+    vector lanes likewise. SRAM costs ``sram_um2_per_kib`` per KiB of one-port
+    cells, ``sram_port_factor`` more per extra port (``sram_ports``, one by
+    default) and ``sram_bank_um2`` per bank (decoders, sense amplifiers). DMA costs
+    per channel; the DRAM interface (PHY and controller) per GB/s of bandwidth.
+    Leakage is proportional to area. See :mod:`accelerator.hardware.area`."""
+
+    node_nm: float
+    mac_um2: Mapping[str, float]
+    pe_overhead: float
+    vector_lane_um2: float
+    scalar_core_um2: float
+    sram_um2_per_kib: float
+    sram_bank_um2: float
+    sram_port_factor: float
+    dma_channel_um2: float
+    dram_phy_um2_per_gbps: float
+    leakage_mw_per_mm2: float
+    sram_ports: Mapping[str, int] = FrozenMap({})
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in AREA_KEYS}
+        out["mac_um2"] = dict(self.mac_um2)
+        if self.sram_ports:
+            out["sram_ports"] = dict(self.sram_ports)
+        return out
+
+
 @dataclass(frozen=True)
 class Spec:
     """A validated hardware description (immutable; compare by value)."""
@@ -174,6 +223,8 @@ class Spec:
     scalar: ScalarCore
     memory: tuple[MemoryLevel, ...]
     dma: DMA
+    #: the area and leakage model (None for a description without ``[area]``)
+    area: AreaModel | None = None
 
     @property
     def dram(self) -> MemoryLevel:

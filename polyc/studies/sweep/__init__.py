@@ -54,12 +54,22 @@ def grid(
     ops: Iterable | Mapping,
     schedules: Iterable | Mapping = ("default",),
     configs: Iterable = ("edge-npu",),
+    where=None,
 ) -> list[Point]:
     """Every combination of ``ops`` x ``schedules`` x ``configs``, op-major.
 
     ``ops`` and ``schedules`` may be mappings ``{label: value}`` to name layers and
-    schedules. Values are checked when the points are swept.
+    schedules. Values are checked when the points are swept. A config may be a
+    hardware grid text, ``"edge-npu:mac_array.rows=16,32;mac_array.cols=rows"``
+    (see :func:`accelerator.vary`), which stands for its points; ``where`` (a
+    function of a Spec, or text such as ``"area_mm2<=30"``) keeps only the grid
+    points it accepts.
+
+    Raises:
+        GridError: for a malformed grid or a grid point that is not a valid
+            description (before anything runs).
     """
+    configs = expand_configs(configs, where)
     op_items = (
         list(ops.items()) if isinstance(ops, Mapping) else [(None, o) for o in ops]
     )
@@ -75,6 +85,27 @@ def grid(
         for _, choice in sched_items
         for config in configs
     ]
+
+
+def expand_configs(configs: Iterable, where=None) -> list:
+    """``configs`` with each grid text replaced by its points (see :func:`grid`).
+
+    Raises:
+        GridError: as :func:`grid`.
+    """
+    from accelerator.hardware.area import MEASURES
+    from accelerator.hardware.grid import is_grid, parse_grid, parse_where, vary
+
+    if isinstance(where, str):
+        where = parse_where(where, MEASURES)
+    out: list = []
+    for config in configs:
+        if isinstance(config, str) and is_grid(config):
+            base, axes = parse_grid(config)
+            out += vary(base, axes, where=where)
+        else:
+            out.append(config)
+    return out
 
 
 def sweep(

@@ -73,7 +73,15 @@ def add_parsers(sub) -> None:
         default=["edge-npu"],
         metavar="NAME",
         help="hardware configs: shipped names (tiny, edge-npu, datacenter) or TOML "
-        "paths (default: edge-npu)",
+        "paths (default: edge-npu), or grids 'CONFIG:key=values;key=values', e.g. "
+        "'edge-npu:mac_array.rows=16,32,64;mac_array.cols=rows;"
+        "memory.sram.capacity_bytes=262144..4194304*2' (see docs/sweep.md)",
+    )
+    p.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="keep only the grid points where every comparison holds, e.g. "
+        "'area_mm2<=30,sram_bytes<=4194304' (config keys, area_mm2, sram_bytes)",
     )
     p.add_argument(
         "--schedule",
@@ -202,7 +210,9 @@ def run_sweep(args) -> int:
 
             for op in args.ops:
                 check_op_text(op, "sweep")
-            points = polyc.sweep.grid(args.ops, args.schedule, args.configs)
+            points = polyc.sweep.grid(
+                args.ops, args.schedule, args.configs, where=args.where
+            )
             result = polyc.sweep(
                 points,
                 inputs=args.inputs,

@@ -17,6 +17,16 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+#: per point, from the config's area model (accelerator.hardware.area.cost)
+COST = (
+    "area_mm2",
+    "latency_s",
+    "energy_j",
+    "power_w",
+    "edp_js",
+    "dynamic_energy_j",
+    "leakage_energy_j",
+)
 #: the leading columns of rows() and the CSV file; energy.* and busy.* follow
 COLUMNS = (
     "index",
@@ -45,6 +55,7 @@ COLUMNS = (
     "dram_bytes_per_cycle",
     "energy_pj",
     "time_us",
+    *COST,
 )
 _TAIL = ("kernel_s", "schedule_s", "compile_s", "run_s", "max_abs_error")
 _ERRORS = ("error_type", "error")
@@ -243,6 +254,7 @@ def flat_row(record: dict) -> dict:
         energy_pj=rep.get("energy_pj"),
         time_us=rep.get("time_us"),
     )
+    row.update({k: (record.get("cost") or {}).get(k) for k in COST})
     for name, pj in (rep.get("energy") or {}).items():
         row[f"energy.{name}"] = pj
     for name, use in (rep.get("engines") or {}).items():

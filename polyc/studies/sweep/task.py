@@ -93,6 +93,7 @@ def _blank(task: Task) -> dict:
         "report": None,
         "compiled": None,
         "max_abs_error": None,
+        "cost": None,
         "timing": {},
     }
 
@@ -119,6 +120,10 @@ def _run(task: Task, record: dict) -> None:
         kernel_s=t1 - t0, schedule_s=t2 - t1, compile_s=t3 - t2, run_s=t4 - t3
     )
     record.update(status="ok", report=report.to_dict(), compiled=str(compiled))
+    if task.spec.area is not None:
+        from accelerator.hardware.area import cost
+
+        record["cost"] = cost(task.spec, report.cycles, report.energy_pj)
     if task.check:
         from polyc.oracle.verify import compare
 
