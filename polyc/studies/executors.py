@@ -392,6 +392,8 @@ class Progress:
         self.interval = interval
         self.count = 0
         self.failed = 0
+        #: points a results database already held (not run again)
+        self.resumed = 0
         self.t0 = time.monotonic()
         self.last = self.t0
         self.tty = bool(stream is not None and getattr(stream, "isatty", bool)())
@@ -403,7 +405,10 @@ class Progress:
 
     def start(self) -> None:
         self.t0 = self.last = time.monotonic()
-        self._write(f"polyc {self.name}: {_points(self.total)} on {self.where}\n")
+        again = f" ({self.resumed} done before, from the database)" * bool(self.resumed)
+        self._write(
+            f"polyc {self.name}: {_points(self.total)} on {self.where}{again}\n"
+        )
         if self.tty:
             self._write(self._bar())
 
@@ -439,7 +444,8 @@ class Progress:
         if not self.count:
             return f"{elapsed:.0f} s elapsed"
         left = elapsed / self.count * (self.total - self.count)
-        return f"{elapsed:.0f} s elapsed, ~{left:.0f} s left"
+        rate = self.count / elapsed * 60 if elapsed > 0 else 0.0
+        return f"{rate:.1f}/min, {elapsed:.0f} s elapsed, ~{left:.0f} s left"
 
     def _line(self) -> str:
         pct = 100 * self.count // max(self.total, 1)

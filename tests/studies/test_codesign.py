@@ -3,10 +3,20 @@ power per point."""
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
 import polyc
 from polyc.cli import main
+from polyc.errors import StoreError
+from polyc.studies.sweep.result import SweepResult
 
 MM = "matmul:M=8,N=8,K=8"
 
@@ -57,3 +67,168 @@ def test_grid_sweep_records_area_power_and_edp():
     # a quarter of the PEs: less area, and more cycles on the smaller array
     assert rows[0]["area_mm2"] < rows[1]["area_mm2"]
     assert rows[0]["cycles"] > rows[1]["cycles"]
+
+
+# results in SQLite ---------------------------------------------------------------
+
+STUDY_SCRIPT = """
+import os, sys, time
+from pathlib import Path
+import polyc
+from polyc.studies.sweep.task import make_inputs
+
+BLOCK = os.environ.get("BLOCK_AT")
+calls = 0
+
+
+def inputs(kernel):
+    global calls
+    calls += 1
+    if BLOCK and calls == int(BLOCK):
+        # the point in flight when the test kills this process: it never ends
+        Path(os.environ["BLOCKED"]).write_text("")
+        while True:
+            time.sleep(0.05)
+    return make_inputs(kernel, "random", seed=0)
+
+
+if __name__ == "__main__":
+    points = polyc.sweep.grid(
+        {"mm": "matmul:M=8,N=8,K=8"}, ["default"], ["tiny:dma.channels=1..6"]
+    )
+    polyc.sweep(points, jobs=1, inputs=inputs, progress=False, db=sys.argv[1],
+                study=sys.argv[2])
+"""
+
+
+def _points_table(db, study):
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute(
+        "SELECT idx, key, status, label, op, schedule, config, record FROM points "
+        "WHERE study = ? ORDER BY idx",
+        (study,),
+    ).fetchall()
+    con.close()
+    out = []
+    for *head, record in rows:
+        record = json.loads(record)
+        record.pop("timing")
+        out.append((*head, record))
+    return out
+
+
+def _count(db, study) -> int:
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
+    try:
+        (n,) = con.execute(
+            "SELECT COUNT(*) FROM points WHERE study = ?", (study,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # the tables are not made yet
+        n = 0
+    con.close()
+    return n
+
+
+def test_study_killed_with_sigkill_resumes_to_the_same_database(tmp_path):
+    """Two studies write one database at once from two processes; one is killed
+    with SIGKILL while its 4th point runs (3 committed), is read while it runs,
+    then resumed: it runs only the 3 missing points and its rows equal those of
+    the uninterrupted study."""
+    script = tmp_path / "study.py"
+    script.write_text(STUDY_SCRIPT)
+    db = tmp_path / "study.db"
+    blocked = tmp_path / "blocked"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    full = subprocess.Popen([sys.executable, str(script), str(db), "full"], env=env)
+    killed = subprocess.Popen(
+        [sys.executable, str(script), str(db), "killed"],
+        env={**env, "BLOCK_AT": "4", "BLOCKED": str(blocked)},
+    )
+    try:
+        # wait (no deadline: an event, not a clock) for the 4th point to start
+        while not blocked.exists():
+            assert killed.poll() is None, "the study ended before its 4th point"
+            time.sleep(0.05)
+        # read while both write: the three finished points are there already
+        assert _count(db, "killed") == 3
+        killed.send_signal(signal.SIGKILL)
+        assert killed.wait() == -signal.SIGKILL
+        assert full.wait() == 0
+    finally:
+        for proc in (full, killed):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert _count(db, "killed") == 3
+    # resumed in this process: the three held points are not run again
+    stream = io.StringIO()
+    points = polyc.sweep.grid({"mm": MM}, ["default"], ["tiny:dma.channels=1..6"])
+    from polyc.studies.sweep.task import make_inputs
+
+    result = polyc.sweep(
+        points,
+        jobs=1,
+        inputs=lambda k: make_inputs(k, "random", seed=0),
+        progress=stream,
+        db=db,
+        study="killed",
+    )
+    assert "6 points on this process" not in stream.getvalue()
+    assert "3 points on this process (3 done before" in stream.getvalue()
+    assert result.meta["resumed"] == 3 and len(result) == 6
+    assert [r["index"] for r in result.records] == list(range(6))
+    resumed, uninterrupted = _points_table(db, "killed"), _points_table(db, "full")
+    assert len(resumed) == 6  # no duplicates, nothing lost but the point in flight
+    assert resumed == uninterrupted
+    # the database re-plots: both studies load, by name
+    timing = ("kernel_s", "schedule_s", "compile_s", "run_s")
+    loaded = [
+        [{k: v for k, v in r.items() if k not in timing} for r in result.rows()]
+        for result in (
+            SweepResult.from_db(db, "full"),
+            SweepResult.from_db(db, "killed"),
+        )
+    ]
+    assert loaded[0] == loaded[1] and len(loaded[0]) == 6
+
+
+def test_store_refuses_other_points_under_one_study_name(tmp_path):
+    db = tmp_path / "s.db"
+    polyc.sweep([(MM, "none", "tiny")], jobs=1, progress=False, db=db)
+    with pytest.raises(StoreError, match=r"study 'sweep' in .* holds another point"):
+        polyc.sweep([(MM, "none", "edge-npu")], jobs=1, progress=False, db=db)
+    polyc.sweep([(MM, "none", "edge-npu")], jobs=1, progress=False, db=db, study="b")
+    with pytest.raises(StoreError, match=r"holds 2 studies \(sweep, b\)"):
+        SweepResult.from_db(db)
+    assert SweepResult.from_db(db, "b")[0]["config"] == "edge-npu"
+    (tmp_path / "x.db").write_text("not sqlite")
+    with pytest.raises(StoreError, match="is not an SQLite file"):
+        polyc.sweep(
+            [(MM, "none", "tiny")], jobs=1, progress=False, db=tmp_path / "x.db"
+        )
+    with pytest.raises(StoreError, match="has no study 'c'"):
+        SweepResult.from_db(db, "c")
+
+
+def test_cli_writes_the_database_and_replots_from_it(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["sweep", "--ops", MM, "--configs", "tiny:dma.channels=1,2", "--jobs", "1"]
+    assert main([*argv, "--schedule", "none", "--out", str(out), "--no-progress"]) == 0
+    first = capsys.readouterr().out
+    assert (out / "study.db").exists() and (out / "sweep.json").exists()
+    # the same command again runs nothing: both points are in the database
+    assert main([*argv, "--schedule", "none", "--out", str(out)]) == 0
+    assert "2 done before, from the database" in capsys.readouterr().err
+    replot = tmp_path / "replot"
+    code = main(["sweep", "--from", str(out / "study.db"), "--out", str(replot)])
+    assert code == 0
+    again = capsys.readouterr().out
+    assert again.splitlines()[:4] == first.splitlines()[:4]
+    rows = SweepResult.from_json(replot / "sweep.json").rows()
+    assert [r["config"] for r in rows] == ["tiny[channels=1]", "tiny[channels=2]"]

@@ -116,6 +116,8 @@ def sweep(
     cluster=None,
     progress=True,
     check: bool = False,
+    db=None,
+    study: str = "sweep",
 ) -> SweepResult:
     """Compile and simulate every point; one record per point, in the points' order.
 
@@ -134,6 +136,10 @@ def sweep(
             stderr), False, or a stream to write to.
         check: also compare each point's outputs with ``polyc.interpret`` on the
             untransformed kernel; a difference makes the point ``"wrong"``.
+        db: an SQLite results file (:mod:`polyc.sweep.store`): each finished
+            point is committed to it as it lands, and the points of ``study``
+            it already holds are not run again (a killed study resumes).
+        study: the study's name in ``db`` (several studies may share a file).
 
     A point that fails (a ``PolycError`` from building, scheduling, compiling or
     running it, or a crashed worker) is recorded with its error and the sweep goes
@@ -145,10 +151,14 @@ def sweep(
         ConfigError: for an unknown or malformed config.
         SweepError: when the cluster cannot be reached or local workers cannot
             start.
+        StoreError: when ``db`` is not a results database, or its ``study``
+            holds other points.
     """
     from polyc.studies import executors as sweep_exec
 
-    tasks = resolve(points, inputs=inputs, check=check)
+    all_tasks = resolve(points, inputs=inputs, check=check)
+    store, done = _open_store(db, study, all_tasks)
+    tasks = [t for t in all_tasks if t.index not in done]
     if cluster is not None and jobs is not None:
         raise ArgumentError(
             "sweep: jobs and cluster were both given because jobs only sizes the "
@@ -160,18 +170,24 @@ def sweep(
             "positive int. Pass jobs=1 or more, or leave it out to use every core."
         )
     shown = sweep_exec.progress_for(progress, len(tasks), "")
+    if done:
+        shown.resumed = len(done)
+    if store is not None:
+        shown = _Committing(shown, store, {t.index: t for t in tasks})
     client = owned = None
     if cluster is not None:
         client, owned = sweep_exec.connect(cluster)
         where = f"Dask cluster {client.scheduler.address}"
     else:
-        jobs = min(jobs or sweep_exec.default_jobs(), len(tasks))
+        jobs = max(1, min(jobs or sweep_exec.default_jobs(), len(tasks)))
         where = "this process" if jobs == 1 else f"a local pool of {jobs} processes"
     shown.where = where
     t0 = time.perf_counter()
     try:
         shown.start()
-        if client is not None:
+        if not tasks:
+            records = []
+        elif client is not None:
             records = sweep_exec.run_dask(tasks, client, shown)
         elif jobs == 1:
             records = sweep_exec.run_inline(tasks, shown)
@@ -184,12 +200,54 @@ def sweep(
     meta = {
         "polyc_version": polyc.__version__,
         "executor": where,
-        "points": len(tasks),
+        "points": len(all_tasks),
         "wall_s": time.perf_counter() - t0,
         "inputs": inputs if isinstance(inputs, str) else "function",
         "check": check,
     }
-    return SweepResult(records, meta)
+    if done:
+        meta["resumed"] = len(done)
+    if store is not None:
+        meta.update(db=str(store.path), study=study)
+        store.set_meta(meta)
+        store.close()
+    return SweepResult([*done.values(), *records], meta)
+
+
+def _open_store(db, study: str, tasks: list[Task]):
+    """``(store, done)``: the study in ``db`` and the records it already holds."""
+    if db is None:
+        return None, {}
+    from polyc.studies.sweep.store import Store
+
+    store = Store(db, study)
+    try:
+        return store, store.resume(tasks)
+    except BaseException:
+        store.close()
+        raise
+
+
+class _Committing:
+    """A progress display that first commits each finished point to the store."""
+
+    def __init__(self, shown, store, tasks: dict[int, Task]):
+        self._shown = shown
+        self._store = store
+        self._tasks = tasks
+
+    def done(self, record: dict) -> None:
+        self._store.add(self._tasks[record["index"]], record)
+        self._shown.done(record)
+
+    def __getattr__(self, name):
+        return getattr(self._shown, name)
+
+    def __setattr__(self, name, value):
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._shown, name, value)
 
 
 def resolve(points: Iterable, *, inputs="random", check: bool = False) -> list[Task]:

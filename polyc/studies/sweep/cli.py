@@ -25,9 +25,16 @@ examples:
   polyc sweep --ops gemm=matmul:M=512,N=512,K=512 --configs datacenter \\
               --cluster tcp://scheduler:8786 --out study/
   polyc sweep --from study/sweep.json --out replot/      # table and plots again
+  polyc sweep --from study/study.db --out replot/        # also while it runs
+  polyc sweep --ops matmul:M=256,N=256,K=256 --out study/ \
+              --configs 'edge-npu:mac_array.rows=16,32,64;mac_array.cols=rows' \
+              --where 'area_mm2<=60'                     # a hardware grid
 
---out DIR receives sweep.json (every record, with full reports), sweep.csv (one
-row per point), and roofline, cycles, utilization and energy plots (PNG and SVG).
+--out DIR receives study.db (SQLite, each point committed as it finishes: run the
+same command again to resume a study that was stopped), sweep.json (every record,
+with full reports), sweep.csv (one row per point), and roofline, cycles,
+utilization and energy plots (PNG and SVG); a sweep whose configs differ in area
+adds the Pareto plot and table of (latency, energy, area).
 Exit status: 0 when every point ran, 1 when some failed (they are listed under the
 table and kept in the files), 2 for bad arguments (nothing ran).
 """
@@ -130,8 +137,23 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--from",
         dest="load",
-        metavar="JSON",
-        help="do not run: load a sweep.json written before, print it and --out it",
+        metavar="FILE",
+        help="do not run: load a sweep.json or study .db written before, print it "
+        "and --out it",
+    )
+    p.add_argument(
+        "--db",
+        metavar="PATH",
+        help="SQLite results file: each point is committed as it finishes, and a "
+        "study run again resumes, running only the points it lacks (default: "
+        "OUT/study.db with --out)",
+    )
+    p.add_argument(
+        "--study",
+        default=None,
+        metavar="NAME",
+        help="the study's name in the database (several may share one file; "
+        "default: sweep)",
     )
 
     e = sub.add_parser(
@@ -204,7 +226,7 @@ def run_sweep(args) -> int:
         if args.load:
             from polyc.studies.sweep.result import SweepResult
 
-            result = SweepResult.from_json(args.load)
+            result = SweepResult.load(args.load, args.study)
         else:
             import polyc
 
@@ -220,6 +242,8 @@ def run_sweep(args) -> int:
                 cluster=args.cluster,
                 progress=not args.no_progress,
                 check=args.check,
+                db=args.db or (Path(args.out) / "study.db" if args.out else None),
+                study=args.study or "sweep",
             )
         print(result.table())
         if args.out:

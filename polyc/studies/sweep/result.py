@@ -167,6 +167,29 @@ class SweepResult:
         meta = data.get("meta")
         return cls(records, meta if isinstance(meta, dict) else None)
 
+    @classmethod
+    def from_db(cls, path: str | Path, study: str | None = None) -> SweepResult:
+        """The points of ``study`` in a results database (:mod:`polyc.sweep.store`;
+        the only study when None), finished or not; the file may be being written.
+
+        Raises:
+            StoreError: when the file is not a results database or has no such
+                study (or several, and none was named).
+        """
+        from polyc.studies.sweep.store import load
+
+        records, meta = load(path, study)
+        return cls(records, meta)
+
+    @classmethod
+    def load(cls, path: str | Path, study: str | None = None) -> SweepResult:
+        """:meth:`from_db` for an SQLite file, :meth:`from_json` otherwise."""
+        from polyc.studies.sweep.store import is_db
+
+        if is_db(path):
+            return cls.from_db(path, study)
+        return cls.from_json(path)
+
     def to_csv(self, path: str | Path) -> Path:
         """Write :meth:`rows` as CSV with a header (empty cells for missing values)."""
         path = Path(path)
