@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -232,3 +233,90 @@ def test_cli_writes_the_database_and_replots_from_it(tmp_path, capsys):
     assert again.splitlines()[:4] == first.splitlines()[:4]
     rows = SweepResult.from_json(replot / "sweep.json").rows()
     assert [r["config"] for r in rows] == ["tiny[channels=1]", "tiny[channels=2]"]
+
+
+# Pareto fronts --------------------------------------------------------------------
+
+
+def _p(config, latency, energy, area):
+    return {
+        "config": config,
+        "latency_s": latency,
+        "energy_j": energy,
+        "area_mm2": area,
+        "edp_js": None if latency is None else latency * energy,
+    }
+
+
+def test_front_keeps_exactly_the_points_nothing_dominates():
+    from polyc.studies.sweep import pareto
+
+    pts = [
+        _p("a", 1, 4, 9),  # fastest
+        _p("b", 2, 2, 9),  # on the front: less energy than a
+        _p("c", 2, 3, 9),  # dominated by b (same latency and area, more energy)
+        _p("d", 4, 1, 1),  # smallest and most frugal
+        _p("e", 4, 1, 2),  # dominated by d
+        _p("f", 1, 4, 9),  # ties with a: neither dominates the other
+    ]
+    assert [p["config"] for p in pareto.front(pts)] == ["a", "f", "b", "d"]
+    picks = pareto.chosen(pts)
+    assert picks["min latency_s"]["config"] == "a"
+    assert picks["min energy_j"]["config"] == "d"
+    assert picks["min area_mm2"]["config"] == "d"
+    # EDP 4 for a, b and f: the tie goes to the lower latency, then the name
+    assert picks["min edp_js"]["config"] == "a"
+    table = pareto.table(pts)
+    assert table.splitlines()[0] == (
+        "Pareto front of (latency, energy, area), workload: 4 of 6 points"
+    )
+    assert table.splitlines()[-1].split() == [
+        "d",
+        "4000",
+        "1000",
+        "1",
+        "0",
+        "4e+06",
+        "energy,area",
+    ]
+
+
+def test_workload_sums_models_and_drops_configs_where_one_failed():
+    from polyc.studies.sweep import pareto
+
+    rows = [
+        {**_p("x", 1, 2, 5), "label": "m1", "status": "ok"},
+        {**_p("x", 3, 4, 5), "label": "m2", "status": "ok"},
+        {**_p("y", 1, 1, 6), "label": "m1", "status": "ok"},
+        {**_p("y", None, None, 6), "label": "m2", "status": "failed"},
+    ]
+    (w,) = pareto.workload(rows)
+    assert (w["config"], w["latency_s"], w["energy_j"], w["area_mm2"]) == ("x", 4, 6, 5)
+    assert w["edp_js"] == 24 and w["label"] == "m1+m2"
+
+
+def test_grid_study_plots_and_tabulates_its_front(tmp_path):
+    points = polyc.sweep.grid(
+        {"mm": "matmul:M=16,N=16,K=16", "relu": "relu:input=16x16"},
+        ["default"],
+        [
+            "tiny:mac_array.rows=2,4;mac_array.cols=rows;memory.l1.capacity_bytes=8192,16384"
+        ],
+    )
+    result = polyc.sweep(points, jobs=1, progress=False)
+    assert len(result.pareto_points()) == 4  # one per config, both models summed
+    best = result.pareto()
+    assert best and all(p["models"] == 2 for p in best)
+    # the front is what no point dominates, checked against every point
+    from polyc.studies.sweep.pareto import dominates
+
+    others = result.pareto_points()
+    assert all(not dominates(q, p) for p in best for q in others)
+    assert "Pareto front of (latency, energy, area), workload" in result.pareto_table()
+    assert "Pareto front of (latency, energy, area), mm: " in result.pareto_table("mm")
+    written = result.plot(tmp_path, formats=("png", "svg"))
+    assert tmp_path / "pareto.png" in written
+    assert (tmp_path / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "pareto.svg").read_text()
+    assert "on the 3-D front" in svg
+    assert re.search(r"latency(, \w+)*: rows=\d", svg)  # the fastest, labelled

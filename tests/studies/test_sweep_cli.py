@@ -42,8 +42,10 @@ def small():
 
 def test_plots_are_written_in_both_formats(small, tmp_path):
     paths = small.plot(tmp_path)
+    # two configs with an area model: the Pareto plot of (latency, energy, area) too
+    assert small.has_front()
     assert sorted(p.name for p in paths) == sorted(
-        f"{name}.{fmt}" for name in PLOTS for fmt in ("png", "svg")
+        f"{name}.{fmt}" for name in (*PLOTS, "pareto") for fmt in ("png", "svg")
     )
     for name in PLOTS:
         _check_png(tmp_path / f"{name}.png")

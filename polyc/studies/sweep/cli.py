@@ -246,6 +246,8 @@ def run_sweep(args) -> int:
                 study=args.study or "sweep",
             )
         print(result.table())
+        if result.has_front():
+            print("\n" + result.pareto_table())
         if args.out:
             written = _write_out(result, Path(args.out), args.formats)
             print(f"\nwrote {', '.join(str(p) for p in written)}")

@@ -210,13 +210,49 @@ class SweepResult:
 
         return render_table(self.rows(), self.ok, self.failed, self.meta)
 
+    # co-design: Pareto fronts ------------------------------------------------------
+    def pareto_points(self, label: str | None = None) -> list[dict]:
+        """The points of a front: per config, the sums over every model of the
+        study (``label=None``), or model ``label``'s own rows
+        (:mod:`polyc.sweep.pareto`)."""
+        from polyc.studies.sweep import pareto
+
+        rows = self.rows()
+        return pareto.workload(rows) if label is None else pareto.points(rows, label)
+
+    def pareto(self, label: str | None = None) -> list[dict]:
+        """The Pareto front of (latency, energy, area), by increasing latency."""
+        from polyc.studies.sweep import pareto
+
+        return pareto.front(self.pareto_points(label))
+
+    def pareto_table(self, label: str | None = None) -> str:
+        """The front as a text table, with the best point of each objective."""
+        from polyc.studies.sweep import pareto
+
+        return pareto.table(self.pareto_points(label), label or "workload")
+
+    def plot_pareto(self, path: str | Path, label: str | None = None) -> Path:
+        """The three 2-D projections of (latency, energy, area) with the front
+        highlighted and the chosen points labelled."""
+        from polyc.studies.sweep import pareto
+
+        return pareto.plot(self.pareto_points(label), Path(path), label or "workload")
+
+    def has_front(self) -> bool:
+        """Whether the study has several configs with an area (a front to draw)."""
+        return len(self.pareto_points()) > 1
+
     # plots -----------------------------------------------------------------------
     def plot(self, out_dir: str | Path, formats=("png", "svg")) -> list[Path]:
-        """Write every plot (roofline, cycles, utilization, energy) in each format
-        to ``out_dir``; returns the paths written."""
+        """Write every plot (roofline, cycles, utilization, energy; pareto when
+        :meth:`has_front`) in each format to ``out_dir``; returns the paths."""
         from polyc.studies.sweep import plot as sweep_plot
 
-        return sweep_plot.plot_all(self.rows(), Path(out_dir), tuple(formats))
+        out = sweep_plot.plot_all(self.rows(), Path(out_dir), tuple(formats))
+        if self.has_front():
+            out += [self.plot_pareto(Path(out_dir) / f"pareto.{f}") for f in formats]
+        return out
 
     def plot_roofline(self, path: str | Path) -> Path:
         """Arithmetic intensity (MACs per DRAM byte moved) against achieved MACs per
