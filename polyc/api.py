@@ -49,6 +49,7 @@ def compile(
     checks: bool = True,
     trace_limit: int | None = None,
     verify: bool = False,
+    objective: str = "cycles",
 ):
     """Compile ``kernel`` for the simulated accelerator described by ``config``.
 
@@ -59,6 +60,9 @@ def compile(
     config. ``schedule`` is a hand-scheduled version of ``kernel`` (the same
     program with another schedule, placed or not) to compile as it is; pass
     ``schedule=kernel`` for the DRAM-direct baseline.
+    ``objective`` is what the scheduler minimises: ``"cycles"`` (the default),
+    ``"energy"`` (the layers' MAC, DRAM-traffic and leakage energy) or ``"edp"``
+    (energy x cycles); see :mod:`schedules.accel.objective`.
     ``checks=False`` compiles the per-access bounds checks out (faster, once a
     kernel is known to be correct). ``verify=True`` makes every
     ``compiled.run`` compare its outputs with ``polyc.interpret`` on the
@@ -76,10 +80,14 @@ def compile(
     Raises:
         StageError: for an unknown stage name in ``POLYC_DEBUG``.
         ConfigError: for an unknown or malformed config.
-        ArgumentError: when ``schedule`` is not a schedule of ``kernel``.
+        ArgumentError: when ``schedule`` is not a schedule of ``kernel``, or
+            ``objective`` is none of cycles, energy, edp.
         CodegenError: when the C compiler fails.
     """
     from polyc import stages
+    from schedules.accel.objective import check
+
+    check(objective)
 
     return stages.compile(
         kernel,
@@ -88,4 +96,5 @@ def compile(
         checks=checks,
         trace_limit=trace_limit,
         verify=verify,
+        objective=objective,
     )

@@ -69,7 +69,7 @@ def enabled() -> bool:
     return os.environ.get("POLYC_COMPILE_CACHE", "1") not in ("0", "off", "no")
 
 
-def key(kernel: Kernel, spec, checks: bool) -> str:
+def key(kernel: Kernel, spec, checks: bool, objective: str = "cycles") -> str:
     """The digest a compile of ``kernel`` for ``spec`` is stored under."""
     hardware = replace(spec, description="", source="")
     lines = [
@@ -78,6 +78,8 @@ def key(kernel: Kernel, spec, checks: bool) -> str:
         kernel.analysis("reuse.program", _program),
         f"bound {sorted(kernel.data)}",  # kernels of one program may bind others
     ]
+    if objective != "cycles":  # the scheduler's default keeps its keys
+        lines.append(f"objective {objective}")
     if kernel.history or kernel.schedule is not kernel.program_schedule:
         lines.append(f"schedule {kernel.schedule}")
         lines.extend(f"step {step}" for step in kernel.history)
@@ -98,13 +100,13 @@ def _program(kernel: Kernel) -> str:
     return "\n".join(lines)
 
 
-def load(kernel: Kernel, spec, checks: bool):
+def load(kernel: Kernel, spec, checks: bool, objective: str = "cycles"):
     """``(chosen, choice, source, mode)`` of an earlier compile, or ``None``.
     ``chosen`` is a function that loads the scheduled kernel (isl parses a large
     schedule tree slowly; a compile that is only run never needs it)."""
     if not enabled():
         return None
-    digest = key(kernel, spec, checks)
+    digest = key(kernel, spec, checks, objective)
     blob = _MEMORY.get(digest)
     where = "memory"
     if blob is None:
@@ -132,11 +134,20 @@ def load(kernel: Kernel, spec, checks: bool):
     return chosen, choice, source, mode
 
 
-def store(kernel: Kernel, spec, checks: bool, chosen, choice, source, mode) -> None:
+def store(
+    kernel: Kernel,
+    spec,
+    checks: bool,
+    chosen,
+    choice,
+    source,
+    mode,
+    objective: str = "cycles",
+) -> None:
     """Keep what a compile produced (the weights stay out: they are the caller's)."""
     if not enabled():
         return
-    digest = key(kernel, spec, checks)
+    digest = key(kernel, spec, checks, objective)
     layers = None if choice is None else [_record(lc) for lc in choice.layers]
     config = None if choice is None else choice.config
     note = None if choice is None else choice.note

@@ -143,6 +143,7 @@ def compile(
     checks: bool,
     trace_limit: int | None,
     verify: bool,
+    objective: str = "cycles",
 ):
     """The stages of ``polyc.compile`` up to build (see :func:`polyc.api.compile`
     for the arguments); returns a :class:`polyc.compiled.Compiled` whose ``run``
@@ -170,12 +171,14 @@ def compile(
         with debug.timed("deps", name, seconds):
             debug.emit("deps", name, lambda: str(kernel.deps))
     with debug.timed("schedule", name, seconds) as timing:
-        reused = reuse.load(kernel, spec, checks) if schedule is None else None
+        reused = (
+            reuse.load(kernel, spec, checks, objective) if schedule is None else None
+        )
         if reused is not None:  # the scheduled kernel loads when it is asked for
             timing["note"] = REUSED
             chosen, choice, source, mode = reused
         else:
-            chosen, choice = _schedule(kernel, spec, schedule)
+            chosen, choice = _schedule(kernel, spec, schedule, objective)
 
     def choice_kernel() -> Kernel:
         return chosen if isinstance(chosen, Kernel) else chosen()
@@ -187,7 +190,9 @@ def compile(
         if reused is None:
             source, mode = placed.generate(chosen)
             if schedule is None:
-                reuse.store(kernel, spec, checks, chosen, choice, source, mode)
+                reuse.store(
+                    kernel, spec, checks, chosen, choice, source, mode, objective
+                )
         else:
             timing["note"] = REUSED
     # the module keeps the user's program, reused or not: the scheduler may rewrite
@@ -268,7 +273,7 @@ def _stage_of(step: str) -> str:
     return _STEP_STAGE.get(step, "schedule")
 
 
-def _schedule(kernel: Kernel, spec, schedule: Kernel | None):
+def _schedule(kernel: Kernel, spec, schedule: Kernel | None, objective="cycles"):
     """The kernel to compile and the scheduler's choice (None for a given one)."""
     if schedule is not None:
         from polyc.compiled import same_program
@@ -280,7 +285,7 @@ def _schedule(kernel: Kernel, spec, schedule: Kernel | None):
         return schedule, None
     from schedules.accel.scheduler import schedule as accel_schedule
 
-    choice = accel_schedule(kernel, spec)
+    choice = accel_schedule(kernel, spec, objective=objective)
     return choice.kernel, choice
 
 

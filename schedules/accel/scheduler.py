@@ -61,6 +61,8 @@ from schedules.accel.layers import (
     top_children,
     touches,
 )
+from schedules.accel.objective import keep as objective_keep
+from schedules.accel.objective import rank as objective_rank
 from schedules.accel.placement import box_extent, place
 from schedules.accel.resident import resident_arrays
 from schedules.accel.structure import polyphase
@@ -127,12 +129,15 @@ class Choice:
         )
 
 
-def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
+def schedule(
+    kernel: Kernel, spec: Spec, stage: bool = True, objective: str = "cycles"
+) -> Choice:
     """Schedule ``kernel`` for ``spec`` (see the module docstring). Never raises for
     a valid kernel: a fused group that fits nothing is split into smaller layers;
     what still cannot be placed runs DRAM-direct, and the choice says why.
     ``stage=False`` keeps every layer in the engines' level alone (no operand
-    staged in the SRAM level above it)."""
+    staged in the SRAM level above it). ``objective`` orders each layer's
+    candidates (:mod:`schedules.accel.objective`: cycles, energy or edp)."""
     if not _concrete(kernel):
         p = kernel.params[0]
         return Choice(
@@ -176,7 +181,13 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     failed_groups: list[tuple[frozenset, str]] = []
     while True:
         layers = split(kernel, cuts=frozenset(cuts), wide=wide)
-        options, choices = _search(kernel, layers, spec, stage, found, whole)
+        options, choices = _search(
+            kernel, layers, spec, stage, found, whole, objective_keep(objective)
+        )
+        options = [
+            objective_rank(opts, la, spec, objective)
+            for opts, la in zip(options, layers)
+        ]
         empty = [
             i for i, opts in enumerate(options) if not opts and _splittable(layers[i])
         ]
@@ -220,8 +231,9 @@ def schedule(kernel: Kernel, spec: Spec, stage: bool = True) -> Choice:
     return Choice(result, spec.name, choices, shared=list(shared.notes))
 
 
-def _search(kernel, layers, spec, stage, found, whole):
-    """Candidates and an explanation per layer (searched once per layer shape)."""
+def _search(kernel, layers, spec, stage, found, whole, keep=8):
+    """Candidates and an explanation per layer (searched once per layer shape);
+    ``keep`` candidates per layer."""
     options: list[list[search.Candidate]] = []
     choices: list[LayerChoice] = []
     new = {}  # the layers not searched yet, at once (in parallel where it pays)
@@ -230,7 +242,12 @@ def _search(kernel, layers, spec, stage, found, whole):
         if not layer.opaque and key not in found:
             new.setdefault(key, layer)
     got = cache.search_layers(
-        kernel, list(new.values()), spec, stage=stage, meanwhile=lambda: _deps(kernel)
+        kernel,
+        list(new.values()),
+        spec,
+        stage=stage,
+        keep=keep,
+        meanwhile=lambda: _deps(kernel),
     )
     found.update(zip(new, got))
     for layer in layers:

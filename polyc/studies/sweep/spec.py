@@ -34,6 +34,8 @@ from polyc.errors import ArgumentError
 SCHEDULES = {
     "none": "the kernel as written (its program-order schedule)",
     "default": "what polyc.compile chooses when given no schedule",
+    "energy": "polyc.compile(objective='energy'): the scheduler minimises energy",
+    "edp": "polyc.compile(objective='edp'): the scheduler minimises energy x delay",
     "auto": "schedules.auto(kernel), the automatic polyhedral scheduler",
 }
 
@@ -348,6 +350,11 @@ class ScheduleChoice:
     kernel: object = None
     function: Callable | None = None
 
+    @property
+    def objective(self) -> str:
+        """What polyc.compile's scheduler minimises for this choice."""
+        return self.word if self.word in ("energy", "edp") else "cycles"
+
     def apply(self, kernel):
         """The scheduled Kernel to compile, or None to let polyc.compile choose.
 
@@ -358,7 +365,7 @@ class ScheduleChoice:
 
         if self.word == "none":
             return kernel
-        if self.word == "default":
+        if self.word in ("default", "energy", "edp"):
             return None
         if self.word == "auto":
             return _schedules_attr("auto", "auto")(kernel)

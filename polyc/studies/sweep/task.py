@@ -111,7 +111,12 @@ def _run(task: Task, record: dict) -> None:
         lambda: task.schedule.apply(kernel),
     )
     t2 = time.perf_counter()
-    compiled = polyc.compile(kernel, config=task.spec, schedule=scheduled)
+    compiled = polyc.compile(
+        kernel,
+        config=task.spec,
+        schedule=scheduled,
+        objective=getattr(task.schedule, "objective", "cycles"),
+    )
     t3 = time.perf_counter()
     inputs = make_inputs(kernel, task.inputs, seed=zlib.crc32(task.op.text.encode()))
     outputs, report = compiled.run(inputs)
