@@ -362,3 +362,71 @@ def test_objective_errors_and_sweep_words():
     )
     assert [r["status"] for r in result] == ["ok", "ok"]
     assert [r["schedule"] for r in result] == ["edp", "energy"]
+
+
+# Dask: a real scheduler and worker processes on loopback -------------------------
+
+
+def test_grid_study_on_a_dask_scheduler_and_workers_started_on_loopback(tmp_path):
+    """``dask scheduler`` and ``dask worker`` (2 worker processes, one thread
+    each) started as programs on 127.0.0.1; a hardware-grid study run there,
+    committed to SQLite, gives the records of the same study run in this process."""
+    distributed = pytest.importorskip("distributed")
+    dask_config = pytest.importorskip("dask.config")
+    file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    common = ["--no-dashboard", "--host", "127.0.0.1"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0"]
+            + [*common, "--scheduler-file", str(file)],
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    try:
+        while not file.exists():  # an event, not a deadline
+            assert procs[0].poll() is None, "the scheduler did not start"
+            time.sleep(0.05)
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker"]
+                + ["--scheduler-file", str(file), "--nthreads", "1", "--nworkers", "2"]
+                + common,
+                env=env,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        points = polyc.sweep.grid(
+            {"mm": MM, "relu": "relu:input=8x8"},
+            ["default"],
+            ["tiny:mac_array.rows=2,4;mac_array.cols=rows"],
+        )
+        with (
+            dask_config.set({"distributed.comm.timeouts.connect": "300s"}),
+            distributed.Client(scheduler_file=str(file), set_as_default=False) as c,
+        ):
+            c.wait_for_workers(2)
+            pids = set(c.run(os.getpid).values())
+            assert len(pids) == 2 and os.getpid() not in pids
+            assert c.scheduler.address.startswith("tcp://127.0.0.1:")
+            db = tmp_path / "dask.db"
+            on_dask = polyc.sweep(points, cluster=c, progress=False, db=db)
+        here = polyc.sweep(points, jobs=1, progress=False)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert on_dask.meta["executor"].startswith("Dask cluster tcp://127.0.0.1:")
+
+    def same(records):
+        return [{k: v for k, v in r.items() if k != "timing"} for r in records]
+
+    assert [r["status"] for r in here] == ["ok"] * 4
+    assert same(on_dask.records) == same(here.records)
+    assert same(SweepResult.from_db(db).records) == same(here.records)
