@@ -80,17 +80,30 @@ def _op_and_schedule(task: Task) -> tuple[str, str]:
     return (task.op.key, task.schedule.key)
 
 
+#: the most points of one unit when each point must be reported as it finishes
+#: (a study committing to a database): a unit's records come back together
+COMMIT_UNIT = 2
+
+
 def units(
-    tasks: Sequence[Task], workers: int, group: Callable | None = _op_and_schedule
+    tasks: Sequence[Task],
+    workers: int,
+    group: Callable | None = _op_and_schedule,
+    most: int | None = None,
 ) -> list[list[Task]]:
     """Group points that share an op and a schedule (``group(task)``; None: every
     task its own unit), so that one worker builds, schedules and compiles their
     kernel once for all their configs; split the largest groups while there are
-    fewer groups than ``workers``."""
+    fewer groups than ``workers``, and into pieces of at most ``most`` points
+    (a unit's records come back when its last point is done)."""
     groups: dict[object, list[Task]] = {}
     for t in tasks:
         groups.setdefault(t.index if group is None else group(t), []).append(t)
-    out = list(groups.values())
+    out = [
+        g[i : i + (most or len(g))]
+        for g in groups.values()
+        for i in range(0, len(g), most or len(g))
+    ]
     while len(out) < workers:
         big = max(out, key=len)
         if len(big) < 2:
@@ -108,9 +121,10 @@ def run_pool(
     run: Callable = run_task,
     failed: Callable = failed_record,
     group: Callable | None = _op_and_schedule,
+    most: int | None = None,
 ) -> list[dict]:
-    """Run the points in a pool of ``jobs`` spawned processes (``run``, ``failed``
-    and ``group``: see the module docstring and :func:`units`).
+    """Run the points in a pool of ``jobs`` spawned processes (``run``, ``failed``,
+    ``group`` and ``most``: see the module docstring and :func:`units`).
 
     Raises:
         SweepError: when the worker processes cannot start.
@@ -123,7 +137,7 @@ def run_pool(
         while pending:
             before = len(records)
             in_flight = _pool_round(
-                pending, blobs, jobs, records, progress, marks, run, group
+                pending, blobs, jobs, records, progress, marks, run, group, most
             )
             if in_flight is None and len(records) == before:
                 raise SweepError(
@@ -144,13 +158,13 @@ def run_pool(
 
 
 def _pool_round(
-    tasks, blobs, jobs, records, progress, marks: Path, run, group
+    tasks, blobs, jobs, records, progress, marks: Path, run, group, most=None
 ) -> set[int] | None:
     """Run ``tasks`` until done or until the pool breaks; returns the indices of the
     points that were running when it broke (empty when it did not, None when it
     broke with no point running)."""
     ctx = multiprocessing.get_context(_CTX)
-    work = units(tasks, jobs, group)
+    work = units(tasks, jobs, group, most)
     broken = False
     pool = ProcessPoolExecutor(
         max_workers=min(jobs, len(work)), mp_context=ctx, initializer=_worker_init
@@ -319,11 +333,12 @@ def run_dask(
     run: Callable = run_task,
     failed: Callable = failed_record,
     group: Callable | None = _op_and_schedule,
+    most: int | None = None,
 ) -> list[dict]:
     """Run the points on the Dask cluster of ``client`` (see :func:`connect`)."""
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     token = uuid.uuid4().hex[:8]
-    work = units(tasks, workers, group)
+    work = units(tasks, workers, group, most)
     futures = [
         client.submit(
             _run_unit,

@@ -430,3 +430,27 @@ def test_grid_study_on_a_dask_scheduler_and_workers_started_on_loopback(tmp_path
     assert [r["status"] for r in here] == ["ok"] * 4
     assert same(on_dask.records) == same(here.records)
     assert same(SweepResult.from_db(db).records) == same(here.records)
+
+
+def test_a_study_with_a_database_sends_workers_small_units(monkeypatch, tmp_path):
+    """Regression: a unit's records come back when its last point is done, and the
+    pool grouped every config of an op into one unit, so a 64-point study of one
+    model committed nothing until its worker had run all 64."""
+    from polyc.studies import executors
+
+    tasks = polyc.sweep.resolve(
+        polyc.sweep.grid({"mm": MM}, ["none"], ["tiny:dma.channels=1..5"])
+    )
+    assert [len(u) for u in executors.units(tasks, 2)] == [2, 3]
+    small = executors.units(tasks, 2, most=executors.COMMIT_UNIT)
+    assert [[t.index for t in u] for u in small] == [[0, 1], [2, 3], [4]]
+    seen = {}
+
+    def spy(tasks, jobs, progress, **kwargs):
+        seen.update(kwargs)
+        return executors.run_inline(tasks, progress)
+
+    monkeypatch.setattr(executors, "run_pool", spy)
+    points = polyc.sweep.grid({"mm": MM}, ["none"], ["tiny:dma.channels=1,2"])
+    polyc.sweep(points, jobs=2, progress=False, db=tmp_path / "s.db")
+    assert seen == {"most": executors.COMMIT_UNIT}

@@ -185,14 +185,16 @@ def sweep(
     t0 = time.perf_counter()
     try:
         shown.start()
+        # committed point by point: a unit's records come back together
+        most = sweep_exec.COMMIT_UNIT if store is not None else None
         if not tasks:
             records = []
         elif client is not None:
-            records = sweep_exec.run_dask(tasks, client, shown)
+            records = sweep_exec.run_dask(tasks, client, shown, most=most)
         elif jobs == 1:
             records = sweep_exec.run_inline(tasks, shown)
         else:
-            records = sweep_exec.run_pool(tasks, jobs, shown)
+            records = sweep_exec.run_pool(tasks, jobs, shown, most=most)
     finally:
         if owned:
             client.close()
@@ -208,7 +210,10 @@ def sweep(
     if done:
         meta["resumed"] = len(done)
     if store is not None:
-        meta.update(db=str(store.path), study=study)
+        # each run of the study (the first, and every resumption) in turn
+        runs = store.meta().get("runs", [])
+        runs.append({k: meta[k] for k in ("executor", "wall_s")} | {"ran": len(tasks)})
+        meta.update(db=str(store.path), study=study, runs=runs)
         store.set_meta(meta)
         store.close()
     return SweepResult([*done.values(), *records], meta)

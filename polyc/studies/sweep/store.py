@@ -159,6 +159,13 @@ class Store:
             ),
         )
 
+    def meta(self) -> dict:
+        """The study's meta as last written (``{}`` before its first run ends)."""
+        row = self.db.execute(
+            "SELECT meta FROM studies WHERE name = ?", (self.study,)
+        ).fetchone()
+        return json.loads(row[0]) if row else {}
+
     def set_meta(self, meta: dict) -> None:
         self.db.execute(
             "UPDATE studies SET meta = ? WHERE name = ?",

@@ -1,0 +1,226 @@
+"""The co-design study of ``examples/codesign.py`` and the area model's calibration.
+
+    python -m bench.codesign [--out DIR] [--quick]
+
+Runs (or resumes: its points are committed to ``DIR/study.db``) the example study,
+two whole models over 64 edge-npu points with objective EDP, then writes
+``bench/results/codesign.json`` (per point: config, model, status, cycles,
+latency, energy, area, power, EDP; the runs' wall seconds and the machine) and
+``docs/codesign/pareto.png``, and regenerates the tables of ``docs/codesign.md``:
+the Pareto front of the two models together, the best point per objective, and
+the area model against TPU v1's published floorplan (computed here, no run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+from bench.common import DOCS, RESULTS, machine
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = RESULTS / "codesign_study"
+JSON = RESULTS / "codesign.json"
+PLOT = DOCS / "codesign" / "pareto.png"
+#: the record fields kept per point (the full records stay in the study's db)
+FIELDS = (
+    "label",
+    "config",
+    "status",
+    "cycles",
+    "dram_bytes",
+    "latency_s",
+    "energy_j",
+    "dynamic_energy_j",
+    "leakage_energy_j",
+    "area_mm2",
+    "power_w",
+    "edp_js",
+    "error_type",
+)
+
+
+def _example():
+    path = ROOT / "examples" / "codesign.py"
+    spec = importlib.util.spec_from_file_location("codesign_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="the co-design study and calibration")
+    p.add_argument("--out", default=str(OUT), help="the study's directory")
+    p.add_argument("--quick", action="store_true", help="the example's --quick")
+    p.add_argument("--jobs", "-j", type=int, help="local worker processes")
+    args = p.parse_args(argv)
+    example = _example()
+    out = Path(args.out)
+    result = example.run(out, args.quick, args.jobs)
+    meta = dict(result.meta)
+    runs = meta.get("runs") or [{"wall_s": meta.get("wall_s"), "ran": len(result)}]
+    payload = {
+        "machine": machine(),
+        "grid": example.QUICK_GRID if args.quick else example.GRID,
+        "objective": example.OBJECTIVE,
+        "models": list(dict.fromkeys(r["label"] for r in result.records)),
+        "runs": runs,
+        "wall_s": sum(r["wall_s"] or 0 for r in runs),
+        "point_s": sum(sum((r.get("timing") or {}).values()) for r in result.records),
+        "points": [{k: row.get(k) for k in FIELDS} for row in result.rows()],
+        "calibration": calibration(),
+    }
+    path = JSON if not args.quick else RESULTS / "codesign_quick.json"
+    path.write_text(json.dumps(payload, indent=1) + "\n")
+    if not args.quick:
+        PLOT.parent.mkdir(parents=True, exist_ok=True)
+        result.plot_pareto(PLOT)
+        from bench import results_md
+
+        results_md.regenerate_for(path)
+    print(front(payload))
+    return 1 if result.failed else 0
+
+
+# the tables ------------------------------------------------------------------------
+
+
+def _workload(payload: dict) -> list[dict]:
+    from polyc.studies.sweep import pareto
+
+    return pareto.workload(payload["points"])
+
+
+def front(payload: dict) -> str:
+    """The Pareto front of the study's models together, as Markdown."""
+    from polyc.studies.sweep import pareto
+
+    pts = _workload(payload)
+    n = len(pareto.front(pts))
+    ok = sum(p["status"] == "ok" for p in payload["points"])
+    head = (
+        f"{len(payload['points'])} points ({ok} ok), {len(pts)} configs that ran "
+        f"every model; {n} on the front. Study wall time "
+        f"{payload['wall_s'] / 60:.1f} min ({payload['point_s'] / 60:.1f} min of "
+        f"point work) on {payload['machine'].get('cpus', '?')} cores.\n\n"
+    )
+    return head + pareto.markdown(pts)
+
+
+def best(payload: dict) -> str:
+    """Per model and for both together, the best point of each objective."""
+    from polyc.studies.sweep import pareto
+
+    lines = [
+        "| models | objective | config | latency ms | energy mJ | area mm2 | EDP uJ s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    groups = {"both": _workload(payload)}
+    for label in payload["models"]:
+        groups[label] = pareto.points(payload["points"], label)
+    for name, pts in groups.items():
+        for why, p in pareto.chosen(pts).items():
+            lines.append(
+                f"| {name} | {why.removeprefix('min ')} | `{p['config']}` | "
+                f"{p['latency_s'] * 1e3:.4g} | {p['energy_j'] * 1e3:.4g} | "
+                f"{p['area_mm2']:.3g} | {p['edp_js'] * 1e6:.4g} |"
+            )
+    return "\n".join(lines)
+
+
+# calibration -----------------------------------------------------------------------
+
+#: TPU v1 (Jouppi et al., "In-Datacenter Performance Analysis of a Tensor
+#: Processing Unit", ISCA 2017): 28 nm, die <= 331 mm2, 700 MHz, 256x256 int8
+#: MACs, 24 MiB unified buffer, 4 MiB of accumulators, DDR3 at 34 GB/s; the
+#: floorplan's shares of the die, read off its figure (approximate)
+TPU_V1 = {
+    "die_mm2": 331.0,
+    "shares": {
+        "mac_array": 0.24,
+        "sram.unified_buffer": 0.29,
+        "sram.accumulators": 0.06,
+        "vector": 0.06,
+        "dram_phy": 0.03,
+    },
+    "fitted": ("mac_array", "sram.unified_buffer", "dram_phy"),
+}
+
+
+def tpu_v1_spec():
+    """hw-a reshaped as TPU v1, its area coefficients scaled from 45 to 28 nm by
+    (28/45)^2 (the DRAM PHY, analog, is not scaled)."""
+    import accelerator
+
+    s = (28 / 45) ** 2
+    base = accelerator.load_config("hw-a").area
+    (spec,) = accelerator.vary(
+        "hw-a",
+        {
+            "clock_ghz": 0.7,
+            "mac_array.rows": 256,
+            "mac_array.cols": 256,
+            "vector.lanes": 256,
+            "memory.sram_in.capacity_bytes": 24 << 20,
+            "memory.sram_w.capacity_bytes": 256 << 10,
+            "memory.sram_out.capacity_bytes": 4 << 20,
+            "memory.dram.bytes_per_cycle": 34 / 0.7,
+            "area.node_nm": 28,
+            "area.mac_um2.int8": base.mac_um2["int8"] * s,
+            "area.vector_lane_um2": base.vector_lane_um2 * s,
+            "area.scalar_core_um2": base.scalar_core_um2 * s,
+            "area.sram_um2_per_kib": base.sram_um2_per_kib * s,
+            "area.sram_bank_um2": base.sram_bank_um2 * s,
+            "area.dma_channel_um2": base.dma_channel_um2 * s,
+        },
+    )
+    return spec
+
+
+def calibration() -> list[dict]:
+    """Per TPU v1 component: the model's mm2 against the floorplan's."""
+    import accelerator
+
+    parts = accelerator.area(tpu_v1_spec()).components
+    names = {
+        "sram.sram_in": "sram.unified_buffer",
+        "sram.sram_out": "sram.accumulators",
+    }
+    model = {names.get(k, k): v for k, v in parts.items()}
+    rows = []
+    for comp, share in TPU_V1["shares"].items():
+        published = share * TPU_V1["die_mm2"]
+        rows.append(
+            {
+                "component": comp,
+                "model_mm2": model[comp],
+                "published_mm2": published,
+                "fitted": comp in TPU_V1["fitted"],
+            }
+        )
+    return rows
+
+
+def calibration_table(rows: list[dict]) -> str:
+    lines = [
+        "| TPU v1 component | model mm2 | floorplan mm2 | model / floorplan | |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = r["model_mm2"] / r["published_mm2"]
+        how = "fitted (the default's source)" if r["fitted"] else "predicted"
+        lines.append(
+            f"| {r['component']} | {r['model_mm2']:.1f} | {r['published_mm2']:.1f} "
+            f"| {ratio:.2f} | {how} |"
+        )
+    return "\n".join(lines)
+
+
+def calibration_section(payload: dict) -> str:
+    return calibration_table(payload["calibration"])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
