@@ -136,6 +136,19 @@ SECTIONS: tuple[Section, ...] = (
         doc="fidelity.md",
     ),
     Section(
+        "codesign-calibration",
+        "codesign.json",
+        "bench.codesign",
+        "calibration_section",
+        doc="codesign.md",
+    ),
+    Section(
+        "codesign-front", "codesign.json", "bench.codesign", "front", doc="codesign.md"
+    ),
+    Section(
+        "codesign-best", "codesign.json", "bench.codesign", "best", doc="codesign.md"
+    ),
+    Section(
         "fidelity-errors",
         "fidelity.json",
         "bench.peers.report",

@@ -10,7 +10,7 @@ printed, tabulated and plotted. Points are committed to ``OUT/study.db`` as they
 finish: run the same command again to resume a study that was stopped::
 
     .venv/bin/python examples/codesign.py --out codesign/       # about 30 min here
-    .venv/bin/python examples/codesign.py --quick --out cd/     # two layers, 4 points
+    .venv/bin/python examples/codesign.py --quick --out cd/     # two layers, 2 configs
     polyc sweep --from codesign/study.db --out replot/          # while it runs, too
 
 ``bench/codesign.py`` runs it for ``docs/codesign.md``.
@@ -31,10 +31,7 @@ GRID = (
     "memory.dram.bytes_per_cycle=8,32;"
     "mac_array.dataflow=weight_stationary,output_stationary"
 )
-QUICK_GRID = (
-    "edge-npu:mac_array.rows=8,16;mac_array.cols=rows;"
-    "memory.sram.capacity_bytes=131072,1048576"
-)
+QUICK_GRID = "edge-npu:mac_array.rows=8,16;mac_array.cols=rows"
 OBJECTIVE = "edp"
 
 
@@ -65,8 +62,8 @@ def models(quick: bool) -> dict[str, object]:
     """``{label: op}``: the whole models, or two small layers with ``quick``."""
     if quick:
         return {
-            "gemm": "matmul:M=64,N=64,K=64",
-            "conv": "conv2d:input=1x16x16x16,weight=16x16x3x3,padding=1",
+            "gemm": "matmul:M=32,N=32,K=32",
+            "conv": "conv2d:input=1x8x8x8,weight=8x8x3x3,padding=1",
         }
     return {"resnet18": resnet18, "encoder": encoder}
 
@@ -90,7 +87,7 @@ def run(out: Path, quick: bool = False, jobs=None, cluster=None, progress=True):
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="codesign", help="results directory")
-    p.add_argument("--quick", action="store_true", help="two layers, 4 points")
+    p.add_argument("--quick", action="store_true", help="two layers, 2 configs")
     p.add_argument("--jobs", "-j", type=int, help="local worker processes")
     p.add_argument("--cluster", help="a Dask scheduler address instead")
     args = p.parse_args(argv)

@@ -454,3 +454,23 @@ def test_a_study_with_a_database_sends_workers_small_units(monkeypatch, tmp_path
     points = polyc.sweep.grid({"mm": MM}, ["none"], ["tiny:dma.channels=1,2"])
     polyc.sweep(points, jobs=2, progress=False, db=tmp_path / "s.db")
     assert seen == {"most": executors.COMMIT_UNIT}
+
+
+def test_example_codesign_study_runs_quick(tmp_path, capsys):
+    import importlib.util
+
+    from tests.support.paths import ROOT
+
+    path = ROOT / "examples" / "codesign.py"
+    spec = importlib.util.spec_from_file_location("codesign_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.main(["--quick", "--out", str(tmp_path), "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Pareto front of (latency, energy, area), workload: " in out
+    assert "Pareto front of (latency, energy, area), gemm: " in out
+    for name in ("study.db", "sweep.json", "sweep.csv", "pareto.png", "pareto.svg"):
+        assert (tmp_path / name).exists(), name
+    again = SweepResult.from_db(tmp_path / "study.db")
+    assert len(again) == 4 and again.meta["study"] == "codesign-quick"
+    assert {r["schedule"] for r in again} == {"edp"}
