@@ -15,6 +15,7 @@ _OP_HELP = (
 )
 _SCHEDULE_HELP = (
     "'none' (the kernel as written), 'default' (what polyc.compile chooses), "
+    "'energy' or 'edp' (the same scheduler minimising energy or energy x delay), "
     "'auto' (schedules.auto), or an isl YAML schedule file"
 )
 
