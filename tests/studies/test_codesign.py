@@ -319,7 +319,9 @@ def test_grid_study_plots_and_tabulates_its_front(tmp_path):
     assert (tmp_path / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = (tmp_path / "pareto.svg").read_text()
     assert "on the 3-D front" in svg
-    assert re.search(r"latency(, \w+)*: rows=\d", svg)  # the fastest, labelled
+    # the chosen points lettered, the letters' configs spelled out below
+    assert re.search(r"A: latency", svg)
+    assert re.search(r"A: tiny\[rows=\d,capacity_bytes=\d+\]", svg)
 
 
 # objectives -----------------------------------------------------------------------
@@ -474,3 +476,42 @@ def test_example_codesign_study_runs_quick(tmp_path, capsys):
     again = SweepResult.from_db(tmp_path / "study.db")
     assert len(again) == 4 and again.meta["study"] == "codesign-quick"
     assert {r["schedule"] for r in again} == {"edp"}
+
+
+FACTORY_SCRIPT = """
+import sys
+import polyc
+
+
+def gemm():
+    return polyc.ops.matmul(8, 8, 8)
+
+
+def points():
+    return polyc.sweep.grid({"g": gemm}, ["none"], ["tiny:dma.channels=1,2"])
+
+
+if __name__ == "__main__":
+    polyc.sweep(points(), jobs=1, progress=False, db=sys.argv[1])
+"""
+
+
+def test_a_study_of_model_factories_resumes_when_its_script_is_imported(tmp_path):
+    """Regression: a point's key digested the factory's pickle, which differs
+    between the script run as __main__ and the same file imported (as
+    bench/codesign.py imports examples/codesign.py), so the resumption was
+    refused as 'another point'."""
+    import importlib.util
+
+    script = tmp_path / "factories.py"
+    script.write_text(FACTORY_SCRIPT)
+    db = tmp_path / "f.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, str(script), str(db)], env=env, check=True)
+    spec = importlib.util.spec_from_file_location("factories", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    stream = io.StringIO()
+    result = polyc.sweep(module.points(), jobs=1, progress=stream, db=db)
+    assert "0 points on this process (2 done before" in stream.getvalue()
+    assert [r["status"] for r in result] == ["ok", "ok"]

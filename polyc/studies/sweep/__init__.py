@@ -211,7 +211,13 @@ def sweep(
         meta["resumed"] = len(done)
     if store is not None:
         # each run of the study (the first, and every resumption) in turn
-        runs = store.meta().get("runs", [])
+        before = store.meta()
+        runs = before.get("runs") or []
+        if not runs and "wall_s" in before:  # written before runs were kept
+            runs = [
+                {k: before.get(k) for k in ("executor", "wall_s")}
+                | {"ran": before.get("points")}
+            ]
         runs.append({k: meta[k] for k in ("executor", "wall_s")} | {"ran": len(tasks)})
         meta.update(db=str(store.path), study=study, runs=runs)
         store.set_meta(meta)

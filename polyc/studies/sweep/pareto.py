@@ -206,14 +206,15 @@ def plot(pts: Sequence[dict], path: Path, title: str = "workload") -> Path:
             label="2-D front",
         )
         for i, (config, (p, whys)) in enumerate(labels.items()):
-            ax.annotate(
-                f"{', '.join(whys)}: {_short(config)}",
+            note = ax.annotate(
+                f"{chr(65 + i)}: {', '.join(whys)}",
                 (x(p), y(p)),
-                xytext=(8, 10 + 10 * (i % 3)),
+                xytext=(8, 8 + 8 * (i % 2)),
                 textcoords="offset points",
-                fontsize=6,
+                fontsize=7,
                 arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.3"},
             )
+            note.set_in_layout(False)  # labels never squeeze the axes
         for which in "xy":
             _log(ax, which)
         ax.margins(0.15)
@@ -222,6 +223,8 @@ def plot(pts: Sequence[dict], path: Path, title: str = "workload") -> Path:
         ax.grid(True, which="major", lw=0.3)
     if pts:
         axes[0].legend(fontsize=7, loc="best")
+        key = [f"{chr(65 + i)}: {c}" for i, c in enumerate(labels)]
+        fig.supxlabel("\n".join(key), fontsize=7, ha="left", x=0.02)
     fig.suptitle(f"Pareto front of (latency, energy, area): {title}")
     return _save(fig, path)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import sqlite3
 import time
@@ -62,10 +63,26 @@ def point_key(task) -> str:
     the description, not the file it came from), input mode and ``check``."""
     spec = dataclasses.replace(task.spec, source="")
     inputs = task.inputs if isinstance(task.inputs, str) else "function"
-    text = json.dumps(
-        [task.op.key, task.schedule.key, repr(spec), inputs, task.check, task.label]
-    )
+    op = _stable(task.op.factory, task.op.key)
+    schedule = _stable(task.schedule.function, task.schedule.key)
+    text = json.dumps([op, schedule, repr(spec), inputs, task.check, task.label])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _stable(fn, key: str) -> str:
+    """A function's identity across processes: its name and source text (its
+    pickle, ``key``, differs between a script run as ``__main__`` and the same
+    file imported), or ``key`` when it has no source or is no function."""
+    if fn is None:
+        return key
+    inner = getattr(fn, "func", fn)  # functools.partial
+    try:
+        source = inspect.getsource(inner)
+    except (OSError, TypeError):
+        return key
+    name = getattr(inner, "__qualname__", type(fn).__name__)
+    extra = repr((getattr(fn, "args", ()), getattr(fn, "keywords", {})))
+    return f"fn:{name}:{hashlib.sha256((source + extra).encode()).hexdigest()[:16]}"
 
 
 class Store:
