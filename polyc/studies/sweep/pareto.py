@@ -205,7 +205,7 @@ def plot(pts: Sequence[dict], path: Path, title: str = "workload") -> Path:
             lw=1,
             label="2-D front",
         )
-        for i, (config, (p, whys)) in enumerate(labels.items()):
+        for i, (p, whys) in enumerate(labels.values()):
             note = ax.annotate(
                 f"{chr(65 + i)}: {', '.join(whys)}",
                 (x(p), y(p)),
@@ -252,9 +252,3 @@ def _log(ax, which: str) -> None:
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, pos: _tick(v * 1.0, pos)))
     axis.set_minor_formatter(NullFormatter())
-
-
-def _short(config: str) -> str:
-    """``edge-npu[rows=16,capacity_bytes=262144]`` -> ``rows=16,capacity_bytes=262144``."""
-    inner = config.partition("[")[2].rstrip("]")
-    return inner or config
