@@ -193,7 +193,7 @@ def test_auto_schedule_runs_or_says_it_is_missing():
             [("matmul:M=4,N=4,K=4", "atuo", "tiny")],
             {},
             polyc.ArgumentError,
-            "schedule 'atuo' is not known because it is none of none, default, auto",
+            "schedule 'atuo' is not known because it is none of none, default, energy, edp, auto",
         ),
         (
             [("matmul:M=4,N=4,K=4", "missing.yaml", "tiny")],
