@@ -11,6 +11,7 @@ benchmark (no ``main``): ``bench.models`` runs these.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,15 +36,23 @@ class Model:
     source: str
     make: Callable
     quick: bool = False
+    #: the dtypes it is built in (``int8``: quantized with PT2E, see :func:`int8`)
+    dtypes: tuple[str, ...] = ("float32", "float16")
 
     def build(self, dtype: str = "float32"):
-        """``(module in eval mode, example inputs)`` in ``dtype``.
+        """``(module in eval mode, example inputs)`` in ``dtype``; for ``int8``
+        the module is quantized with PT2E (:func:`int8`) and takes float inputs.
 
         Raises:
-            ValueError: for a dtype other than float32 or float16.
+            ValueError: for a dtype not in the model's ``dtypes``.
         """
         import torch
 
+        if dtype not in self.dtypes:
+            raise ValueError(
+                f"zoo: {self.name} is not built in {dtype!r}; it is built in "
+                f"{', '.join(self.dtypes)}"
+            )
         transformers = transformers_module() if self.source == "transformers" else None
         torch.manual_seed(0)
         module, inputs = self.make(torch, transformers)
@@ -51,8 +60,8 @@ class Model:
         if dtype == "float16":
             module = module.half()
             inputs = tuple(x.half() if x.is_floating_point() else x for x in inputs)
-        elif dtype != "float32":
-            raise ValueError(f"zoo: dtype {dtype!r} is not float32 or float16")
+        elif dtype == "int8":
+            module = int8(module, inputs)
         return module, inputs
 
 
@@ -63,6 +72,35 @@ def transformers_module():
 
     transformers.logging.set_verbosity_error()
     return transformers
+
+
+def int8(module, inputs, calibration: int = 8):
+    """``module`` quantized with PyTorch 2 export quantization: torchao's
+    ``prepare_pt2e`` with the XNNPACK quantizer's symmetric int8 configuration
+    (per-tensor activations, per-channel weights), calibrated on ``calibration``
+    seeded random batches shaped like ``inputs``, then ``convert_pt2e``. Needs
+    ``torchao`` (the ``test`` extra)."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # XNNPACKQuantizer's deprecation
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+        from torchao.testing.pt2e._xnnpack_quantizer import (
+            XNNPACKQuantizer,
+            get_symmetric_quantization_config,
+        )
+
+        config = get_symmetric_quantization_config(is_per_channel=True)
+        quantizer = XNNPACKQuantizer().set_global(config)
+        graph = torch.export.export(module.eval(), tuple(inputs)).module()
+        prepared = prepare_pt2e(graph, quantizer)
+        gen = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for _ in range(calibration):
+                prepared(*(torch.randn(x.shape, generator=gen) for x in inputs))
+        return convert_pt2e(prepared)
 
 
 def _hidden(torch):
@@ -204,9 +242,57 @@ def _transformer_block(torch, _):
     return TransformerBlock(128, 4, 512), (torch.randn(1, TOKENS, 128),)
 
 
+def res_blocks(torch, width: int = 16, blocks: int = 2, side: int = 16):
+    """A ResNet-style block stack: a conv-bn-relu stem, ``blocks`` basic blocks
+    (conv-bn-relu, conv-bn, the residual add, relu), a linear head."""
+    nn = torch.nn
+
+    def conv_bn(c_in, c_out):
+        return nn.Sequential(
+            nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out)
+        )
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = conv_bn(width, width), conv_bn(width, width)
+
+        def forward(self, x):
+            return torch.relu(self.b(torch.relu(self.a(x))) + x)
+
+    class ResBlocks(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = conv_bn(3, width)
+            self.blocks = nn.Sequential(*(Block() for _ in range(blocks)))
+            self.head = nn.Linear(width * side * side, 10)
+
+        def forward(self, x):
+            y = self.blocks(torch.relu(self.stem(x)))
+            return self.head(torch.flatten(y, 1))
+
+    from polyc.frontends.torch.models import randomize_batch_norms
+
+    return randomize_batch_norms(ResBlocks()), (torch.randn(1, 3, side, side),)
+
+
+def linear_stack(torch, sizes=(256, 256, 256, 64), batch: int = 16):
+    """Linear-ReLU layers of ``sizes`` (the last without ReLU)."""
+    layers = []
+    for n, (a, b) in enumerate(itertools.pairwise(sizes)):
+        layers.append(torch.nn.Linear(a, b))
+        if n < len(sizes) - 2:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers), (torch.randn(batch, sizes[0]),)
+
+
+QUANT = ("float32", "float16", "int8")
+
 MODELS: tuple[Model, ...] = (
     # smallest first: a suite stopped midway has measured the most models
     Model("mlp", "mlp", "polyc", _mlp, quick=True),
+    Model("linear-stack", "mlp", "polyc", lambda t, _: linear_stack(t), dtypes=QUANT),
+    Model("res-blocks", "cnn", "polyc", lambda t, _: res_blocks(t), dtypes=QUANT),
     Model("inverted-residual", "cnn", "polyc", _inverted_residual, quick=True),
     Model("transformer-block", "transformer", "polyc", _transformer_block),
     Model("hf-bert", "transformer", "transformers", _hf_bert, quick=True),

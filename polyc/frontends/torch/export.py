@@ -139,6 +139,9 @@ def from_exported(
     """Lower an ``ExportedProgram`` (see :func:`from_torch`)."""
     from torch.export.graph_signature import InputKind, OutputKind
 
+    from polyc.frontends.torch import quant
+
+    quant.check(ep.graph_module.graph, operation)
     check_dtypes(ep, operation)
     if needs_decomposition(ep.graph_module.graph):
         ep = ep.run_decompositions(decompositions())
@@ -179,6 +182,8 @@ def from_exported(
                 "tensors only."
             )
     graph = ep.graph_module.graph
+    if quant.is_quantized(graph):  # a PT2E-quantized model: int8 kernels
+        graph, bindings = quant.fold(graph, bindings)
     fold = {}
     if fold_batch_norm:
         from polyc.frontends.torch.fold import fold_batch_norms

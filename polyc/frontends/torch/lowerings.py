@@ -9,6 +9,7 @@ from polyc.frontends.torch import (  # noqa: F401  (imported to register)
     ops_compare,
     ops_gather,
     ops_norm,
+    ops_quant,
     ops_resize,
     ops_scan,
     ops_transformer,
