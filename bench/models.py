@@ -18,7 +18,9 @@ suite goes on.
 Writes ``bench/results/models.json`` (``models_quick.json`` with ``--quick``, or
 ``--out``) and regenerates its tables in docs/results.md. ``--quick`` runs the small
 subset of :mod:`bench.zoo` on edge-npu in float32 (a few minutes); ``--models``,
-``--configs`` and ``--dtypes`` narrow or widen any run.
+``--configs`` and ``--dtypes`` narrow or widen any run. ``int8`` runs only the
+models built in int8 (PT2E-quantized, :func:`bench.zoo.int8`); ``python -m
+bench.int8`` runs just those beside their float16 runs.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from bench.common import RESULTS, geomean, machine
 from bench.compile_time import fresh_cache
 
 CONFIGS = ("edge-npu", "datacenter", "hw-a")
-DTYPES = ("float32", "float16")
+#: int8: the models of bench.zoo built in int8 (PT2E-quantized), the others skip it
+DTYPES = ("float32", "float16", "int8")
 QUICK_CONFIGS = ("edge-npu",)
 QUICK_DTYPES = ("float32",)
 #: trace events kept per run: enough that every layer's engine work is attributed
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     with fresh_cache():
         payload["once_s"] = _once(models)
         for m in models:
-            for dtype in dtypes:
+            for dtype in (d for d in dtypes if d in m.dtypes):
                 payload["runs"].extend(measure(m, dtype, configs, args.verify))
                 # after every model, so a suite stopped midway keeps its runs
                 _write(path, merged(previous, payload))
@@ -176,7 +179,8 @@ def _error(err: BaseException) -> str:
 
 def measure(m: zoo.Model, dtype: str, configs: list[str], verify: bool) -> list[dict]:
     """One row per config for model ``m`` in ``dtype``: imported once, compiled
-    and run on each config (an error is recorded in its row, and the rest go on)."""
+    and run on each config (an error is recorded in its row, and the rest go on).
+    A config is a name, or ``(label, spec)`` for a hardware spec made in Python."""
     import polyc
 
     base = {"model": m.name, "family": m.family, "source": m.source, "dtype": dtype}
@@ -192,7 +196,8 @@ def measure(m: zoo.Model, dtype: str, configs: list[str], verify: bool) -> list[
     feeds = {f"arg{n}": x.numpy() for n, x in enumerate(inputs)}
     rows = []
     for config in configs:
-        row = {**base, "config": config, "statements": len(kernel.statements)}
+        label, config = config if isinstance(config, tuple) else (config, config)
+        row = {**base, "config": label, "statements": len(kernel.statements)}
         # compile seconds depend on what else runs on the machine
         row["load_average"] = round(os.getloadavg()[0], 2)
         row.update(_compile_and_run(kernel, config, feeds, frontend_s, verify))

@@ -291,9 +291,9 @@ QUANT = ("float32", "float16", "int8")
 MODELS: tuple[Model, ...] = (
     # smallest first: a suite stopped midway has measured the most models
     Model("mlp", "mlp", "polyc", _mlp, quick=True),
+    Model("inverted-residual", "cnn", "polyc", _inverted_residual, quick=True),
     Model("linear-stack", "mlp", "polyc", lambda t, _: linear_stack(t), dtypes=QUANT),
     Model("res-blocks", "cnn", "polyc", lambda t, _: res_blocks(t), dtypes=QUANT),
-    Model("inverted-residual", "cnn", "polyc", _inverted_residual, quick=True),
     Model("transformer-block", "transformer", "polyc", _transformer_block),
     Model("hf-bert", "transformer", "transformers", _hf_bert, quick=True),
     Model("hf-gpt2", "transformer", "transformers", _hf_gpt2),

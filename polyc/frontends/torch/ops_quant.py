@@ -15,7 +15,8 @@ folds, and the quantize and dequantize nodes it leaves, as PyTorch's reference
   values; the two differ only where float rounding or the bias's rounding moves a
   value across a rounding boundary, by one int8 step at most in practice.
 - ``int8_elementwise``: dequantize the int8 leaves, the float32 ops, quantize: one
-  statement, the reference's arithmetic.
+  statement, the reference's arithmetic (a ReLU or clamp last becomes the
+  quantize's range, which is exact: scaling and rounding are monotone).
 """
 
 from __future__ import annotations
@@ -195,10 +196,13 @@ def _requantize(ctx, acc: Tensor, mult: np.ndarray, p, axis: int) -> Tensor:
 @lowering("int8_elementwise")
 def int8_elementwise(ctx, leaves, expr, **p):
     shape = leaves[0].shape
+    scale, zp, lo, hi = p["out_scale"], p["out_zero_point"], p["qmin"], p["qmax"]
+    while expr[0] == "clamp":  # the last clamp (a ReLU) folds into the range, exactly
+        lo, hi = q.clamp_range(expr[2], expr[3], scale, zp, lo, hi)
+        expr = expr[1]
 
     def body(*ix):
-        v = _evaluate(expr, [t[ix] for t in leaves])
-        return quantize(v, p["out_scale"], p["out_zero_point"], p["qmin"], p["qmax"])
+        return quantize(_evaluate(expr, [t[ix] for t in leaves]), scale, zp, lo, hi)
 
     return pc.compute(ctx.name, shape, body)
 

@@ -253,9 +253,7 @@ def _contraction(g, q, out, bindings):
         return None
     lo, hi = qmin, qmax
     if act is not None:
-        lo, hi = _clamp_range(act, scale, zp, qmin, qmax)
-        if lo > hi:
-            return None
+        lo, hi = clamp_range(act[1], act[2], scale, zp, qmin, qmax)
     src_w, w_scale = weight
     params.update(
         x_scale=xp[0],
@@ -296,12 +294,13 @@ def _bounds(node):
     return (lo, hi) if ok else (False, False)
 
 
-def _clamp_range(act, scale, zp, qmin, qmax) -> tuple[int, int]:
-    """The int8 range of a clamp to [lo, hi] followed by the quantize: rounding is
-    monotone, so clamping before it is clamping to the quantized bounds after it."""
+def clamp_range(lo, hi, scale, zp, qmin, qmax) -> tuple[int, int]:
+    """The int8 range of a float32 clamp to ``[lo, hi]`` (None: unbounded) followed
+    by the reference's quantize: multiplying by a positive float32 and rounding
+    are monotone, so clamping before them is clamping to the quantized bounds
+    after them, exactly (a range outside ``[qmin, qmax]`` gives a constant)."""
     import numpy as np
 
-    _, lo, hi = act
     inv = np.float32(1.0 / scale)
 
     def q(v):

@@ -1,0 +1,166 @@
+"""int8 beside float16: the PT2E-quantized models of the suite on one config.
+
+    python -m bench.int8 [--configs edge-npu] [--models res-blocks,linear-stack]
+
+Each model of :mod:`bench.zoo` built in ``int8`` (quantized with torchao's
+``prepare_pt2e``/``convert_pt2e`` and the XNNPACK quantizer's symmetric int8
+configuration, :func:`bench.zoo.int8`) goes through :func:`bench.models.measure`
+in float16 and in int8 on each config: the same import, compile and run as the
+model suite, the same numbers per run. For the int8 run the output is also
+compared with PyTorch's quantized reference (the converted model run eagerly):
+the largest difference in steps of the output's int8 scale.
+
+Writes ``bench/results/int8.json`` and regenerates its table in docs/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench import results_md, zoo
+from bench.common import RESULTS
+from bench.compile_time import fresh_cache
+from bench.models import _once, _write, measure
+
+#: edge-npu as shipped (the vector unit requantizes), and with its MAC array's
+#: output path requantizing (``[mac_array] requantize = true``)
+CONFIGS = ("edge-npu", "edge-npu+requantize")
+PATH = RESULTS / "int8.json"
+
+
+def int8_models() -> list[str]:
+    """The suite's models that are built in int8."""
+    return [m.name for m in zoo.MODELS if "int8" in m.dtypes]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", help="comma-separated (default: every int8 model)")
+    p.add_argument("--configs", help=f"comma-separated (default {','.join(CONFIGS)})")
+    p.add_argument("--out", help="write the JSON here instead of bench/results/")
+    args = p.parse_args(argv)
+    names = _list(args.models) or int8_models()
+    configs = _list(args.configs) or list(CONFIGS)
+    models = [zoo.model(n) for n in names]
+    payload = {"models": names, "configs": configs, "runs": []}
+    with fresh_cache():
+        payload["once_s"] = _once(models)
+        for m in models:
+            for dtype in ("float16", "int8"):
+                labelled = [(c, spec(c)) for c in configs]
+                rows = measure(m, dtype, labelled, verify=False)
+                if dtype == "int8":
+                    for row in rows:
+                        row["int8_steps"] = reference_steps(m, spec(row["config"]))
+                payload["runs"].extend(_slim(r) for r in rows)
+    path = Path(args.out) if args.out else PATH
+    _write(path, payload)
+    print(table(payload))
+    print(f"wrote {path}")
+    if path.resolve() == PATH.resolve():
+        results_md.regenerate_for(path)
+    return 0
+
+
+def spec(config: str):
+    """The hardware spec of a config name; ``NAME+requantize`` is NAME with its
+    MAC array's output path requantizing int8 results."""
+    import dataclasses
+
+    import accelerator
+
+    name, _, variant = config.partition("+")
+    s = accelerator.load_config(name)
+    if variant == "requantize":
+        s = dataclasses.replace(
+            s, mac_array=dataclasses.replace(s.mac_array, requantize=True)
+        )
+    elif variant:
+        raise ValueError(f"bench.int8: unknown config variant {variant!r}")
+    return s
+
+
+def _list(text: str | None) -> list[str]:
+    return [w.strip() for w in (text or "").split(",") if w.strip()]
+
+
+def _slim(row: dict) -> dict:
+    """The run without its per-layer rows (the model suite's JSON keeps those)."""
+    return {k: v for k, v in row.items() if k != "layers"}
+
+
+def reference_steps(m: zoo.Model, config: str) -> float | None:
+    """The int8 model's largest output difference from PyTorch's quantized
+    reference, in steps of the output's scale (compiled for ``config``, a spec,
+    again: the compile is reused from the run just measured)."""
+    import numpy as np
+    import torch
+
+    import polyc
+
+    module, inputs = m.build("int8")
+    with torch.no_grad():
+        want = module(*inputs).numpy()
+    out = next(n for n in module.graph.nodes if n.op == "output").args[0]
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    if "dequantize_per_tensor" not in str(out.target):
+        return None
+    kernel = polyc.from_torch(module, inputs)
+    feeds = {f"arg{n}": x.numpy() for n, x in enumerate(inputs)}
+    got, _ = polyc.compile(kernel, config=config).run(**feeds)
+    return float(np.max(np.abs(got["out"] - want)) / float(out.args[1]))
+
+
+def _by_model(payload: dict) -> dict:
+    runs: dict = {}
+    for r in payload["runs"]:
+        runs.setdefault((r["model"], r["config"]), {})[r["dtype"]] = r
+    return runs
+
+
+def _pair(a: dict | None, b: dict | None, fmt) -> str:
+    def one(r):
+        return "-" if r is None or r.get("status") != "ok" else fmt(r)
+
+    return f"{one(a)} / {one(b)}"
+
+
+def table(payload: dict) -> str:
+    """One row per model and config: float16 / int8 side by side."""
+    lines = [
+        "| model | config | cycles float16 / int8 | int8 speed-up | x engine bound "
+        "float16 / int8 | DRAM bytes float16 / int8 | MAC util float16 / int8 | "
+        "energy uJ float16 / int8 | int8 error (steps) |",
+        "|" + "---|" * 9,
+    ]
+    for (model, config), runs in _by_model(payload).items():
+        f16, i8 = runs.get("float16"), runs.get("int8")
+        ok = all(r is not None and r.get("status") == "ok" for r in (f16, i8))
+        speed = f"{f16['cycles'] / i8['cycles']:.2f}x" if ok else "-"
+        steps = i8.get("int8_steps") if i8 else None
+        cells = [
+            model,
+            config,
+            _pair(f16, i8, lambda r: f"{r['cycles']:,}"),
+            speed,
+            _pair(f16, i8, lambda r: _x(r["engine_ratio"])),
+            _pair(f16, i8, lambda r: f"{r['dram_bytes']:,}"),
+            _pair(f16, i8, lambda r: _pct(r["mac_utilization"])),
+            _pair(f16, i8, lambda r: f"{r['energy_pj'] / 1e6:,.1f}"),
+            "-" if steps is None else f"{steps:.0f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _x(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
