@@ -217,3 +217,27 @@ def test_uint8_activations_are_refused_with_the_fix():
 def test_is_quantized_only_for_quantized_graphs():
     ep = torch.export.export(torch.nn.Linear(2, 2).eval(), (torch.randn(1, 2),))
     assert not quant.is_quantized(ep.graph)
+
+
+def test_torch_compile_gives_the_same_int8_kernel():
+    from polyc.integrations.torch_compile.backend import records
+
+    torch.manual_seed(0)
+    module, (x,) = zoo.linear_stack(torch, sizes=(16, 24, 8), batch=2)
+    converted = zoo.int8(module, (x,))
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        converted, backend="polyc", options={"target": "interpret"}
+    )
+    np.testing.assert_array_equal(compiled(x).numpy(), converted(x).numpy())
+    (kernel,) = records()[-1].kernels
+    direct = polyc.from_torch(converted, (x,))
+    assert len(kernel.statements) == len(direct.statements)
+    assert _contractions(kernel) == _contractions(direct) == ["int32", "int32"]
+
+
+def test_a_clamp_before_quantizing_is_the_quantized_range():
+    assert quant.clamp_range(0.0, None, 0.1, -5, -128, 127) == (-5, 127)  # ReLU
+    assert quant.clamp_range(0.0, 6.0, 0.1, -128, -128, 127) == (-128, -68)  # ReLU6
+    # a range beyond the int8 one saturates: the result is a constant
+    assert quant.clamp_range(-100.0, -50.0, 0.1, 0, -128, 127) == (-128, -128)
