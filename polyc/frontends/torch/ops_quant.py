@@ -14,6 +14,8 @@ folds, and the quantize and dequantize nodes it leaves, as PyTorch's reference
   channel. The reference computes the same sum in float32 from the dequantized
   values; the two differ only where float rounding or the bias's rounding moves a
   value across a rounding boundary, by one int8 step at most in practice.
+- ``int8_matmul``: both operands int8 activations with their zero points, the
+  cross terms taken off the int32 product with the row and column sums.
 - ``int8_elementwise``: dequantize the int8 leaves, the float32 ops, quantize: one
   statement, the reference's arithmetic (a ReLU or clamp last becomes the
   quantize's range, which is exact: scaling and rounding are monotone).
@@ -187,6 +189,45 @@ def _requantize(ctx, acc: Tensor, mult: np.ndarray, p, axis: int) -> Tensor:
         m,
         p["out_zero_point"],
         axis=axis,
+        qmin=p["qmin"],
+        qmax=p["qmax"],
+        name=ctx.name,
+    )
+
+
+@lowering("int8_matmul")
+def int8_matmul(ctx, a, b, **p):
+    """``sum((a - za) * (b - zb)) = sum(a * b) - zb * rowsum(a) - za * colsum(b)
+    + K * za * zb``: an int8 matmul into int32, the zero points' terms, then the
+    requantization (one multiplier: both operands are per tensor)."""
+    from polyc.ops import quant
+
+    acc = nn.matmul(a, b, name=ctx.sub("acc"))
+    za, zb = int(p["a_zero_point"]), int(p["b_zero_point"])
+    if za or zb:
+        k = int(a.shape[-1].const)
+        rows = nn.sum(a, -1, name=ctx.sub("rowsum")) if zb else None
+        cols = nn.sum(b, -2, name=ctx.sub("colsum")) if za else None
+        i32 = dtypes.int32
+
+        def body(*ix):
+            v = acc[ix]
+            if zb:
+                v = binary("sub", v, binary("mul", Const(zb, i32), rows[ix[:-1]]))
+            if za:
+                col = cols[(*ix[:-2], ix[-1])]
+                v = binary("sub", v, binary("mul", Const(za, i32), col))
+            if za and zb:
+                v = binary("add", v, Const(k * za * zb, i32))
+            return v
+
+        acc = pc.compute(ctx.sub("centred"), acc.shape, body)
+    mult = quant.multiplier(p["a_scale"], p["b_scale"], p["out_scale"])
+    return nn.requantize(
+        acc,
+        float(mult),
+        p["out_zero_point"],
+        axis=acc.ndim - 1,
         qmin=p["qmin"],
         qmax=p["qmax"],
         name=ctx.name,

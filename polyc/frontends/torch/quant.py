@@ -17,7 +17,9 @@ dequantize nodes: PyTorch's reference representation of an int8 model::
   becomes one :func:`int8_conv2d`/:func:`int8_linear` node: an int8 contraction
   into int32 with the input zero point folded into the int32 bias, then
   :func:`polyc.ops.quant.requantize` (per-channel multipliers, the output zero
-  point, the activation folded into the clamp);
+  point, the activation folded into the clamp); a ``matmul``/``bmm``/``mm`` of two
+  dequantized int8 tensors becomes :func:`int8_matmul` (the zero points'
+  cross terms subtracted with the operands' row and column sums);
 - an element-wise region (``add``, ``sub``, ``mul``, ``relu``, ``hardtanh``,
   ``clamp``) from dequantized int8 tensors into a ``quantize_per_tensor`` becomes
   one :func:`int8_elementwise` node: dequantize, the float32 ops and quantize in
@@ -49,6 +51,7 @@ _RELU = ("aten.relu.default", "aten.relu_.default")
 _CLAMP = ("aten.hardtanh.default", "aten.clamp.default")
 _CONV = ("aten.conv2d.default", "aten.convolution.default")
 _LINEAR = "aten.linear.default"
+_MATMUL = ("aten.matmul.default", "aten.bmm.default", "aten.mm.default")
 #: element-wise ops folded into one int8 statement: name -> kind
 _ELEMENTWISE = {
     "aten.add.Tensor": "add",
@@ -93,6 +96,11 @@ def int8_conv2d(x, weight, weight_scale, bias, **params):
 
 def int8_linear(x, weight, weight_scale, bias, **params):
     """An int8 linear layer with its requantization (see :func:`fold`)."""
+    raise NotImplementedError("lowered by polyc.frontends.torch.ops_quant")
+
+
+def int8_matmul(a, b, **params):
+    """A matmul of two int8 tensors with its requantization (see :func:`fold`)."""
     raise NotImplementedError("lowered by polyc.frontends.torch.ops_quant")
 
 
@@ -237,6 +245,11 @@ def _contraction(g, q, out, bindings):
     if act is False or not _is_call(c) or len(c.users) != 1:
         return None
     name = _name(c)
+    lo, hi = qmin, qmax
+    if act is not None:
+        lo, hi = clamp_range(act[1], act[2], scale, zp, qmin, qmax)
+    if name in _MATMUL:
+        return _matmul(g, q, c, (scale, zp, lo, hi))
     if name in _CONV:
         params = _conv_params(c)
         target = int8_conv2d
@@ -251,9 +264,6 @@ def _contraction(g, q, out, bindings):
     weight = _weight(w, bindings)
     if xp is None or weight is None or not _constant_or_none(b, bindings):
         return None
-    lo, hi = qmin, qmax
-    if act is not None:
-        lo, hi = clamp_range(act[1], act[2], scale, zp, qmin, qmax)
     src_w, w_scale = weight
     params.update(
         x_scale=xp[0],
@@ -264,6 +274,33 @@ def _contraction(g, q, out, bindings):
         qmax=hi,
     )
     return _node(g, q, c, target, (x.args[0], src_w, w_scale, b), params)
+
+
+def _matmul(g, q, c, out):
+    """A matmul of two dequantized int8 tensors (activations: any zero points)
+    with the same batch dims, into the quantize ``out`` (scale, zero point,
+    range)."""
+    a, b = c.args[:2]
+    pa, pb = _qparams(a), _qparams(b)
+    if pa is None or pb is None or _name(a) != DQ or _name(b) != DQ:
+        return None
+    va, vb = a.meta.get("val"), b.meta.get("val")
+    if va is None or vb is None or va.dim() < 2 or va.dim() != vb.dim():
+        return None
+    if tuple(va.shape[:-2]) != tuple(vb.shape[:-2]):
+        return None  # broadcast batch dims: lowered in float as the reference is
+    scale, zp, lo, hi = out
+    params = {
+        "a_scale": pa[0],
+        "a_zero_point": pa[1],
+        "b_scale": pb[0],
+        "b_zero_point": pb[1],
+        "out_scale": scale,
+        "out_zero_point": zp,
+        "qmin": lo,
+        "qmax": hi,
+    }
+    return _node(g, q, c, int8_matmul, (a.args[0], b.args[0]), params)
 
 
 def _activation(y):
@@ -496,5 +533,6 @@ __all__ = [
     "int8_conv2d",
     "int8_elementwise",
     "int8_linear",
+    "int8_matmul",
     "is_quantized",
 ]

@@ -16,6 +16,7 @@ from bench import zoo
 from polyc.errors import FrontendError
 from polyc.frontends.torch import quant
 from polyc.ir import dtypes
+from polyc.ir.expr import Binary
 
 pytest.importorskip("torchao")
 
@@ -72,10 +73,12 @@ def _run(kernel, x: np.ndarray, target: str) -> np.ndarray:
 
 
 def _macs(kernel) -> int:
-    """The MACs of the kernel's int8 contractions (int32 accumulators)."""
+    """The MACs of the kernel's int8 contractions (int32 accumulators of products;
+    not the row and column sums of a matmul's zero points)."""
     total = 0
     for s in kernel.statements:
-        if s.reduction == "add" and s.target.dtype == dtypes.int32:
+        products = [e for e in s.body.walk() if isinstance(e, Binary) and e.op == "mul"]
+        if s.reduction == "add" and s.target.dtype == dtypes.int32 and products:
             total += int(s.domain.count_val().to_python())
     return total
 
@@ -241,3 +244,49 @@ def test_a_clamp_before_quantizing_is_the_quantized_range():
     assert quant.clamp_range(0.0, 6.0, 0.1, -128, -128, 127) == (-128, -68)  # ReLU6
     # a range beyond the int8 one saturates: the result is a constant
     assert quant.clamp_range(-100.0, -50.0, 0.1, 0, -128, 127) == (-128, -128)
+
+
+def _matmul_quantizer():
+    """XNNPACK's quantizer, and int8 activations into and out of every matmul
+    (XNNPACK's own does not annotate matmul)."""
+    from torchao.quantization.pt2e.quantizer import (
+        ComposableQuantizer,
+        QuantizationAnnotation,
+        Quantizer,
+    )
+    from torchao.testing.pt2e._xnnpack_quantizer import (
+        get_symmetric_quantization_config,
+    )
+
+    matmuls = (torch.ops.aten.matmul.default, torch.ops.aten.bmm.default)
+
+    class Matmul(Quantizer):
+        def annotate(self, model):
+            act = get_symmetric_quantization_config().input_activation
+            for n in model.graph.nodes:
+                if n.op == "call_function" and n.target in matmuls:
+                    n.meta["quantization_annotation"] = QuantizationAnnotation(
+                        input_qspec_map={n.args[0]: act, n.args[1]: act},
+                        output_qspec=act,
+                        _annotated=True,
+                    )
+            return model
+
+        def validate(self, model):
+            pass
+
+    return ComposableQuantizer([_xnnpack(is_per_channel=True), Matmul()])
+
+
+def test_a_matmul_of_two_int8_activations_with_zero_points():
+    class Scores(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            return torch.matmul(self.q(x), self.k(x).transpose(-1, -2))
+
+    torch.manual_seed(0)
+    steps = _check(Scores().eval(), torch.randn(2, 8, 16), TARGETS, _matmul_quantizer())
+    assert len(set(steps.values())) == 1
