@@ -290,3 +290,71 @@ def test_a_matmul_of_two_int8_activations_with_zero_points():
     torch.manual_seed(0)
     steps = _check(Scores().eval(), torch.randn(2, 8, 16), TARGETS, _matmul_quantizer())
     assert len(set(steps.values())) == 1
+
+
+class _PerChannel(torch.nn.Module):
+    """A per-channel dequantize of a computed int8 tensor (not a weight), or a
+    per-channel quantize of a computed float tensor."""
+
+    def __init__(self, quantize: bool):
+        super().__init__()
+        self.quantize = quantize
+        self.register_buffer("scales", torch.tensor([0.5, 0.25, 0.125]))
+        self.register_buffer("zps", torch.tensor([0, 3, -2]))
+
+    def forward(self, x):
+        ops = torch.ops.quantized_decomposed
+        if self.quantize:
+            return ops.quantize_per_channel.default(
+                x * 2, self.scales, self.zps, 1, -128, 127, torch.int8
+            )
+        return ops.dequantize_per_channel.default(
+            x + 1, self.scales, self.zps, 1, -128, 127, torch.int8
+        )
+
+
+def test_a_per_channel_dequantize_of_an_activation_is_the_reference():
+    x = torch.randint(-120, 120, (2, 3, 4), dtype=torch.int8)
+    kernel = polyc.from_torch(_PerChannel(quantize=False), (x,))
+    got = polyc.interpret(kernel, {"arg0": x.numpy()})["out"]
+    np.testing.assert_array_equal(got, _PerChannel(quantize=False)(x).numpy())
+
+
+def test_a_per_channel_quantize_of_an_activation_is_refused():
+    x = torch.randn(2, 3, 4)
+    with pytest.raises(FrontendError, match="quantizes activations per tensor"):
+        polyc.from_torch(_PerChannel(quantize=True), (x,))
+
+
+def test_the_cases_here_reach_every_quantized_lowering():
+    """With test_ops' check of the ATen lowerings: every quantize, dequantize and
+    folded int8 node has a case in this file."""
+    from polyc.frontends.torch import lower as torch_lower
+    from polyc.frontends.torch.lowerings import LOWERINGS
+
+    seen: set[str] = set()
+    original = torch_lower._Lowering._call
+
+    def spy(self, node):
+        seen.add(torch_lower.packet(node.target))
+        return original(self, node)
+
+    torch_lower._Lowering._call = spy
+    try:
+        test_a_per_channel_dequantize_of_an_activation_is_the_reference()
+        test_a_per_channel_quantize_of_an_activation_is_refused()
+        torch.manual_seed(0)
+        module, (x,) = zoo.res_blocks(torch, width=4, blocks=1, side=4)
+        polyc.from_torch(zoo.int8(module, (x,)), (x,))
+        scores = torch.nn.Sequential(torch.nn.Linear(4, 4)).eval()
+        y = torch.randn(2, 3, 4)
+
+        class Scores(torch.nn.Module):
+            def forward(self, y):
+                return torch.matmul(scores(y), y.transpose(-1, -2))
+
+        polyc.from_torch(_quantize(Scores(), (y,), _matmul_quantizer()), (y,))
+    finally:
+        torch_lower._Lowering._call = original
+    quantized = {p for p in LOWERINGS if p.startswith(("quantized_", "int8_"))}
+    assert quantized and quantized <= seen, sorted(quantized - seen)
