@@ -358,3 +358,17 @@ def test_the_cases_here_reach_every_quantized_lowering():
         torch_lower._Lowering._call = original
     quantized = {p for p in LOWERINGS if p.startswith(("quantized_", "int8_"))}
     assert quantized and quantized <= seen, sorted(quantized - seen)
+
+
+def test_a_dead_channel_whose_bias_leaves_int32_is_refused():
+    """A channel of zero weights gets the observer's smallest scale (2**-12), and
+    a large bias in accumulator units (bias / (input_scale * weight_scale)) leaves
+    int32."""
+    module = torch.nn.Sequential(torch.nn.Linear(4, 2)).eval()
+    with torch.no_grad():
+        module[0].weight[0] = 0.0
+        module[0].bias[0] = 1e5
+    x = torch.randn(3, 4)
+    converted = _quantize(module, (x,))
+    with pytest.raises(FrontendError, match=r"bias of output channel 0 is .* outside"):
+        polyc.from_torch(converted, (x,))
