@@ -23,9 +23,10 @@ from bench.common import RESULTS
 from bench.compile_time import fresh_cache
 from bench.models import _once, _write, measure
 
-#: edge-npu as shipped (the vector unit requantizes), and with its MAC array's
-#: output path requantizing (``[mac_array] requantize = true``)
-CONFIGS = ("edge-npu", "edge-npu+requantize")
+#: edge-npu as shipped (the vector unit requantizes), with its MAC array's output
+#: path requantizing (``[mac_array] requantize = true``), and datacenter (whose
+#: MAC array runs int8 at twice its float16 rate)
+CONFIGS = ("edge-npu", "edge-npu+requantize", "datacenter")
 PATH = RESULTS / "int8.json"
 
 
