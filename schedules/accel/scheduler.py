@@ -172,6 +172,7 @@ def schedule(
     found = mlps.keep(found)
     found.update(mlps.searched)
     cuts |= shared.cuts(kernel)
+    wide = (*wide, *shared.spans(kernel))
     # fusion across contractions where the cost model says it pays
     # the program's dependences (applying the choice needs them) are computed
     # while workers search the pieces

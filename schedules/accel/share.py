@@ -55,6 +55,24 @@ class Plan:
     layers: tuple[tuple[str, ...], ...] = ()
     notes: tuple[str, ...] = ()
 
+    def spans(self, kernel: Kernel) -> tuple[tuple[int, ...], ...]:
+        """The top-level positions of each split layer's statements in
+        ``kernel``: one fusion group each, which the fusion-group search must
+        not cut (as an attention's core, :func:`schedules.accel.layers.split`'s
+        ``wide``). Cut between its parts, the vector part's epilogue became a
+        layer of its own beside the MAC part (a mobilenet-like model on
+        edge-npu: its ReLU, 280 cycles, below its bound of 346)."""
+        where = {}
+        for pos, child in enumerate(top_children(kernel)):
+            for n in stree.statements(child):
+                where[n] = pos
+        out = []
+        for names in self.layers:
+            pos = sorted({where[n] for n in names if n in where})
+            if len(pos) > 1 and len(pos) == len({where.get(n) for n in names}):
+                out.append(tuple(range(pos[0], pos[-1] + 1)))
+        return tuple(out)
+
     def cuts(self, kernel: Kernel) -> set[int]:
         """The top-level positions of ``kernel`` (the program after later
         rewrites) where a split layer starts and where the next layer does: each
