@@ -123,11 +123,15 @@ def test_a_broken_script_is_caught(tmp_path):
 
 
 def test_screenshots(pages, tmp_path):
+    """A screenshot of each page; with ``POLYC_SCREENSHOTS=DIR`` they are kept
+    there too (docs/images/report-*.png, which docs/inspection.md shows, were
+    taken so)."""
     for name in ("gemm", "conv", "model"):
         path = pages[name][0]
         shot = browser.screenshot(path, tmp_path / f"{name}.png")
         data = shot.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+        browser.keep(shot, f"report-{name}.png")
 
 
 @pytest.mark.slow
@@ -146,3 +150,6 @@ def test_resnet18_page_stays_small_and_loads(tmp_path):
     dom, console = browser.load(path)
     assert _attr(dom, "data-ready") == "1" and browser.console_errors(console) == []
     assert "layer1.0" in dom and "conv1" in dom
+    browser.keep(
+        browser.screenshot(path, tmp_path / "resnet18.png"), "report-resnet18.png"
+    )

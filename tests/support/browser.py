@@ -7,6 +7,7 @@ saying so, only when no Chromium binary is on PATH.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,3 +76,12 @@ def console_errors(console: str) -> list[str]:
         for line in console.splitlines()
         if "CONSOLE" in line and ("Uncaught" in line or "Error" in line)
     ]
+
+
+def keep(shot: Path, name: str) -> None:
+    """Copy the screenshot ``shot`` to ``$POLYC_SCREENSHOTS/name`` when that
+    variable names a directory (how the docs' screenshots are taken)."""
+    where = os.environ.get("POLYC_SCREENSHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(where) / name)
