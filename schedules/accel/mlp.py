@@ -163,10 +163,11 @@ def plan(
         # (hf-convnext's last MLP, 2 MB of weights: 205,862 cycles predicted
         # fused wide, fc1 and fc2 apart about 145,000; fused along the hidden
         # dimension 203,008)
-        starts = cut_apart(written, span)
+        # (cut where each layer starts too, or not: the search may merge a
+        # piece into the next, which pays in hf-llama's layers on datacenter)
         apart = min(
-            _predicted(kernel, spec, stage, memo, cuts, wide, span),
-            _predicted(kernel, spec, stage, memo, frozenset(cuts) | starts, wide, span),
+            _predicted(kernel, spec, stage, memo, frozenset(cuts) | starts, wide, span)
+            for starts in (set(), *cut_apart(written, span))
         )
         together = _predicted(fused, spec, stage, memo, mine_cuts, mine, span)
         what = f"{'+'.join(core.first)}..{core.second}"
@@ -200,12 +201,12 @@ def plan(
     )
 
 
-def cut_apart(written, span: set[int]) -> set[int]:
-    """The top-level positions at which the fusion-group search may cut the
-    layers ``written`` that hold a position of ``span``: before each
+def cut_apart(written, span: set[int]) -> tuple[set[int], set[int]]:
+    """Two sets of top-level positions at which the fusion-group search may cut
+    the layers ``written`` that hold a position of ``span``: before each
     contraction and each windowed read but a layer's first
-    (:func:`schedules.accel.groups.fusion_cuts`), and where each layer starts,
-    which that search keeps. Without those, a layer cut before its second
+    (:func:`schedules.accel.groups.fusion_cuts`), and those and where each
+    layer starts, which that search keeps. With the first alone, a layer cut before its second
     contraction merged into the next one (hf-convnext's fc2 with the next
     block's depthwise convolution and layer norm, 120,202 cycles predicted: the
     MLP fused along its hidden dimension, at 82,868 where fc1 and fc2 apart ran
@@ -217,7 +218,7 @@ def cut_apart(written, span: set[int]) -> set[int]:
         for layer in mine
         for p in sorted({*_contraction_starts(layer), *_window_starts(layer)})[1:]
     }
-    return starts | {layer.children[0] for layer in mine}
+    return starts, starts | {layer.children[0] for layer in mine}
 
 
 def _closure(window, *splits) -> set[int]:
