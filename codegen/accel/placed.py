@@ -133,13 +133,13 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 out.append(c.Comment(pm.summary(n.name)))
                 out.extend(self.body(n.body))
             elif kind == "vector" and all(
-                s in self.info.folded for s in _calls_below(n.body)
+                s in self.info.folded for s in loops.calls_below(n.body)
             ):
-                out.extend(self._fresh(_calls_below(n.body)))
+                out.extend(self._fresh(loops.calls_below(n.body)))
             elif kind == "vector":
                 out.extend(self._vector_tile(n))
             elif kind == "gather":  # the DMA moves the rows: no loops below
-                for stmt in sorted(_calls_below(n.body)):
+                for stmt in sorted(loops.calls_below(n.body)):
                     out.extend(self.flush() + gathercall.emit(self.kernel, stmt))
             elif kind == "tensorize":
                 out.append(c.Comment(pm.summary(n.name)))
@@ -187,7 +187,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
 
     def _scalar_band(self, n) -> list[c.Generable]:
         """A band of scalar statements: wait once for the buffers they touch."""
-        stmts = _calls_below(n.body)
+        stmts = loops.calls_below(n.body)
         if stmts and all(s in self.info.folded for s in stmts):
             return self._fresh(stmts)
         scalar = {
@@ -447,20 +447,6 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
 
 def _args(n: loops.Call) -> list[str]:
     return [loops.to_c(a) for a in n.args]
-
-
-def _calls_below(nodes) -> set[str]:
-    out: set[str] = set()
-    for n in nodes:
-        if isinstance(n, loops.Call):
-            out.add(n.stmt)
-        elif isinstance(n, loops.For):
-            out |= _calls_below(n.body)
-        elif isinstance(n, loops.If):
-            out |= _calls_below(n.then) | _calls_below(n.orelse)
-        elif isinstance(n, loops.Mark):
-            out |= _calls_below(n.body)
-    return out
 
 
 def _has_engine_marks(nodes) -> bool:

@@ -91,6 +91,19 @@ class Mark:
     body: tuple
 
 
+def calls_below(nodes) -> set[str]:
+    """The statements called anywhere in ``nodes`` (a loop nest's nodes)."""
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, Call):
+            out.add(n.stmt)
+        elif isinstance(n, (For, Mark)):
+            out |= calls_below(n.body)
+        elif isinstance(n, If):
+            out |= calls_below(n.then) | calls_below(n.orelse)
+    return out
+
+
 def build_ast(schedule: isl.Schedule, context: isl.Set) -> isl.AstNode:
     """isl's AST for ``schedule`` under parameter ``context``."""
     build = isl.AstBuild.from_context(context)

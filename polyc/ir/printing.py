@@ -113,7 +113,7 @@ def _emit(nodes, stmts, out: list[str], depth: int, folded=None) -> None:
         elif isinstance(n, loops.Mark):
             parsed = tree.parse_band_mark(n.name)
             label = f"band {parsed[0]}" if parsed else placemarks.summary(n.name)
-            below = _calls_below(n.body)
+            below = loops.calls_below(n.body)
             if below and all(c in folded for c in below):
                 # codegen emits no loops for it: the next MAC calls overwrite
                 into = ", ".join(
@@ -139,21 +139,6 @@ def _emit(nodes, stmts, out: list[str], depth: int, folded=None) -> None:
                 )
         elif isinstance(n, loops.Call):
             out.append(f"{pad}{statement_call_text(stmts.get(n.stmt), n)}")
-
-
-def _calls_below(nodes) -> set[str]:
-    """The statements called anywhere in ``nodes``."""
-    out: set[str] = set()
-    for n in nodes:
-        if isinstance(n, loops.Call):
-            out.add(n.stmt)
-        elif isinstance(n, loops.For):
-            out |= _calls_below(n.body)
-        elif isinstance(n, loops.If):
-            out |= _calls_below(n.then) | _calls_below(n.orelse)
-        elif isinstance(n, loops.Mark):
-            out |= _calls_below(n.body)
-    return out
 
 
 def statement_call_text(stmt, call: loops.Call) -> str:
