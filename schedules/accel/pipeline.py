@@ -51,7 +51,7 @@ def prologue(layer: Layer, engine: dict[str, str]) -> bool:
     read what it wrote (a GELU), with nothing else on the MAC array. Issued in
     program order, tile t + 1's prologue queues behind tile t's epilogue, which
     waits for tile t's calls, and the array idles through both
-    (:func:`schedules.accel.terms._chain`); with the prologue and the calls a
+    (:func:`schedules.accel.work._chain`); with the prologue and the calls a
     tile ahead, the vector unit runs tile t + 1's prologue and then tile t's
     epilogue while the array computes tile t + 1::
 

@@ -31,7 +31,7 @@ CASES = {
     # a layer norm fused ahead of a linear layer and its GELU: the vector unit
     # runs each tile's GELU before the next tile's layer norm, which the next
     # tile's MAC calls wait for, so nothing overlaps the MAC array (0.67:
-    # predicted 11,255, simulated 16,802; terms._chain)
+    # predicted 11,255, simulated 16,802; work._chain)
     "datacenter layer norm, linear, GELU": (lambda: _norm_linear_gelu(), "datacenter"),
 }
 

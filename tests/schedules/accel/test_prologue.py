@@ -3,7 +3,7 @@
 A layer norm fused ahead of a linear layer and its GELU: issued in program
 order, the vector unit runs tile t's GELU before tile t + 1's layer norm, which
 tile t + 1's MAC calls wait for, so nothing overlaps the array
-(:func:`schedules.accel.terms._chain`). With the layer norm and the calls
+(:func:`schedules.accel.work._chain`). With the layer norm and the calls
 shifted a tile ahead (:func:`schedules.accel.pipeline.prologue`, a checked
 ``shift`` of the fused band), the vector unit runs tile t + 1's layer norm and
 then tile t's GELU while the array computes tile t + 1.

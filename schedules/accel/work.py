@@ -1,0 +1,239 @@
+"""The compute engines' work in the accelerator cost model, at every candidate of a
+grid at once (:mod:`schedules.accel.terms` composes it with the copies'):
+
+- :func:`engines`: the MAC array's (calls back to back, plus the first load and
+  the last tail once), the vector unit's and the scalar core's busy cycles, and
+  the calls the scalar core issues;
+- :func:`_chain`: the vector work a tile's MAC calls wait for (a prologue) or
+  leave behind (an epilogue), and what the array waits for when a layer has
+  both;
+- :func:`_between`: the vector work between two MAC statements of a chain (an
+  attention's softmax between QK^T and PV).
+
+Every value is a numpy array over the candidates (or a number that broadcasts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from schedules.accel import banks
+from schedules.accel.split import split_engine, split_side
+
+if TYPE_CHECKING:
+    from schedules.accel.model import LayerModel
+
+
+@dataclass(frozen=True)
+class Work:
+    """The compute engines' busy cycles, and the engine calls the scalar core
+    issues."""
+
+    mac: np.ndarray
+    vector: np.ndarray
+    scalar: np.ndarray  # statements the scalar core runs itself
+    calls: np.ndarray
+    lead: np.ndarray | float = np.inf  # MAC time the next tiles' loads can run under
+    # ... of which the MAC statements pay once per chain of calls back to back
+    # (the last tile pays one: its first load and its last tail)
+    once: np.ndarray | float = 0.0
+    # one tile's vector work that must precede the MAC calls of its tile (an
+    # init the calls accumulate onto) and follow them (an epilogue reading their
+    # result): the first tile's and the last tile's are not overlapped
+    pro: np.ndarray | float = 0.0
+    epi: np.ndarray | float = 0.0
+    # one tile's vector work between two MAC statements of a chain (an
+    # attention's softmax between QK^T and PV), the tiles it runs, and whether
+    # the first MAC statement is issued a tile ahead (schedules.accel.pipeline)
+    mid: np.ndarray | float = 0.0
+    mid_tiles: np.ndarray | float = 0.0
+    ahead: np.ndarray | float = 1.0  # tiles of the pipelined loop (1: none)
+    # whether the scalar core stalls on a full MAC queue while the chain's
+    # later calls (PV) wait for the vector work, before it issues the next
+    # tile's loads
+    stalls: np.ndarray | bool = False
+    # vector time the next tiles' loads can run under in a layer with MAC work:
+    # issued after a tile's vector operations, they wait for all but the last
+    # queue_depth of them (inf when a tile issues no more than that)
+    vector_lead: np.ndarray | float = np.inf
+    # vector work the MAC array waits for in a layer with both a prologue and
+    # an epilogue (:func:`_chain`): every tile's prologue, and the epilogue of
+    # the tile before each (the vector unit runs them in issue order)
+    exposed: np.ndarray | float = 0.0
+
+
+def engines(model: LayerModel, ev, n: int) -> Work:
+    """Each statement's tiles on its engine: MAC calls (and their issue), vector
+    operations (one issue, two for a reduction), or scalar instances."""
+    mac, vec, scalar, calls = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    lead, once = np.zeros(n), np.zeros(n)
+    vec_issues, vec_time = np.zeros(n), np.zeros(n)  # per tile of the layer
+    odd = any(
+        split_side(model.kernel, s.name) == 1
+        and split_engine(model.kernel, s.name) == "vector"
+        for s in model.layer.stmts
+    )
+    layer_tiles = np.ones(n)
+    depth = model.spec.scalar.queue_depth
+    # each chain of calls back to back pays its first load (LayerModel.mac_once)
+    chains = model.mac_chains()
+    chains = float(chains) if chains.is_Number else np.maximum(ev(chains), 1)
+    for s in model.layer.stmts:
+        eng = model.st.engine_of(s.name)
+        tiles = ev(model.tiles(s))
+        if eng == "mac":
+            cyc, per_tile = model.mac_cycles(s)
+            cyc, per_tile = ev(cyc) * banks.mac_stretch(model, s, ev), ev(per_tile)
+            first = ev(model.mac_once(s))
+            mac += tiles * cyc + first
+            once += first / chains
+            calls += tiles * per_tile
+            # the scalar core issues the next tile's loads after this tile's
+            # calls, at most queue_depth calls ahead of the array: with more
+            # calls per tile, the loads overlap only the last queue_depth ones.
+            # In a layer whose odd rows run on the vector unit (its loads a tile
+            # ahead, measured: 17 x 256 x 64 on edge-npu ran 9,732 cycles with
+            # 32 calls per tile, 6,726 with 8) a private K loop's calls count
+            # per tile of the layer; elsewhere per call, as before: counting
+            # them per tile there too chose worse tilings (transformer-block,
+            # edge-npu, 67,341 -> 69,275 cycles), where loads run further
+            # ahead than one tile, which this term does not model
+            per_outer = per_tile
+            if odd:
+                outer = np.maximum(ev(_outer_tiles(model, s)), 1)
+                per_outer = tiles * per_tile / outer
+            short = per_outer > depth
+            lead += np.where(
+                short, tiles * cyc * depth / np.maximum(per_outer, 1), np.inf
+            )
+        elif eng == "vector":
+            cyc, issues = ev(model.vector_cycles(s)), (2 if s.reduction else 1)
+            vec += tiles * cyc
+            calls += tiles * issues
+            outer = np.maximum(ev(_outer_tiles(model, s)), 1)
+            vec_issues += tiles * issues / outer
+            vec_time += tiles * cyc / outer
+            layer_tiles = np.maximum(layer_tiles, outer)
+        elif eng == "mac_out":  # the MAC array's output path: no cycles, one issue
+            calls += tiles
+        elif eng == "scalar":
+            scalar += model.scalar_cycles(s)
+    has_mac = any(model.st.engine_of(s.name) == "mac" for s in model.layer.stmts)
+    # the scalar core issues a tile's vector operations after its MAC calls and
+    # the next tile's loads after both, at most queue_depth operations ahead of
+    # the vector unit: with more per tile, the loads overlap only the last ones
+    vector_lead = np.where(
+        vec_issues > depth,
+        layer_tiles * depth * vec_time / np.maximum(vec_issues, 1),
+        np.inf,
+    )
+    pro, epi, exposed, runs = _chain(model, ev) if has_mac else (0.0, 0.0, 0.0, 1.0)
+    if model.st.ahead:
+        # the prologue and calls a tile ahead of the epilogue along the
+        # innermost tiled loop: only where each run of it starts and ends do
+        # the two engines take turns (one tile's prologue and epilogue); a
+        # loop of one trip pipelines nothing
+        trips = np.maximum(ev(model.pipelined_trips()), 1)
+        exposed = np.where(trips > 1, runs / trips * (pro + epi), exposed)
+    mid, mid_tiles, mid_calls = _between(model, ev)
+    return Work(
+        mac,
+        vec,
+        scalar,
+        calls,
+        lead if has_mac else np.inf,
+        once,
+        pro,
+        epi,
+        mid,
+        mid_tiles,
+        ev(model.pipelined_trips()) if model.st.ahead else 1.0,
+        mid_calls >= depth,
+        vector_lead if has_mac else np.inf,
+        exposed,
+    )
+
+
+def _outer_tiles(model: LayerModel, stmt):
+    """The tiles of ``stmt``'s shared loops (the layer's tiles it runs in)."""
+    import sympy as sp
+
+    private = set(model.layer.private(stmt))
+    out = sp.Integer(1)
+    for it in model.loops(stmt):
+        if it not in private:
+            out *= model.trips(stmt, it)
+    return out
+
+
+def _chain(model: LayerModel, ev):
+    """One tile's vector cycles before its MAC calls (statements writing what the
+    calls accumulate onto or read, and what those read) and after them (statements reading what the
+    calls wrote, and what those wrote in turn), in the layer's order; the
+    vector cycles of the whole layer that the MAC array waits for when there
+    are both; and the tiles the prologue runs.
+
+    The vector unit runs its operations in issue order, and the scalar core
+    issues a tile's prologue, MAC calls and epilogue before the next tile's: the
+    epilogue of tile ``t`` waits for its calls, the prologue of ``t + 1`` for that
+    epilogue, and the calls of ``t + 1`` for that prologue. So every prologue, and
+    the last epilogue before each, is exposed beside the MAC time (a layer norm
+    fused ahead of an MLP's first linear and its GELU: hf-convnext's on
+    datacenter ran 21,017 cycles, predicted 11,307, its MAC and vector work
+    8,382 and 10,744 cycles)."""
+    stmts = model.layer.stmts
+    kind = [model.st.engine_of(s.name) for s in stmts]
+    macs = [i for i, e in enumerate(kind) if e == "mac"]
+    before = set()
+    for i in macs:
+        s = stmts[i]
+        before |= {s.target.array, *(ld.array for ld in s.reads)}
+    pro, epi = 0.0, 0.0
+    pro_all, epi_all, pro_tiles, epi_tiles = 0.0, 0.0, 1.0, 1.0
+    # the prologue: what the calls read or accumulate onto, and what that
+    # reads in turn (a layer norm's mean and variance before its output)
+    for i in reversed(range(macs[0])):
+        if kind[i] == "vector" and stmts[i].target.array in before:
+            cyc, tiles = ev(model.vector_cycles(stmts[i])), ev(model.tiles(stmts[i]))
+            pro = pro + cyc
+            pro_all = pro_all + tiles * cyc
+            pro_tiles = np.maximum(pro_tiles, tiles)
+            before |= {ld.array for ld in stmts[i].reads}
+    after = {stmts[i].target.array for i in macs}
+    for i in range(macs[-1] + 1, len(stmts)):
+        s = stmts[i]
+        if kind[i] == "vector" and any(ld.array in after for ld in s.reads):
+            cyc, tiles = ev(model.vector_cycles(s)), ev(model.tiles(s))
+            epi = epi + cyc
+            epi_all = epi_all + tiles * cyc
+            epi_tiles = np.maximum(epi_tiles, tiles)
+            after.add(s.target.array)
+    both = np.logical_and(np.asarray(pro_all) > 0, np.asarray(epi_all) > 0)
+    # the parts of a split layer write one array but run apart (the vector
+    # unit's channels beside the MAC array's): neither waits for the other
+    if any(split_side(model.kernel, s.name) is not None for s in stmts):
+        both = False
+    behind = epi_all * np.minimum(pro_tiles, epi_tiles) / np.maximum(epi_tiles, 1)
+    exposed = np.where(both, pro_all + behind, 0.0)
+    return pro, epi, exposed, pro_tiles
+
+
+def _between(model: LayerModel, ev):
+    """One tile's vector cycles between the layer's first MAC statement and a
+    later one that reads their result (an attention's softmax between QK^T and
+    PV: :func:`schedules.accel.pipeline.chain`), the tiles they run, and the
+    later statement's MAC calls per such tile; zeros when the layer has no
+    such chain."""
+    engine = dict(model.st.engine)
+    stmts = model.serial_chain()
+    if not stmts:
+        return 0.0, 0.0, 0.0
+    per_tile = sum(ev(model.vector_cycles(s)) for s in stmts)
+    tiles = np.max([ev(model.tiles(s)) for s in stmts], axis=0)
+    after = model.layer.stmts.index(stmts[-1])
+    pv = next(s for s in model.layer.stmts[after:] if engine[s.name] == "mac")
+    calls = ev(model.tiles(pv)) * ev(model.mac_cycles(pv)[1])
+    return per_tile, tiles, calls / np.maximum(tiles, 1)
