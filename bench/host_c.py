@@ -67,7 +67,8 @@ def _run(exe: Path) -> tuple[float, float]:
     return float(values["time"]), float(values["checksum"])
 
 
-def _polly() -> list[str] | None:
+def polly_command() -> list[str] | None:
+    """clang-19 with Polly as a compiler command, or None where it is missing."""
     clang = shutil.which("clang-19")
     if clang is None:
         return None
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     schedule = args.schedule or "auto"
-    polly = _polly()
+    polly = polly_command()
     rows = []
     with tempfile.TemporaryDirectory(prefix="polyc-cbench-") as tmp:
         for name in args.only or KERNELS:

@@ -31,7 +31,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 
 from bench import results_md
 from bench.common import RESULTS, machine
+from bench.host_c import polly_command
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "c_corpus"
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-w"]
@@ -172,19 +172,6 @@ def _value(name: str, ctype: str, array: str, salt: int) -> str:
     return f"({ctype})((double)((pc_x * 37 + {salt} * 7 + 3) % 97) / 97.0{scale})"
 
 
-def _polly() -> list[str] | None:
-    clang = shutil.which("clang-19")
-    if clang is None:
-        return None
-    probe = subprocess.run(
-        [clang, "-O3", "-mllvm", "-polly", "-x", "c", "-", "-fsyntax-only"],
-        input="int main(void) { return 0; }\n",
-        capture_output=True,
-        text=True,
-    )
-    return [clang, "-mllvm", "-polly"] if probe.returncode == 0 else None
-
-
 def _build(cc: list[str], files: list[Path], exe: Path) -> None:
     cmd = [*cc, *FLAGS, f"-I{CORPUS}", *map(str, files), "-o", str(exe), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -314,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     table_sizes = LARGE if args.size == "LARGE" else SMALLER
-    polly = _polly()
+    polly = polly_command()
     rows = []
     with tempfile.TemporaryDirectory(prefix="polyc-corpus-bench-") as tmp:
         for name in args.only or sorted(LARGE):
