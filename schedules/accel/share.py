@@ -62,16 +62,8 @@ class Plan:
         ``wide``). Cut between its parts, the vector part's epilogue became a
         layer of its own beside the MAC part (a mobilenet-like model on
         edge-npu: its ReLU, 280 cycles, below its bound of 346)."""
-        where = {}
-        for pos, child in enumerate(top_children(kernel)):
-            for n in stree.statements(child):
-                where[n] = pos
-        out = []
-        for names in self.layers:
-            pos = sorted({where[n] for n in names if n in where})
-            if len(pos) > 1 and len(pos) == len({where.get(n) for n in names}):
-                out.append(tuple(range(pos[0], pos[-1] + 1)))
-        return tuple(out)
+        ranges, _ = self._ranges(kernel)
+        return tuple(tuple(range(lo, hi + 1)) for lo, hi in ranges if lo < hi)
 
     def cuts(self, kernel: Kernel) -> set[int]:
         """The top-level positions of ``kernel`` (the program after later
@@ -79,20 +71,23 @@ class Plan:
         split layer is a fusion group of its own, fused on the iterators its
         parts share (a group fused wider, on fewer iterators, would tile it on
         those alone)."""
+        ranges, n = self._ranges(kernel)
+        return {lo for lo, _ in ranges} | {hi + 1 for _, hi in ranges if hi + 1 < n}
+
+    def _ranges(self, kernel: Kernel) -> tuple[list[tuple[int, int]], int]:
+        """The first and last top-level positions of each split layer whose
+        statements are all in ``kernel``, and the number of positions."""
         where = {}
         children = top_children(kernel)
         for pos, child in enumerate(children):
             for n in stree.statements(child):
                 where[n] = pos
-        out: set[int] = set()
+        ranges = []
         for names in self.layers:
             pos = [where[n] for n in names if n in where]
-            if len(pos) != len(names):
-                continue
-            out.add(min(pos))
-            if max(pos) + 1 < len(children):
-                out.add(max(pos) + 1)
-        return out
+            if len(pos) == len(names):
+                ranges.append((min(pos), max(pos)))
+        return ranges, len(children)
 
 
 def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
