@@ -8,13 +8,15 @@ counts every statement's work on the engines that can execute it, each at the
 best rate the simulator's runtime (``accelerator/sim/runtime``) ever charges:
 
 - the **MAC array** runs a contraction ``C += A * B`` of a dtype it takes, at the
-  utilisation its shape allows: per fold it holds at most ``min(X, R)`` of the
-  iterators mapped on its rows and ``min(Y, C)`` of those on its columns (the
-  product of the extents of the iterators of that role; which roles go where
-  follows the dataflow), and a fold streaming ``T`` elements takes at least
-  ``max(T / rate, R)`` cycles (folds start at least ``R`` cycles apart), so a
-  depthwise convolution (no output-channel dimension in the weights' sense: one
-  column of the array) or a ``K`` below the rows does not reach peak;
+  utilisation its shape allows: the ``X`` values of the iterators mapped on its
+  ``R`` rows times the ``Y`` on its ``C`` columns (the product of the extents of
+  the iterators of that role; which roles go where follows the dataflow) take at
+  least :func:`spatial_folds` folds (``ceil(X / R) * Y / min(Y, C)``, or the
+  same exchanged: 17 rows of work on 16 rows take two folds), and a fold
+  streaming ``T`` elements takes at least ``max(T / rate, R)`` cycles (folds
+  start at least ``R`` cycles apart), so a depthwise convolution (no
+  output-channel dimension in the weights' sense: one column of the array) or a
+  ``K`` below the rows does not reach peak;
 - the **vector unit** runs any statement at ``max(1, sum of its ops' cycles) /
   lanes`` cycles per instance (``pc_vector``: cycles per group of ``lanes``);
 - the **scalar core** runs any statement at ``statement_cycles`` plus its ops'
@@ -247,9 +249,24 @@ def _mac_cycles(stmt: Statement, spec: Spec, params) -> float | None:
     best = math.inf
     for swap in (False, True):
         rows, cols, t = _fold_dims(stmt, spec, params, swap)
-        per_fold = min(rows, arr.rows) * min(cols, arr.cols) * t
-        best = min(best, max(t / rate, arr.rows) / per_fold)
+        folds = spatial_folds(rows, cols, arr.rows, arr.cols)
+        best = min(best, folds * max(t / rate, arr.rows) / (rows * cols * t))
     return best
+
+
+def spatial_folds(x: int, y: int, r: int, c: int) -> float:
+    """The fewest folds of an ``r`` x ``c`` array that hold every pair of an
+    ``x`` x ``y`` grid (the values of the iterators mapped on its rows, times
+    those on its columns): a fold holds a product set, at most ``r`` row values
+    times ``c`` column values (processing element ``(i, j)`` pairs the operand
+    row on row ``i`` with the operand column on column ``j``). Each column value
+    is paired with all ``x`` row values, at most ``r`` per fold, so it is in at
+    least ``ceil(x / r)`` folds, and a fold holds at most ``min(y, c)`` column
+    values: at least ``ceil(x / r) * y / min(y, c)`` folds; the same with rows
+    and columns exchanged. So ViT's 17 tokens on 16 rows take two folds per
+    column tile, the second with one row busy (17/32 of the peak), where the
+    product of the extents alone (17/16 folds) would claim all of it."""
+    return max(math.ceil(x / r) * y / min(y, c), math.ceil(y / c) * x / min(x, r))
 
 
 def _floored(stmt: Statement, spec: Spec, params) -> bool:

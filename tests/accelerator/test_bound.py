@@ -51,13 +51,14 @@ def test_a_depthwise_conv_reaches_a_fraction_of_the_mac_array(edge):
     = 12,544 useful MACs (28 taps land inside per row of 10 outputs): on the
     output-stationary array a fold holds 16 outputs on its rows, one channel on
     its columns (the weights have no output-channel dimension of their own) and
-    streams the 9 taps, but folds start 16 cycles apart: 16 cycles per 144 MACs.
-    The vector unit takes 2 cycles (mul, add) per 16 MACs, the scalar core 2 + 1 +
-    1 + 2 + 1 = 7 per MAC. The bias init (1,600 copies) takes 1/16 cycle on the
-    vector unit, 5 on the scalar core. At the optimum the vector unit does the init
-    and every engine shares the update: T = 9a = 100 + b / 8 = 7c with a + b + c =
-    12,544, T = 13,344 * 7 / 120 = 778.4; less the MAC array's weight (63 / 120)
-    times its 16-cycle floor: 770."""
+    streams the 9 taps, but folds start 16 cycles apart, and a channel's 100
+    outputs take 7 folds of 16 rows: 7 * 16 cycles per 900 MACs. The vector unit
+    takes 2 cycles (mul, add) per 16 MACs, the scalar core 2 + 1 + 1 + 2 + 1 = 7
+    per MAC. The bias init (1,600 copies) takes 1/16 cycle on the vector unit, 5
+    on the scalar core. At the optimum the vector unit does the init and every
+    engine shares the update: T = 28a/225 = 100 + b / 8 = 7c with a + b + c =
+    12,544, T = 13,344 * 28 / 453 = 824.8; less the MAC array's weight
+    (225 / 453) times its 16-cycle floor: 817."""
     k = ops.conv2d(
         input=(1, 16, 10, 10),
         weight=(16, 1, 3, 3),
@@ -68,10 +69,10 @@ def test_a_depthwise_conv_reaches_a_fraction_of_the_mac_array(edge):
     eb = engine_bound(k, edge, {})
     assert sorted(w.instances for w in eb.work) == [1600, 12544]
     update = max(eb.work, key=lambda w: w.instances)
-    assert update.cycles == pytest.approx((16 / 144, 2 / 16, 7))
-    assert eb.weights == pytest.approx((63 / 120, 56 / 120, 1 / 120))
-    assert eb.compute_cycles == pytest.approx(13344 * 7 / 120 - 63 / 120 * 16)
-    assert eb.cycles == 770
+    assert update.cycles == pytest.approx((7 * 16 / 900, 2 / 16, 7))
+    assert eb.weights == pytest.approx((225 / 453, 224 / 453, 4 / 453))
+    assert eb.compute_cycles == pytest.approx(13344 * 28 / 453 - 225 / 453 * 16)
+    assert eb.cycles == 817
     # bytes: input, output 1,600 x 2 each, weights 144 x 2, bias 16 x 2
     assert eb.memory_cycles == (3200 + 3200 + 288 + 32) / 16
     # the roofline counts the MACs at the array's peak only: 12,544 / 256 = 49,
@@ -184,3 +185,52 @@ def test_no_simulated_layer_beats_its_engine_bound(name, config):
     text = str(report)
     assert f"engine bound   {eb.cycles:>16,}" in text
     assert f"engine ratio   {report.engine_ratio:>16,.2f}x" in text
+
+
+def _fewest_folds(x: int, y: int, r: int, c: int) -> int:
+    """The fewest product sets of at most ``r`` rows times ``c`` columns that
+    cover an ``x`` by ``y`` grid, by search: the first cell not yet covered
+    is in some fold, and a fold may as well hold as many rows and columns as
+    it can."""
+    from itertools import combinations
+
+    cells = frozenset((i, j) for i in range(x) for j in range(y))
+    rows = [set(s) for s in combinations(range(x), min(r, x))]
+    cols = [set(s) for s in combinations(range(y), min(c, y))]
+
+    def cover(left: frozenset, depth: int) -> bool:
+        if not left:
+            return True
+        if depth == 0:
+            return False
+        i, j = min(left)
+        return any(
+            cover(left - {(a, b) for a in rs for b in cs}, depth - 1)
+            for rs in rows
+            if i in rs
+            for cs in cols
+            if j in cs
+        )
+
+    depth = 0
+    while not cover(cells, depth):
+        depth += 1
+    return depth
+
+
+@pytest.mark.parametrize("r,c", [(1, 2), (2, 2), (2, 3), (3, 2)])
+def test_spatial_folds_is_a_lower_bound_that_holds_whole_tiles(r, c):
+    """No cover of the grid by folds takes fewer than spatial_folds; it is exact
+    where the rows or the columns divide, and above the product of the extents
+    over the array's size wherever a fold is left part empty."""
+    from accelerator.hardware.bound import spatial_folds
+
+    for x in range(1, 6):
+        for y in range(1, 5):
+            bound = spatial_folds(x, y, r, c)
+            fewest = _fewest_folds(x, y, r, c)
+            assert bound <= fewest + 1e-9, (x, y, r, c)
+            if x % r == 0 or y % c == 0:
+                assert bound == pytest.approx(fewest), (x, y, r, c)
+            assert bound >= max(x / r, 1) * max(y / c, 1) - 1e-9
+    assert spatial_folds(17, 256, 16, 16) == 32  # ViT's tokens on edge-npu
