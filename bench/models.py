@@ -8,7 +8,8 @@ with ``polyc.from_torch`` once per dtype and compiled with ``polyc.compile`` on 
 config from one empty build cache (the simulator's runtime library is built first
 and timed on its own, so each model's build stage is its own C), then run once on
 its example inputs. Per model, dtype and config the JSON holds the simulated
-cycles, the whole model's roofline and engine bound and the sums of its layers'
+cycles and the cost model's prediction of them (the scheduler's
+``predicted_cycles``), the whole model's roofline and engine bound and the sums of its layers'
 (:mod:`accelerator.hardware.bound`), DRAM bytes against the minimum, per-engine
 utilisation, energy and the compile seconds by stage (frontend, schedule, codegen,
 build; ``Compiled.stage_seconds``), and the same per layer (``model_report``'s rows).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -267,9 +269,14 @@ def _costs(kernel, compiled, report, mr) -> dict:
     # the whole model's bound, like its roofline: intermediates need not touch DRAM
     engine_bound = getattr(report, "engine_bound_cycles", None)
     roof = report.roofline
+    choice = compiled.choice
+    predicted = choice.predicted_cycles if choice is not None else None
     return {
         "mode": report.mode,
         "cycles": report.cycles,
+        # the cost model's cycles for the whole program, against the simulator's
+        "predicted": predicted,
+        "predicted_ratio": _ratio(predicted, report.cycles),
         "time_us": report.time_us,
         "roofline": report.roofline_cycles,
         "roofline_bound": roof.bound if roof else None,
@@ -426,9 +433,9 @@ def summary(payload: dict) -> str:
     win."""
     lines = [
         "| config | dtype | models ok | geomean x roofline | worst | geomean x "
-        "engine bound | worst | geomean x layers' bounds | compile s median "
-        "| worst |",
-        "|" + "---|" * 10,
+        "engine bound | worst | geomean x layers' bounds | predicted / simulated: "
+        "geomean, farthest | compile s median | worst |",
+        "|" + "---|" * 11,
     ]
     for config in payload["configs"]:
         for dtype in payload["dtypes"]:
@@ -443,6 +450,7 @@ def summary(payload: dict) -> str:
             roof = [r["roofline_ratio"] for r in ok if r["roofline_ratio"]]
             eng = [r["engine_ratio"] for r in ok if r["engine_ratio"]]
             per = [r.get("engine_bound_sum_ratio") for r in ok]
+            pred = [r.get("predicted_ratio") for r in ok]
             secs = sorted(r["compile_s"] for r in ok)
             cells = [
                 config,
@@ -453,11 +461,20 @@ def summary(payload: dict) -> str:
                 _x(geomean(eng)) if len(eng) == len(ok) and eng else "-",
                 _worst(ok, "engine_ratio") if len(eng) == len(ok) else "-",
                 _x(geomean(per)) if per and all(per) else "-",
+                _prediction(ok) if pred and all(pred) else "-",
                 f"{secs[len(secs) // 2]:.1f}" if secs else "-",
                 _worst(ok, "compile_s", fmt="{:.1f}"),
             ]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _prediction(runs: list[dict]) -> str:
+    """The geomean of predicted over simulated cycles and the run farthest from
+    1 either way."""
+    ratios = [r["predicted_ratio"] for r in runs]
+    far = max(runs, key=lambda r: abs(math.log(r["predicted_ratio"])))
+    return f"{geomean(ratios):.2f}, {far['predicted_ratio']:.2f} ({far['model']})"
 
 
 def _worst(runs: list[dict], key: str, fmt: str = "{:.2f}") -> str:

@@ -41,6 +41,10 @@ def test_the_smallest_model_runs_end_to_end_and_a_failure_is_recorded(
     assert ok["compile_s"] == pytest.approx(
         sum(ok["seconds"][k] for k in ("frontend", "schedule", "codegen", "build"))
     )
+    # the cost model's prediction beside the simulated cycles, and in the summary
+    assert ok["predicted"] > 0
+    assert ok["predicted_ratio"] == pytest.approx(ok["predicted"] / ok["cycles"])
+    assert f"{ok['predicted_ratio']:.2f} (mlp) |" in models.summary(payload)
     # the run is at or above both of its bounds, and its layers add up to it
     assert ok["cycles"] >= ok["roofline"] > 0
     assert ok["dram_bytes"] >= ok["min_dram_bytes"] > 0
