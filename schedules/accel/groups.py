@@ -73,10 +73,10 @@ def fusion_cuts(
     )
     found.update(zip(new, searched))
     cuts = set(edges)
-    cur = cost = None
+    before = cur = cost = None  # ``before``: the layer that ends where cur starts
     for piece in pieces:
         if piece.opaque:
-            cur = None
+            before = cur = None
             continue
         alone = _best(kernel, piece, spec, stage, found)
         # apart, the piece's first loads may run under cur's last tile
@@ -84,11 +84,18 @@ def fusion_cuts(
         merged = _merged(kernel, cur, piece, fused, owner, wide)
         if merged is not None:
             together = _best(kernel, merged, spec, stage, found)
-            if together < cost + apart:
+            # either way the first loads may run under the last tile of the
+            # layer before: cur's, or the merged layer's, which may have more
+            # to load (an out-projection's weights behind the copies of the
+            # heads it reads: merged, they load under the attention's last
+            # tile)
+            ahead = _overlap(kernel, before, cur, spec, stage, found)
+            sooner = _overlap(kernel, before, merged, spec, stage, found)
+            if together - sooner < cost - ahead + apart:
                 cur, cost = merged, together
                 continue
         cuts.add(piece.children[0])
-        cur, cost = piece, alone
+        before, cur, cost = cur, piece, alone
     return cuts
 
 
