@@ -46,10 +46,21 @@ def sizes(name: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def rows(name: str) -> tuple[int, tuple[str, ...]] | None:
+    """``(MR, statements)`` of an ``@accumulate(MR; S1, S2)`` mark (the rows of
+    a matrix-vector product), None for other marks."""
+    m = re.fullmatch(r"@accumulate\((\d+);\s*([\w, ]+)\)", name)
+    if m is None:
+        return None
+    return int(m.group(1)), tuple(s.strip() for s in m.group(2).split(","))
+
+
 def emit(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
     """The register-tiled C of ``node`` (an ``@accumulate`` mark) for ``emitter``
     (a :class:`codegen.emit.CEmitter`), or None when the loops below it do not
     have the expected shape."""
+    if rows(node.name) is not None:
+        return _emit_rows(emitter, node, counter)
     found = sizes(node.name)
     shape = _shape(node)
     if found is None or shape is None:
@@ -203,3 +214,91 @@ def _loop(k: loops.For, inner: list[c.Generable]) -> c.Generable:
         f"{k.var} += {k.step}",
         c.Block(inner),
     )
+
+
+def _emit_rows(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
+    """C for ``@accumulate(MR; S1, ...)``: a reduction loop ``k`` above one row
+    loop ``p`` (at most ``MR`` values) around the calls of several statements;
+    the targets of the named ones (each, for fixed enclosing loops, a bijection
+    of ``p`` that does not move with ``k``, and touched by no other statement
+    below) stay in a local array per statement across ``k`` on full tiles::
+
+        for (k ...)                            double acc[MR]; (copy in)
+          for (p ...)               ->         for (k ...)
+            { S1(p, k); S2(p, k); }              #pragma GCC unroll MR
+                                                 for (p = p0; p < p0 + MR; p++)
+                                                   { acc[p - p0] = ...; S2(p, k); }
+                                               (copy out)
+
+    The other statements run as written, in the same order."""
+    mr, names = rows(node.name)
+    k = _only(node.body, loops.For)
+    po = _only(k.body, loops.For) if k else None
+    if po is None or k.degenerate or po.degenerate or po.step != 1:
+        return None
+    if po.upper() is None or k.var in _names(po.init) | _names(po.upper()[0]):
+        return None
+    calls = po.body
+    if not calls or not all(isinstance(x, loops.Call) for x in calls):
+        return None
+    p0 = f"_pc_{po.var}0_{counter}"
+    promoted: dict[str, tuple[str, str]] = {}  # target array -> (local, C element)
+    body: list[c.Generable] = []
+    copy_in: list[c.Generable] = []
+    for n, call in enumerate(calls):
+        stmt = emitter.stmts.get(call.stmt)
+        if stmt is None:
+            return None
+        args = {it: f"({loops.to_c(a)})" for it, a in zip(stmt.iterators, call.args)}
+        if call.stmt not in names:
+            body.extend(emitter.call(call))
+            continue
+        target = stmt.target
+        x = emitter.renderer(args)(target)
+        if re.search(rf"\b{re.escape(k.var)}\b", x) or target.array in promoted:
+            return None  # the element is written in terms of the reduction loop
+        local = f"_pc_acc{counter}_{n}[{po.var} - {p0}]"
+        promoted[target.array] = (local, x)
+        ctype = emitter.value_type(emitter.kernel.arrays[target.array].dtype)
+        copy_in += [c.Line(f"{ctype} _pc_acc{counter}_{n}[{mr}];")]
+
+        def element(ld, idx, local=local, array=target.array):
+            return local if ld.array == array else emitter.element(ld.array, idx)
+
+        expr = emitter.renderer(args, element)(stmt.body)
+        body.append(c.Statement(f"{local} = {expr}"))
+    if set(names) - {x.stmt for x in calls}:
+        return None
+
+    def each_row(inner: list[c.Generable], unroll: bool) -> list[c.Generable]:
+        head: list[c.Generable] = [c.Pragma(f"GCC unroll {mr}")] if unroll else []
+        return [
+            *head,
+            c.For(
+                f"long {po.var} = {p0}",
+                f"{po.var} < {p0} + {mr}",
+                f"{po.var} += 1",
+                c.Block(inner),
+            ),
+        ]
+
+    loads = [c.Statement(f"{loc} = {x}") for loc, x in promoted.values()]
+    stores = [c.Statement(f"{x} = {loc}") for loc, x in promoted.values()]
+    full = [
+        *copy_in,
+        *each_row(loads, False),
+        _loop(k, each_row(body, True)),
+        *each_row(stores, False),
+    ]
+    return [
+        c.Block(
+            [
+                c.Line(f"const long {p0} = {loops.to_c(po.init)};"),
+                c.If(
+                    f"{_count(po)} - {p0} == {mr}",
+                    c.Block(full),
+                    c.Block(emitter.body(node.body)),
+                ),
+            ]
+        )
+    ]

@@ -309,16 +309,26 @@ def _instances(model: Model, stmt) -> float:
 def innermost_steps(kernel: Kernel) -> dict[str, np.ndarray]:
     """``{statement: change of its iterators when its innermost loop steps by
     one}``: the innermost loop is the last schedule dimension that varies with the
-    statement's iterators (the others held fixed). Statements outside any loop
-    are left out."""
+    statement's iterators (the others held fixed), or the one above it below an
+    ``@accumulate`` mark, whose last loop the C compiler unrolls (the rows of a
+    register tile). Statements outside any loop are left out."""
     from schedules.legality import statement_times
 
+    root = stree.from_isl(kernel.schedule)
+    unrolled = {
+        name
+        for _, n in stree.walk(root)
+        if isinstance(n, stree.Mark) and n.name.startswith("@accumulate")
+        for name in stree.statements(n)
+    }
     out: dict[str, np.ndarray] = {}
     for name, m in statement_times(kernel.schedule).items():
         rows = _rows(m)
         if rows is None:
             continue
         varying = [r for r in rows if np.any(r)]
+        if name in unrolled and len(varying) > 1:
+            varying = varying[:-1]
         if not varying:
             continue
         R = np.array(varying)

@@ -132,25 +132,28 @@ def separate_reductions(kernel: Kernel, model: Model) -> tuple[Kernel, set[str]]
 
 def _reduction_band(kernel: Kernel, node: stree.Node) -> str | None:
     """The name of the one-member band at the top of ``node`` when its loop is an
-    iterator that the target of the band's one statement does not use and the
-    statement accumulates into its target (a reduction loop of depth 3 or more:
-    not a matrix-vector product, whose sweeps over the matrix the fusion of the
-    program order shares)."""
+    iterator of each of the band's statements, every statement accumulates into
+    its target, and the target of one of them does not use that iterator (a
+    reduction loop). Below depth 3 (matrix-vector products) the band may hold
+    several statements: bicg's two products share their sweep over the matrix,
+    and stay together in the merged band."""
     nb = stree.named_at(node)
     if nb is None or nb.attrs or nb.band.n_member != 1:
         return None
-    stmts = stree.statements(nb.band)
-    if len(stmts) != 1:
+    names = stree.statements(nb.band)
+    if not names or (len(names) > 1 and kernel.statement(names[0]).depth != 2):
         return None
-    stmt = kernel.statement(stmts[0])
-    if stmt.depth < 3 or not _accumulates(stmt):
-        return None
-    row = _member_row(nb.band.member(0), stmt)
-    if row is None or sorted(row) != [0.0] * (len(row) - 1) + [1.0]:
-        return None
-    iterator = stmt.iterators[row.index(1.0)]
-    used = {a for aff in stmt.target.index for a in _atoms(aff)}
-    return nb.name if iterator not in used else None
+    reduces = False
+    for name in names:
+        stmt = kernel.statement(name)
+        if stmt.depth < 2 or not _accumulates(stmt):
+            return None
+        row = _member_row(nb.band.member(0), stmt)
+        if row is None or sorted(row) != [0.0] * (len(row) - 1) + [1.0]:
+            return None
+        used = {a for aff in stmt.target.index for a in _atoms(aff)}
+        reduces = reduces or stmt.iterators[row.index(1.0)] not in used
+    return nb.name if reduces else None
 
 
 def _accumulates(stmt) -> bool:
@@ -305,7 +308,9 @@ def accumulate(kernel: Kernel, band: str) -> Kernel:
     root = stree.from_isl(kernel.schedule)
     path, nb = stree.find(root, band, op)
     inner = stree.named_at(nb.band.child)
-    if len(nb.members) != 1 or inner is None or len(inner.members) != 2:
+    if len(nb.members) == 1 and inner is not None and len(inner.members) == 1:
+        attr = f"{MARK}({_rows_attr(kernel, band, inner.name)})"
+    elif len(nb.members) != 1 or inner is None or len(inner.members) != 2:
         raise ScheduleError(
             f"{op}: band {band!r} is not a reduction loop above a band of two "
             "members because it has members ({', '.join(nb.members)}) and "
@@ -313,14 +318,15 @@ def accumulate(kernel: Kernel, band: str) -> Kernel:
             + (f"({', '.join(inner.members)})" if inner else "no band")
             + ". Split the bands first (split_band)."
         )
-    why = _refused(kernel, band, inner.name)
-    if why:
-        raise IllegalTransformError(
-            f"{op}: band {band!r} cannot hold its accumulators in registers because "
-            f"{why}. Keep the loop as it is."
-        )
-    sizes = _sizes(kernel, inner.name)
-    attr = f"{MARK}({sizes[0]}, {sizes[1]})"
+    else:
+        why = _refused(kernel, band, inner.name)
+        if why:
+            raise IllegalTransformError(
+                f"{op}: band {band!r} cannot hold its accumulators in registers "
+                f"because {why}. Keep the loop as it is."
+            )
+        sizes = _sizes(kernel, inner.name)
+        attr = f"{MARK}({sizes[0]}, {sizes[1]})"
     attrs = tuple(a for a in nb.attrs if not a.startswith(MARK)) + (attr,)
     new_nb = stree.Named(nb.name, nb.members, attrs, nb.band)
     new = stree.replace_at(root, path, lambda _n: new_nb.node())
@@ -334,7 +340,7 @@ def accumulate(kernel: Kernel, band: str) -> Kernel:
     )
 
 
-def _sizes(kernel: Kernel, inner: str) -> tuple[int, int]:
+def _sizes(kernel: Kernel, inner: str) -> tuple[int, ...]:
     """The number of values each loop of band ``inner`` takes at most for fixed
     enclosing loops (its tile sizes).
 
@@ -345,7 +351,7 @@ def _sizes(kernel: Kernel, inner: str) -> tuple[int, int]:
     prefix = node.get_prefix_schedule_union_map()
     part = node.band_get_partial_schedule()
     out = []
-    for d in range(2):
+    for d in range(part.dim(isl.dim_type.set)):
         member = isl.UnionMap.from_union_pw_aff(part.get_at(d))
         rel = prefix.reverse().apply_range(member).intersect_params(kernel.context)
         pairs = rel.reverse().apply_range(rel)  # values sharing enclosing loops
@@ -358,7 +364,7 @@ def _sizes(kernel: Kernel, inner: str) -> tuple[int, int]:
                 "fixed enclosing loops because it is not a tile loop. Tile it first."
             )
         out.append(max(int(w.to_python()) for w in widths) + 1)
-    return out[0], out[1]
+    return tuple(out)
 
 
 def _refused(kernel: Kernel, band: str, inner: str) -> str | None:
@@ -389,3 +395,65 @@ def _refused(kernel: Kernel, band: str, inner: str) -> str | None:
             f"two iterations of the loops below it write one element of {target.array}"
         )
     return None
+
+
+def _rows_attr(kernel: Kernel, band: str, inner: str) -> str:
+    """``"MR; S1, S2"`` for the mark of a reduction loop ``band`` above one row
+    loop ``inner`` (a matrix-vector product's rows): the row loop's size and the
+    statements whose targets stay in registers (:func:`_promoted`).
+
+    Raises:
+        ScheduleError: when the row loop has no constant extent.
+        IllegalTransformError: when no statement can hold its target in registers,
+            or another statement below reads or writes a promoted target's array.
+    """
+    promoted, why = _promoted(kernel, band, inner)
+    if why:
+        raise IllegalTransformError(
+            f"accumulate: band {band!r} cannot hold its accumulators in registers "
+            f"because {why}. Keep the loop as it is."
+        )
+    (mr,) = _sizes(kernel, inner)
+    return f"{mr}; {', '.join(promoted)}"
+
+
+def _promoted(kernel: Kernel, band: str, inner: str) -> tuple[list[str], str | None]:
+    """The statements below band ``band`` whose target elements, for fixed enclosing
+    loops, are a bijection of the loop of band ``inner`` and do not move with the
+    loop of ``band`` (each the only statement that touches its array below the
+    mark), and why the mark is refused (None when it is not)."""
+    knode = tree.find_band(kernel.schedule, band)
+    names = sorted(tree.tuple_names(knode.get_domain()))
+    prefix = knode.get_prefix_schedule_union_map()
+    micro = tree.find_band(kernel.schedule, inner).band_get_partial_schedule_union_map()
+    where = prefix.range_product(micro)
+    promoted: list[str] = []
+    for name in names:
+        stmt = kernel.statement(name)
+        target = stmt.target
+        if any(
+            ld.array == target.array and ld.index != target.index for ld in stmt.reads
+        ):
+            continue
+        acc = isl.UnionMap.from_map(access_map(stmt, target, kernel.params))
+        what = prefix.range_product(acc)
+        rel = where.reverse().apply_range(what).intersect_params(kernel.context)
+        if rel.is_single_valued() and rel.is_injective():
+            promoted.append(name)
+    if not promoted:
+        return [], (
+            f"no statement below it ({', '.join(names)}) writes one element per "
+            f"iteration of band {inner!r} that stays put along the loop of {band!r}"
+        )
+    arrays = {kernel.statement(n).target.array: n for n in promoted}
+    if len(arrays) < len(promoted):
+        return [], "two statements below it accumulate into one array"
+    for name in names:
+        stmt = kernel.statement(name)
+        for ld in (stmt.target, *stmt.reads):
+            owner = arrays.get(ld.array)
+            if owner is not None and owner != name:
+                return [], (
+                    f"{name} accesses {ld.array}, which {owner} holds in registers"
+                )
+    return promoted, None

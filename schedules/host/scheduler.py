@@ -23,6 +23,12 @@
    next one); only where one fork of it runs enough work to pay for the fork/join
    (:data:`schedules.host.cache_model.MIN_PARALLEL_WORK`).
 
+4. Matrix-vector products (:mod:`schedules.host.matvec`): a column walk is
+   permuted into a row walk, and rows of dot products get register tiles, in
+   every candidate before they are compared (the tiles leave no recurrence on the
+   innermost loop, which :mod:`schedules.host.profit` counts); the contractions'
+   register tiles (:mod:`schedules.host.register`) follow on the one kept.
+
 Before tiling, when isl has left the contiguous loop (stride-1 accesses) of a nest
 above nested bands (the filter loops of a convolution), the nested bands are merged
 and that loop is permuted innermost.
@@ -53,6 +59,7 @@ from schedules.apply import apply_schedule
 from schedules.bands import merge_bands, permute
 from schedules.host import chain, profit
 from schedules.host.cache_model import MIN_PARALLEL_WORK, Cache, Model
+from schedules.host.matvec import matvec_tiles
 from schedules.host.parallel import (
     attempt,
     band_at,
@@ -238,6 +245,10 @@ def _finish(
         out = _optimise_band(out, name, model, tile, parallel, name in merged)
     if parallel:
         out = mark_parallel_below(out, model)
+    if tile:
+        # before the candidates are compared: the register tiles of the rows
+        # leave no recurrence on the innermost loop, which profit counts
+        out = matvec_tiles(out, model)
     return out
 
 
