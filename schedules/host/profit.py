@@ -25,13 +25,13 @@ see :mod:`schedules.host.scheduler`) and :func:`choose` compares them:
 6. the earlier candidate of the chain (isl's own schedule first).
 
 Model of the bytes streamed (stated, not measured): the program runs as a sequence
-of top-level nests (the children of the outermost sequence), each streamed on its
-own (see :func:`nest_traffic`): a nest's loops are fixed outermost first; at the
+of top-level nests (the children of the outermost sequences and sets), each
+streamed on its own (see :func:`nest_traffic`): a nest's loops are fixed outermost first; at the
 first loop whose one iteration touches at most the tile budget (half the L2 cache),
 consecutive iterations share what is in cache, and the loop around it streams its
 whole footprint once per iteration. Footprints are bounding boxes of the elements
-reached, counted in cache lines along the last index, at the cost model's problem
-sizes.
+reached (one per group of overlapping accesses of an array), counted in cache
+lines along the last index, at the cost model's problem sizes.
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def _value_near(region: dict, d: int, mid: int, lo: int) -> int:
 def _footprint(kernel: Kernel, maps: dict, region: dict) -> float:
     """Bytes (whole cache lines along the last index) of the bounding boxes of the
     elements reached by the instances whose times lie in ``region``."""
-    boxes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    boxes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for n, times in region.items():
         stmt = kernel.statement(n)
         inst = maps[n].intersect_range(times).domain()
@@ -260,32 +260,48 @@ def _footprint(kernel: Kernel, maps: dict, region: dict) -> float:
                 )
             else:
                 box = (np.zeros(1), np.zeros(1))
-            if box is None:
-                continue
-            if ld.array in boxes:
-                olo, ohi = boxes[ld.array]
-                box = (np.minimum(box[0], olo), np.maximum(box[1], ohi))
-            boxes[ld.array] = box
+            if box is not None:
+                boxes[ld.array] = _add_box(boxes.get(ld.array, []), box)
     total = 0.0
-    for array, (lo, hi) in boxes.items():
+    for array, found in boxes.items():
         size = kernel.arrays[array].dtype.itemsize
-        ext = np.maximum(hi - lo + 1, 1)
-        last = math.ceil(ext[-1] * size / LINE) * LINE
-        total += float(np.prod(ext[:-1])) * last
+        for lo, hi in found:
+            ext = np.maximum(hi - lo + 1, 1)
+            last = math.ceil(ext[-1] * size / LINE) * LINE
+            total += float(np.prod(ext[:-1])) * last
     return total
 
 
+def _add_box(boxes: list, box: tuple) -> list:
+    """``boxes`` (of one array) with ``box`` added: merged into the bounding box
+    of those it overlaps (a stencil's shifted accesses), kept apart from those it
+    does not (a transposed copy's row and column, ``corr[j][i] = corr[i][j]``,
+    instead of the square around both)."""
+    lo, hi = box
+    apart = list(boxes)
+    grown = True
+    while grown:  # a grown hull may overlap a box it missed before
+        grown = False
+        for n, (olo, ohi) in enumerate(apart):
+            if np.all(lo <= ohi) and np.all(olo <= hi):
+                lo, hi = np.minimum(lo, olo), np.maximum(hi, ohi)
+                del apart[n]
+                grown = True
+                break
+    return [*apart, (lo, hi)]
+
+
 def _nests(root: stree.Node) -> list[stree.Node]:
-    """The top-level nests: the children of the outermost sequence (reached
-    without passing a band), or the whole tree."""
+    """The top-level nests: the children of the outermost sequences and sets
+    (reached without passing a band; nested ones flattened), or the whole tree."""
     node = root
-    while not isinstance(node, (stree.Band, stree.Sequence_, stree.Leaf)):
+    while not isinstance(node, (stree.Band, stree.Sequence_, stree.Set_, stree.Leaf)):
         kids = stree.children(node)
         if len(kids) != 1:
             break
         node = kids[0]
-    if isinstance(node, stree.Sequence_):
-        return list(node.children)
+    if isinstance(node, (stree.Sequence_, stree.Set_)):
+        return [nest for kid in node.children for nest in _nests(kid)]
     return [root]
 
 

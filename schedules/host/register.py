@@ -131,15 +131,21 @@ def separate_reductions(kernel: Kernel, model: Model) -> tuple[Kernel, set[str]]
 
 
 def _reduction_band(kernel: Kernel, node: stree.Node) -> str | None:
-    """The name of the one-member band at the top of ``node`` when its loop is an
+    """The name of the band at the top of ``node`` when each of its loops is an
     iterator of each of the band's statements, every statement accumulates into
-    its target, and the target of one of them does not use that iterator (a
-    reduction loop). Below depth 3 (matrix-vector products) the band may hold
-    several statements: bicg's two products share their sweep over the matrix,
-    and stay together in the merged band."""
+    its target, and the target of one of them does not use one of those
+    iterators (a reduction loop). Below depth 3 (matrix-vector products) the
+    band may hold several statements: bicg's two products share their sweep over
+    the matrix, and stay together in the merged band. A band of several members
+    is a product already merged with its reduction loop one level down
+    (correlation's ``j, k`` below ``i``, whose loop also runs ``corr[i][i] =
+    1``), to be merged again with the band above; one that covers its
+    statements' whole nest is not."""
     nb = stree.named_at(node)
-    if nb is None or nb.attrs or nb.band.n_member != 1:
+    if nb is None or nb.attrs:
         return None
+    if nb.band.n_member > 1 and nb.band.n_member >= _depth(kernel, nb.band):
+        return None  # a whole nest: nothing left above it to merge with
     names = stree.statements(nb.band)
     if not names or (len(names) > 1 and kernel.statement(names[0]).depth != 2):
         return None
@@ -148,12 +154,18 @@ def _reduction_band(kernel: Kernel, node: stree.Node) -> str | None:
         stmt = kernel.statement(name)
         if stmt.depth < 2 or not _accumulates(stmt):
             return None
-        row = _member_row(nb.band.member(0), stmt)
-        if row is None or sorted(row) != [0.0] * (len(row) - 1) + [1.0]:
-            return None
         used = {a for aff in stmt.target.index for a in _atoms(aff)}
-        reduces = reduces or stmt.iterators[row.index(1.0)] not in used
+        for q in range(nb.band.n_member):
+            row = _member_row(nb.band.member(q), stmt)
+            if row is None or sorted(row) != [0.0] * (len(row) - 1) + [1.0]:
+                return None
+            reduces = reduces or stmt.iterators[row.index(1.0)] not in used
     return nb.name if reduces else None
+
+
+def _depth(kernel: Kernel, band: stree.Band) -> int:
+    """The smallest depth of the band's statements."""
+    return min(kernel.statement(n).depth for n in stree.statements(band))
 
 
 def _accumulates(stmt) -> bool:

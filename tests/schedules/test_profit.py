@@ -122,3 +122,22 @@ def test_the_cache_sizes_are_an_input_of_compile_c():
     assert large[0] == {"i": 256, "k": 256, "j": 256}
     assert tiles(None) == tiles(host_cache())
     assert parse_cache("l2=1M", base=HOST) == Cache(32 * 1024, 1 << 20, 32 << 20)
+
+
+def test_a_transposed_copy_streams_its_matrix_once():
+    # C[j][i] = C[i][j] over a triangle: at one i it touches a row and a column
+    # of C. One bounding box around both (the square they span, 2 MiB at the
+    # middle row, past the tile budget) counted the copy as N such squares;
+    # a box per access pattern that does not overlap the other keeps it at the
+    # matrix's size, and correlation's program order then wins on its
+    # recurrences (test_register's correlation test)
+    from polyc.lang.program import Program
+
+    p = Program("transpose")
+    N = p.param("N")
+    C = p.array("C", (N, N), "float64", role="inout")
+    with p.loop("i", 0, N) as i, p.loop("j", i + 1, N) as j:
+        C[j, i] = C[i, j]
+    k = p.kernel()
+    model = Model(k, {"N": 1024}, HOST)
+    assert profit.streamed_bytes(k, model) <= 1024 * 1024 * 8

@@ -184,3 +184,37 @@ def test_a_nest_of_another_shape_is_emitted_as_it_is():
     a = S.auto(k, cache=TINY, params={"N": 512})
     assert_same(k, a, N=1)
     assert_same(k, a, N=3)
+
+
+def _correlation(m: int, n: int) -> str:
+    """The corpus's correlation with its run function at ``m`` columns, ``n`` rows."""
+    text = (CORPUS / "correlation.c").read_text()
+    text = text.replace("int m = 8, n = 10;", f"int m = {m}, n = {n};")
+    return text.replace(
+        "double data[10][8], corr[8][8], mean[8], stddev[8];",
+        (f"double data[{n}][{m}], corr[{m}][{m}], mean[{m}], stddev[{m}];"),
+    )
+
+
+def test_correlation_product_gets_its_own_band_and_register_tile(tmp_path):
+    # corr[i][i] = 1 runs in the i loop above the product's j, k loops: the
+    # product is separated from it in two steps (j then i) and merged into one
+    # band i, j, k (it was left as isl's k-innermost dot products, strided over
+    # data's columns: 0.14x of Polly at LARGE); at 37 columns the triangle
+    # j > i has full 4 x 16 tiles and partial ones
+    source = {"correlation": _correlation(37, 21)}
+    out = rewrite(source["correlation"], schedule="auto", include_dirs=[CORPUS])
+    (region,) = out.regions
+    assert region.step == "program-order"
+    marks = re.findall(r"@accumulate\(\d+, \d+\)", str(region.kernel.schedule))
+    assert marks == ["@accumulate(16, 4)"]
+    merged = [s.args for s in region.kernel.history if s.name == "merge_bands"]
+    assert len(merged) >= 2
+    runs = build_and_run(
+        {"original": (source, []), "rewritten": ({"correlation": out.text}, [])},
+        tmp_path,
+    )
+    want, got = runs["original"]["correlation"], runs["rewritten"]["correlation"]
+    assert want.keys() == got.keys()
+    for key in want:
+        assert want[key].tobytes() == got[key].tobytes(), key
