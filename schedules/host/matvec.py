@@ -42,7 +42,7 @@ from __future__ import annotations
 from polyc.errors import IllegalTransformError, ScheduleError
 from polyc.ir.kernel import Kernel
 from schedules import stree
-from schedules.bands import permute, split_band
+from schedules.bands import merge_bands, permute, split_band
 from schedules.host.cache_model import Model, access_kind
 from schedules.host.parallel import band_at, is_coincident
 from schedules.host.register import MARK, accumulate
@@ -67,6 +67,8 @@ def matvec_tiles(kernel: Kernel, model: Model) -> Kernel:
 
 def _rewrite(kernel: Kernel, name: str, model: Model, done: set[str]) -> Kernel:
     outer, nb = band_at(kernel, name)
+    if nb.band.n_member == 1:
+        return _nested(kernel, name, model)
     band = nb.band
     if band.n_member != 2:
         return kernel
@@ -85,6 +87,37 @@ def _rewrite(kernel: Kernel, name: str, model: Model, done: set[str]) -> Kernel:
     if model.extent(band.member(0), stree.domain(band)) < MR:
         return kernel
     return _row_tiles(kernel, name, nb.members, done)
+
+
+def _nested(kernel: Kernel, name: str, model: Model) -> Kernel:
+    """Two nested one-member bands, ``name`` the inner one, whose outer loop the
+    cost model wants innermost (contiguous accesses) and carries no dependence:
+    merged and permuted (gramschmidt's ``A[i][j] -= Q[i][k] * R[k][j]``, whose
+    program order walks ``A`` by columns inside the ``k`` loop, which the
+    scheduler does not tile). Kept as they are otherwise."""
+    parent = _parent_band(kernel, name)
+    if parent is None:
+        return kernel
+    merged = _try(lambda: merge_bands(kernel, parent, name))
+    if merged is None:
+        return kernel
+    outer, nb = band_at(merged, parent)
+    if model.innermost(outer, nb.band) != 0 or not is_coincident(nb.band, 0):
+        return kernel
+    order = [nb.members[1], nb.members[0]]
+    return _try(lambda: permute(merged, parent, order), kernel)
+
+
+def _parent_band(kernel: Kernel, name: str) -> str | None:
+    """The one-member band without marks whose only child is band ``name``."""
+    for _, node in stree.walk(stree.from_isl(kernel.schedule)):
+        nb = stree.named_at(node)
+        if nb is None or nb.attrs or nb.band.n_member != 1:
+            continue
+        below = stree.named_at(nb.band.child)
+        if below is not None and below.name == name and not below.attrs:
+            return nb.name
+    return None
 
 
 def _row_tiles(kernel: Kernel, name: str, members, done: set[str]) -> Kernel:

@@ -13,6 +13,7 @@ import schedules as S
 from polyc.errors import IllegalTransformError
 from polyc.integrations.c_source import compile_c as rewrite
 from polyc.lang.program import Program
+from schedules.host import profit
 from tests.support.cfront_corpus import build_and_run
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same, compile_c
@@ -115,3 +116,29 @@ def test_accumulate_rows_refuses_a_statement_that_reads_a_promoted_array():
     k = p.kernel()
     with pytest.raises(IllegalTransformError, match="S1 accesses x, which S0 holds"):
         S.accumulate(_rows_by_hand(k), "L0")
+
+
+def test_gramschmidt_update_walks_a_by_rows_and_keeps_its_bits(tmp_path):
+    # A[i][j] -= Q[i][k] * R[k][j] ran j outer, i inner inside the k loop (a
+    # column walk over A the scheduler does not tile): its two nested bands are
+    # merged and permuted, j innermost
+    text = (CORPUS / "gramschmidt.c").read_text()
+    out = rewrite(text, schedule="auto", include_dirs=[CORPUS])
+    (region,) = out.regions
+    kernel = region.kernel
+    update = next(s.name for s in kernel.statements if s.target.array == "A")
+    steps = profit.innermost_steps(kernel)
+    j = kernel.statement(update).iterators.index("j")
+    assert steps[update][j] == 1.0 and sum(abs(steps[update])) == 1.0
+    assert [s.name for s in kernel.history].count("merge_bands") >= 2
+    runs = build_and_run(
+        {
+            "original": ({"gramschmidt": text}, []),
+            "rewritten": ({"gramschmidt": out.text}, []),
+        },
+        tmp_path,
+    )
+    want, got = runs["original"]["gramschmidt"], runs["rewritten"]["gramschmidt"]
+    assert want.keys() == got.keys()
+    for key in want:
+        assert want[key].tobytes() == got[key].tobytes(), key
