@@ -44,12 +44,15 @@ from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.bands import merge_bands, permute, split_band
 from schedules.host.cache_model import Model, access_kind
-from schedules.host.parallel import band_at, is_coincident
+from schedules.host.parallel import _work_per_entry, band_at, is_coincident
 from schedules.host.register import MARK, accumulate
 from schedules.tiling import tile
 
 #: rows of a matrix-vector register tile
 MR = 8
+#: elements of the vector a tile of a parallel column walk updates (4 KiB of
+#: doubles: it stays in L1 while the tile's rows of the matrix stream by)
+COLUMNS = 512
 
 
 def matvec_tiles(kernel: Kernel, model: Model) -> Kernel:
@@ -79,14 +82,29 @@ def _rewrite(kernel: Kernel, name: str, model: Model, done: set[str]) -> Kernel:
     if best == 0 and all(k[1] == "invariant" for k in kinds):
         if not is_coincident(band, 0):
             return kernel
-        return _try(
-            lambda: permute(kernel, name, [nb.members[1], nb.members[0]]), kernel
-        )
+        return _column_walk(kernel, name, model)
     if best != 1 or not any(k == ("strided", "invariant") for k in kinds):
         return kernel
     if model.extent(band.member(0), stree.domain(band)) < MR:
         return kernel
     return _row_tiles(kernel, name, nb.members, done)
+
+
+def _column_walk(kernel: Kernel, name: str, model: Model) -> Kernel:
+    """Band ``name`` (``p, r``) permuted to ``r, p``. When a fork of the band
+    pays (:meth:`~schedules.host.cache_model.Model.pays_to_fork`), ``p`` is
+    first tiled by :data:`COLUMNS`, so that the parallel marks that follow take
+    the tile loop and leave the contiguous loop innermost (they would move the
+    dependence-free ``p`` back in front of ``r`` otherwise)."""
+    root = stree.from_isl(kernel.schedule)
+    path, nb = stree.find(root, name, "auto")
+    p, r = nb.members
+    base = kernel
+    if model.pays_to_fork(_work_per_entry(root, path, nb, model)):
+        base = _try(lambda: tile(kernel, name, {p: COLUMNS}), None)
+        if base is None:
+            return kernel
+    return _try(lambda: permute(base, name, [r, p]), kernel)
 
 
 def _nested(kernel: Kernel, name: str, model: Model) -> Kernel:

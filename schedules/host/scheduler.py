@@ -243,12 +243,13 @@ def _finish(
         out, merged = separate_reductions(out, model)
     for name in _outermost_bands(out):
         out = _optimise_band(out, name, model, tile, parallel, name in merged)
+    if tile:
+        # before the candidates are compared (the register tiles of the rows
+        # leave no recurrence on the innermost loop, which profit counts) and
+        # before the parallel marks (the tile loop of the rows is the one to mark)
+        out = matvec_tiles(out, model)
     if parallel:
         out = mark_parallel_below(out, model)
-    if tile:
-        # before the candidates are compared: the register tiles of the rows
-        # leave no recurrence on the innermost loop, which profit counts
-        out = matvec_tiles(out, model)
     return out
 
 

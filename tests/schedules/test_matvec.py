@@ -142,3 +142,18 @@ def test_gramschmidt_update_walks_a_by_rows_and_keeps_its_bits(tmp_path):
     assert want.keys() == got.keys()
     for key in want:
         assert want[key].tobytes() == got[key].tobytes(), key
+
+
+def test_large_mvt_keeps_row_walks_under_its_parallel_marks():
+    # at N = 20000 a fork pays: the parallel marks would move the column walk's
+    # dependence-free i back in front of j (a column walk again); tiled by 512
+    # first, the tile loop takes the mark and j, i stay in row order
+    k = _mvt("float64")
+    a = S.auto(k, params={"N": 20000})
+    steps = [(s.name, s.args) for s in a.history]
+    walk = next(args[0] for name, args in steps if args[1:] == ({"i": 512},))
+    assert ("permute", (walk, ("j", "i"))) in steps
+    assert ("permute", (walk, ("i", "j"))) not in steps
+    assert ("parallel", (f"{walk}_t",)) in steps
+    assert [name for name, _ in steps].count("accumulate") == 1
+    assert_same(k, a, N=1030)
