@@ -30,6 +30,13 @@ rewritten by checked transformations, in one of two ways:
 
   Every sum runs in its original order, so the bits stay the same.
 
+Two nested one-member bands whose outer loop the cost model wants innermost and
+carries no dependence (gramschmidt's ``A[i][j] -= Q[i][k] * R[k][j]``, ``j`` outer
+and ``i`` inner inside the ``k`` loop, which the scheduler does not tile) are
+merged and permuted the same way. The rewrites run before the parallel marks: a
+column walk whose fork pays is tiled by :data:`COLUMNS` first, so the mark takes
+the tile loop and the row walk stays.
+
 ``MR`` = 8: eight chains cover the adder's latency (4 cycles) twice over at two
 additions per cycle. Chosen by hand on PolyBench's mvt at LARGE (n = 2000,
 gcc -O3 -march=native -ffp-contract=off, one run of each side by side): 8 rows
