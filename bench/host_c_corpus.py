@@ -1,13 +1,16 @@
 """The C corpus at PolyBench's LARGE sizes: gcc, polyc + gcc, Polly, Polly on polyc.
 
     python -m bench.host_c_corpus [--only NAME ...] [--repeat 2] [--size LARGE]
+        [--timeout 120]
 
-For each kernel of ``tests/c_corpus`` whose kernel function takes its sizes as
-``int`` parameters and its arrays as C99 VLA parameters (23 of the 30; the other
-seven fix their sizes with macros or globals, see :data:`SKIPPED`), a driver is
-generated that allocates the arrays at PolyBench 4.2.1's sizes (:data:`LARGE`),
-fills them deterministically, calls the kernel once, prints its wall time and
-a checksum (C99 hex float) of every array. Four builds, all with
+For each kernel of ``tests/c_corpus`` a driver is generated that allocates the
+arrays of its kernel function (and sets the global arrays of its file) at PolyBench
+4.2.1's sizes (:data:`LARGE`; :data:`DATASET` names the few run at MEDIUM, so that
+a run of the whole corpus stays within its time), fills them deterministically,
+calls the kernel once, prints its wall time and a checksum (C99 hex float) of every
+array. Sizes are the kernel's ``int`` parameters or the macros its file defines
+(:func:`prepare` sets those in a copy of the file; pointer parameters take their
+extents from :data:`POINTERS`). Four builds, all with
 ``-O3 -march=native -ffp-contract=off`` (no FMA contraction, so results compare
 bit for bit):
 
@@ -44,11 +47,13 @@ CORPUS = Path(__file__).resolve().parent.parent / "tests" / "c_corpus"
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-w"]
 VARIANTS = ("gcc", "polyc", "polly", "polly_polyc")
 
-#: PolyBench/C 4.2.1's LARGE_DATASET sizes, by the corpus's parameter names
+#: PolyBench/C 4.2.1's LARGE_DATASET sizes, by the corpus's names for them (the
+#: kernel's ``int`` parameters, or the macros its file defines)
 LARGE: dict[str, dict[str, int]] = {
     "2mm": {"ni": 800, "nj": 900, "nk": 1100, "nl": 1200},
     "3mm": {"ni": 800, "nj": 900, "nk": 1000, "nl": 1100, "nm": 1200},
     "adi": {"tsteps": 500, "n": 1000},
+    "atax": {"NX": 1900, "NY": 2100},
     "bicg": {"m": 1900, "n": 2100},
     "cholesky": {"n": 2000},
     "correlation": {"m": 1200, "n": 1400},
@@ -56,91 +61,208 @@ LARGE: dict[str, dict[str, int]] = {
     "deriche": {"w": 4096, "h": 2160},
     "doitgen": {"nr": 150, "nq": 140, "np": 160},
     "durbin": {"n": 2000},
+    "fdtd_2d": {"TMAX": 500, "NX": 1000, "NY": 1200},
     "floyd_warshall": {"n": 2800},
     "gemm": {"ni": 1000, "nj": 1100, "nk": 1200},
     "gemver": {"n": 2000},
     "gesummv": {"n": 1300},
     "gramschmidt": {"m": 1000, "n": 1200},
     "heat_3d": {"tsteps": 500, "n": 120},
+    "jacobi_1d": {"TSTEPS": 500, "N": 2000},
     "jacobi_2d": {"tsteps": 500, "n": 1300},
+    "lu": {"N": 2000},
     "ludcmp": {"n": 2000},
     "mvt": {"n": 2000},
     "nussinov": {"n": 2500},
+    "seidel_2d": {"tsteps": 500, "N": 2000},
     "symm": {"m": 1000, "n": 1200},
+    "syrk": {"N": 1200, "M": 1000},
     "tiled_mm": {"n": 1000, "m": 1200},
+    "trisolv": {"n": 2000},
     "trmm": {"m": 1000, "n": 1200},
 }
+#: PolyBench/C 4.2.1's MEDIUM_DATASET sizes of the kernels :data:`DATASET` runs
+#: at MEDIUM
+MEDIUM: dict[str, dict[str, int]] = {
+    "floyd_warshall": {"n": 500},
+}
+#: kernels whose default dataset is not LARGE, and why (``--size LARGE-ALL`` runs
+#: them at LARGE too): floyd-warshall at LARGE is 2800^3 = 22e9 updates, about
+#: 10 s per build and run here (76 ms at n = 560, times 125), 80 s or more per
+#: kernel for its four builds in two rounds, which the run of the whole corpus
+#: cannot afford on the shared machine
+DATASET: dict[str, str] = {"floyd_warshall": "MEDIUM"}
 #: a fifth of LARGE on every size (MEDIUM-like; for a quick look)
 SMALLER = {k: {p: max(v // 5, 2) for p, v in s.items()} for k, s in LARGE.items()}
-#: corpus files this benchmark does not drive, and why
-SKIPPED = {
-    "atax": "sizes are macros (bench.host_c runs it at LARGE)",
-    "fdtd_2d": "sizes are macros",
-    "jacobi_1d": "sizes are macros",
-    "lu": "arrays are globals",
-    "seidel_2d": "arrays are globals",
-    "syrk": "arrays are globals (bench.host_c runs a syrk)",
-    "trisolv": "a fixed row length",
+#: extents of pointer parameters, whose sizes the signature does not say
+POINTERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("atax", "A"): ("NX", "NY"),
+    ("atax", "x"): ("NY",),
+    ("atax", "y"): ("NY",),
+    ("atax", "tmp"): ("NX",),
+    ("trisolv", "L"): ("n", "n"),
+    ("trisolv", "x"): ("n",),
+    ("trisolv", "b"): ("n",),
+}
+#: text edits of a corpus file for the benchmark, ``{size}`` formatted with its
+#: sizes: trisolv's rows have a fixed length of 12, which must be ``n``'s value
+EDITS: dict[str, tuple[tuple[str, str], ...]] = {
+    "trisolv": (("(*L)[12]", "(*L)[{n}]"),),
 }
 #: square matrices that must be well conditioned (diagonal made dominant)
-DOMINANT = {("cholesky", "A"), ("ludcmp", "A")}
+DOMINANT = {("cholesky", "A"), ("ludcmp", "A"), ("lu", "A"), ("trisolv", "L")}
 #: scalars the kernels read
 SCALARS = {"alpha": 1.5, "beta": 1.2, "eps": 0.1}
 
-_PARAM = re.compile(r"^(?:const\s+)?(int|double|float|char)\s+(\w+)((?:\[[^\]]+\])*)$")
+_PARAM = re.compile(
+    r"^(?:const\s+)?(int|double|float|char)\s*"
+    r"(?:(\w+)|\*\s*(\w+)|\(\s*\*\s*(\w+)\s*\))((?:\s*\[[^\]]+\])*)$"
+)
+_GLOBAL = re.compile(
+    r"^(?:static\s+)?(int|double|float|char)\s+(\w+)((?:\[[^\]]+\])+)\s*;", re.M
+)
+_MACRO = re.compile(r"^#define\s+(\w+)\s+(\d+)\s*$", re.M)
+
+
+def dataset(name: str, size: str) -> tuple[str, dict[str, int]]:
+    """``(dataset name, sizes)`` of kernel ``name`` for the run's ``--size``:
+    ``LARGE`` gives :data:`DATASET`'s choice (LARGE unless stated),
+    ``LARGE-ALL`` LARGE for every kernel, ``SMALLER`` a fifth of LARGE."""
+    if size == "SMALLER":
+        return "SMALLER", SMALLER[name]
+    chosen = DATASET.get(name, "LARGE") if size == "LARGE" else "LARGE"
+    return chosen, (MEDIUM if chosen == "MEDIUM" else LARGE)[name]
 
 
 def signature(text: str, name: str) -> list[tuple[str, str, list[str]]]:
-    """``(type, name, dims)`` for each parameter of ``kernel_<name>`` in ``text``.
+    """``(type, name, dims)`` for each parameter of ``kernel_<name>`` in ``text``;
+    a pointer parameter's dims are those of :data:`POINTERS` (the first dim of
+    ``double (*A)[NY]`` is not in the text).
 
     Raises:
-        ValueError: a parameter that is not an int/float scalar or a VLA array.
+        ValueError: a parameter that is not an int/float scalar, a VLA or
+            fixed-size array, or a pointer whose extents :data:`POINTERS` has.
     """
-    m = re.search(rf"^void kernel_{name}\(([^)]*)\)", text, re.M | re.S)
-    if m is None:
-        raise ValueError(f"no kernel_{name}(...) in the file")
     out = []
-    for raw in m.group(1).split(","):
+    for raw in _split_params(_prototype(text, name).group(1)):
         p = _PARAM.match(" ".join(raw.split()))
         if p is None:
-            raise ValueError(f"parameter {raw.strip()!r} is not a scalar or VLA")
-        dims = re.findall(r"\[([^\]]+)\]", p.group(3))
-        out.append((p.group(1), p.group(2), dims))
+            raise ValueError(f"parameter {raw.strip()!r} is not a scalar or array")
+        pname = p.group(2) or p.group(3) or p.group(4)
+        dims = re.findall(r"\[([^\]]+)\]", p.group(5))
+        if p.group(2) is None:  # a pointer: the extents come from the table
+            if (name, pname) not in POINTERS:
+                raise ValueError(f"parameter {raw.strip()!r} is a pointer of no extent")
+            dims = list(POINTERS[(name, pname)])
+        out.append((p.group(1), pname, dims))
     return out
 
 
+def _prototype(text: str, name: str) -> re.Match:
+    """The match of ``void kernel_<name>(...)`` (group 1: the parameters).
+
+    Raises:
+        ValueError: when the file has no such function.
+    """
+    m = re.search(
+        rf"^(?:static\s+)?void kernel_{name}\(([^{{;]*?)\)(?=[ \t]*$)", text, re.M
+    )
+    if m is None:
+        raise ValueError(f"no kernel_{name}(...) in the file")
+    return m
+
+
+def _split_params(text: str) -> list[str]:
+    """The parameters of a prototype (commas inside parentheses do not split)."""
+    text = " ".join(text.split())
+    if text in ("", "void"):
+        return []
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*out, cur]
+
+
+def globals_of(text: str) -> list[tuple[str, str, list[str]]]:
+    """``(type, name, dims)`` of the arrays the file declares at file scope."""
+    return [
+        (m.group(1), m.group(2), re.findall(r"\[([^\]]+)\]", m.group(3)))
+        for m in _GLOBAL.finditer(text)
+    ]
+
+
+def prepare(name: str, text: str, sizes: dict[str, int]) -> str:
+    """The corpus file as the benchmark builds it: the ``#define`` of every size
+    in ``sizes`` set to its value, :data:`EDITS` applied, and ``static`` dropped
+    from file-scope arrays and from the kernel function, so that the driver (a
+    separate file) reaches them."""
+
+    def define(m: re.Match) -> str:
+        if m.group(1) in sizes:
+            return f"#define {m.group(1)} {sizes[m.group(1)]}"
+        return m.group(0)
+
+    text = _MACRO.sub(define, text)
+    for old, new in EDITS.get(name, ()):
+        text = text.replace(old, new.format(**sizes))
+    text = re.sub(rf"^static\s+(void\s+kernel_{name}\()", r"\1", text, flags=re.M)
+    return re.sub(
+        r"^static\s+((?:int|double|float|char)\s+\w+\[)", r"\1", text, flags=re.M
+    )
+
+
 def driver(name: str, text: str, sizes: dict[str, int]) -> str:
-    """C for a ``main`` that sets up ``kernel_<name>``'s arguments at ``sizes``,
-    times one call and prints ``time``, then ``sum <array> <hex float>`` lines."""
+    """C for a ``main`` that sets up ``kernel_<name>``'s arguments and the file's
+    global arrays at ``sizes``, times one call and prints ``time``, then
+    ``sum <array> <hex float>`` lines. ``text`` is the corpus file (its macros
+    are defined again here at ``sizes``; :func:`prepare` makes the file that
+    links with this one)."""
+    text = prepare(name, text, sizes)
     params = signature(text, name)
-    proto = re.search(rf"^void kernel_{name}\([^)]*\)", text, re.M | re.S).group(0)
+    macros = {m for m, _ in _MACRO.findall(text)}
+    proto = _prototype(text, name).group(0).removeprefix("static").strip()
     lines = [
         "#include <stdio.h>",
         "#include <stdlib.h>",
         "#include <time.h>",
+        *(f"#define {m} {v}" for m, v in sizes.items() if m in macros),
         f"{proto};",
-        "int main(void) {",
-        "  struct timespec pc_t0, pc_t1;",
     ]
+    arrays = []  # (ctype, name, dims, expression of its address)
+    for ctype, gname, dims in globals_of(text):
+        lines.append(f"extern {ctype} {gname}{''.join(f'[{d}]' for d in dims)};")
+        arrays.append((ctype, gname, dims, f"({ctype} *){gname}"))
+    lines += ["int main(void) {", "  struct timespec pc_t0, pc_t1;"]
     args = []
     for ctype, pname, dims in params:
         if not dims and ctype == "int":
             lines.append(f"  int {pname} = {sizes[pname]};")
+            args.append(pname)
         elif not dims:
             value = SCALARS.get(pname, float(sizes.get("n", 1)))
             lines.append(f"  {ctype} {pname} = {value!r};")
-        args.append(pname)
-    for salt, (ctype, pname, dims) in enumerate(params):
-        if not dims:
-            continue
+            args.append(pname)
+        else:
+            arrays.append((ctype, pname, dims, None))
+            args.append(f"(void *){pname}")
+    for salt, (ctype, aname, dims, address) in enumerate(arrays):
         count = " * ".join(f"(long)({d})" for d in dims)
-        lines.append(f"  long {pname}_n = {count};")
-        lines.append(f"  {ctype} *{pname} = malloc(sizeof({ctype}) * {pname}_n);")
-        lines.append(f"  for (long pc_x = 0; pc_x < {pname}_n; pc_x++)")
-        lines.append(f"    {pname}[pc_x] = {_value(name, ctype, pname, salt)};")
-        if (name, pname) in DOMINANT:
+        lines.append(f"  long {aname}_n = {count};")
+        if address is None:
+            lines.append(f"  {ctype} *{aname} = malloc(sizeof({ctype}) * {aname}_n);")
+        else:
+            lines.append(f"  {ctype} *pc_{aname} = {address};")
+        ptr = aname if address is None else f"pc_{aname}"
+        lines.append(f"  for (long pc_x = 0; pc_x < {aname}_n; pc_x++)")
+        lines.append(f"    {ptr}[pc_x] = {_value(name, ctype, aname, salt)};")
+        if (name, aname) in DOMINANT:
             lines.append(f"  for (long pc_x = 0; pc_x < {dims[0]}; pc_x++)")
-            lines.append(f"    {pname}[pc_x * {dims[0]} + pc_x] += {dims[0]};")
+            lines.append(f"    {ptr}[pc_x * {dims[-1]} + pc_x] += {dims[0]};")
     lines += [
         "  clock_gettime(CLOCK_MONOTONIC, &pc_t0);",
         f"  kernel_{name}({', '.join(args)});",
@@ -148,16 +270,16 @@ def driver(name: str, text: str, sizes: dict[str, int]) -> str:
         '  printf("time %.6f\\n", (pc_t1.tv_sec - pc_t0.tv_sec) + 1e-9 * '
         "(pc_t1.tv_nsec - pc_t0.tv_nsec));",
     ]
-    for _ctype, pname, dims in params:
-        if dims:
-            lines += [
-                "  {",
-                "    double pc_sum = 0.0;",
-                f"    for (long pc_x = 0; pc_x < {pname}_n; pc_x++)",
-                f"      pc_sum += (double){pname}[pc_x] * (double)(1 + pc_x % 7);",
-                f'    printf("sum {pname} %a\\n", pc_sum);',
-                "  }",
-            ]
+    for _ctype, aname, _dims, address in arrays:
+        ptr = aname if address is None else f"pc_{aname}"
+        lines += [
+            "  {",
+            "    double pc_sum = 0.0;",
+            f"    for (long pc_x = 0; pc_x < {aname}_n; pc_x++)",
+            f"      pc_sum += (double){ptr}[pc_x] * (double)(1 + pc_x % 7);",
+            f'    printf("sum {aname} %a\\n", pc_sum);',
+            "  }",
+        ]
     lines += ["  return 0;", "}"]
     return "\n".join(lines) + "\n"
 
@@ -192,17 +314,22 @@ def _run(exe: Path, timeout: float) -> tuple[float, dict[str, str]]:
     return t, sums
 
 
-def run_kernel(name: str, work: Path, repeat: int, sizes, polly, timeout) -> dict:
+def run_kernel(
+    name: str, work: Path, repeat: int, sizes, polly, timeout, dataset: str = ""
+) -> dict:
     """Build the four versions of one kernel, run them in turns and compare."""
     from polyc.integrations.c_source import compile_c
 
-    src = CORPUS / f"{name}.c"
-    text = src.read_text()
+    text = (CORPUS / f"{name}.c").read_text()
     row: dict = {"kernel": name, "sizes": sizes, "load": os.getloadavg()[0]}
+    if dataset:
+        row["dataset"] = dataset
+    src = work / f"{name}.c"
+    src.write_text(prepare(name, text, sizes))
     drv = work / f"{name}_driver.c"
     drv.write_text(driver(name, text, sizes))
     start = time.perf_counter()
-    result = compile_c(src, schedule="auto")
+    result = compile_c(src, schedule="auto", include_dirs=[str(CORPUS)])
     row["polyc_compile_s"] = round(time.perf_counter() - start, 3)
     row["polyc_step"] = ",".join(r.step or "" for r in result.regions)
     rewritten = work / f"{name}.polyc.c"
@@ -255,7 +382,8 @@ def table(payload: dict) -> str:
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"]
     full = []
     for r in rows:
-        cells = [r["kernel"]]
+        data = r.get("dataset", "LARGE")
+        cells = [r["kernel"] + ("" if data == "LARGE" else f" ({data})")]
         for key in VARIANTS:
             cells.append(f"{r[key + '_s']:.3f}" if key + "_s" in r else "failed")
         for key in ("polyc", "polly", "polly_polyc"):
@@ -295,22 +423,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, choices=sorted(LARGE))
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--size", default="LARGE", choices=["LARGE", "SMALLER"])
+    parser.add_argument(
+        "--size",
+        default="LARGE",
+        choices=["LARGE", "LARGE-ALL", "SMALLER"],
+        help="LARGE: PolyBench's LARGE but MEDIUM for the kernels of DATASET; "
+        "LARGE-ALL: LARGE for all; SMALLER: a fifth of LARGE",
+    )
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds per run of a build"
     )
     args = parser.parse_args(argv)
-    table_sizes = LARGE if args.size == "LARGE" else SMALLER
     polly = polly_command()
     rows = []
     with tempfile.TemporaryDirectory(prefix="polyc-corpus-bench-") as tmp:
         for name in args.only or sorted(LARGE):
+            data, sizes = dataset(name, args.size)
             row = run_kernel(
-                name, Path(tmp), args.repeat, table_sizes[name], polly, args.timeout
+                name, Path(tmp), args.repeat, sizes, polly, args.timeout, data
             )
             print(json.dumps(row), flush=True)
             rows.append(row)
-    suffix = "" if args.size == "LARGE" else "_smaller"
+    suffix = {"LARGE": "", "LARGE-ALL": "_large_all", "SMALLER": "_smaller"}[args.size]
     path = RESULTS / f"host_c_corpus{suffix}.json"
     if args.only and path.exists():  # the other kernels' rows of an earlier run
         ran = {r["kernel"] for r in rows}
