@@ -54,6 +54,9 @@ from schedules.host.bounded import TIMEOUT, bounded_compute
 
 #: the steps, in the order they are tried
 STEPS = ("isl", "isl-relaxed", "isl-sccs", "feautrier", "program-order")
+#: what :class:`schedules.host.scheduler.Found` names as its step when the
+#: scheduler time-tiled a stencil (:mod:`schedules.host.stencil`) before the chain
+TIME_TILES = "time-tiles"
 #: CPU seconds each isl step may take when the caller sets no budget
 STEP_SECONDS = 2.0
 

@@ -68,6 +68,7 @@ from schedules.host.parallel import (
     parallel_tiles,
 )
 from schedules.host.register import register_tiles, separate_reductions
+from schedules.host.stencil import TILES, time_tiles
 from schedules.tiling import tile as tile_band
 
 FUSION = ("max", "smart", "none")
@@ -96,6 +97,7 @@ def auto(
     max_operations: int | None = None,
     max_seconds: float | None = None,
     min_parallel_work: int = MIN_PARALLEL_WORK,
+    wavefront: bool = False,
 ) -> Kernel:
     """A schedule for ``kernel`` computed from its dependences (see module docstring).
 
@@ -118,6 +120,11 @@ def auto(
         min_parallel_work: statement instances one entry of a loop (one
             fork/join) must run for the loop to be marked ``@parallel`` (see
             :data:`schedules.host.cache_model.MIN_PARALLEL_WORK`).
+        wavefront: with ``parallel``, run a time-tiled stencil's tiles in
+            wavefronts (the outer tile loop skewed by the next, which is then
+            marked ``@parallel``) where a fork pays. Off by default: on one thread
+            the wavefront order loses the reuse between neighbouring tiles
+            (heat-3d at LARGE: 0.76x of gcc's time with it, 1.2x without).
 
     ``auto`` never fails on a valid kernel when no budget is set: when isl runs out
     of time or finds nothing, the fallback chain of :mod:`schedules.host.chain`
@@ -139,6 +146,7 @@ def auto(
         max_operations=max_operations,
         max_seconds=max_seconds,
         min_parallel_work=min_parallel_work,
+        wavefront=wavefront,
     ).kernel
 
 
@@ -153,6 +161,7 @@ def auto_found(
     max_operations: int | None = None,
     max_seconds: float | None = None,
     min_parallel_work: int = MIN_PARALLEL_WORK,
+    wavefront: bool = False,
 ) -> Found:
     """:func:`auto`, with the step of the fallback chain that won (same arguments
     and errors).
@@ -167,8 +176,14 @@ def auto_found(
             f"{', '.join(FUSION)}. Pass one of those."
         )
     budget = _budget(max_operations, max_seconds)
-    attempts = chain.candidates(kernel, fusion, budget)
     model = Model(kernel, params, cache, min_parallel_work)
+    if tile:
+        tiled = time_tiles(kernel, model)
+        if tiled is not None:
+            if parallel and wavefront:
+                tiled = parallel_tiles(tiled, TILES, model)
+            return Found(tiled, chain.TIME_TILES, (chain.TIME_TILES,), ())
+    attempts = chain.candidates(kernel, fusion, budget)
     failures = list(attempts.failures)
     finished: list[tuple[str, Kernel]] = []
     for cand in attempts.candidates:

@@ -76,7 +76,9 @@ def test_a_polybench_context_is_scheduled_relaxed(tmp_path, monkeypatch):
     monkeypatch.setattr(chain, "STEP_SECONDS", 0.5)  # the relaxed step takes ~10 ms
     k = _fdtd(tmp_path)
     assert k.context.coalesce().n_basic_set() > 1  # a union of pieces
-    found = auto_found(k)
+    # with tiles FDTD-2D at these sizes gets time tiles before the chain runs
+    # (test_stencil_time_tiles); the chain is what this test is about
+    found = auto_found(k, tile=False)
     assert found.failures == ()  # the exact problem is not even tried
     assert found.compared[0] == "isl-relaxed"
     assert S.first_violation(found.kernel, found.kernel.schedule) is None

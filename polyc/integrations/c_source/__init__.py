@@ -60,6 +60,7 @@ def compile_c(
     max_operations: int | None = None,
     max_seconds: float | None = None,
     cache=None,
+    wavefront: bool = False,
 ) -> Compiled:
     """The source with every region replaced by code for its schedule.
 
@@ -68,7 +69,8 @@ def compile_c(
             text of a schedule (several regions: one YAML document per region,
             separated by ``---`` lines, in source order).
         defines, include_dirs: as for :func:`polyc.from_c`.
-        fusion, max_operations, max_seconds, cache: passed to ``schedules.auto``
+        fusion, max_operations, max_seconds, cache, wavefront: passed to
+            ``schedules.auto``
             for ``schedule="auto"`` (``cache``: a
             :class:`schedules.host.cache_model.Cache`, the cache capacities the
             cost model sizes tiles and compares candidates with; default: this
@@ -119,6 +121,7 @@ def compile_c(
             "max_operations": max_operations,
             "max_seconds": max_seconds,
             "cache": cache,
+            "wavefront": wavefront,
         }
         try:
             kernel, step = schedule_region(

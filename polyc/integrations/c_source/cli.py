@@ -50,6 +50,13 @@ def add_compile_parser(sub) -> None:
         "chooses for, e.g. l2=2M (default: this machine's, from "
         "/sys/devices/system/cpu/cpu0/cache)",
     )
+    p.add_argument(
+        "--wavefront",
+        action="store_true",
+        default=None,
+        help="with --schedule auto: run time-tiled stencils' tiles in parallel "
+        "wavefronts (OpenMP); faster on several threads, slower on one",
+    )
     p.add_argument("--config", help="accelerator configuration name (report mode)")
     p.add_argument(
         "-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]"
@@ -155,6 +162,7 @@ def _auto_options(args) -> dict:
             ("--max-operations", args.max_operations),
             ("--max-seconds", args.max_seconds),
             ("--cache", args.cache),
+            ("--wavefront", args.wavefront),
         )
         if value is not None
     ]
@@ -175,6 +183,7 @@ def _auto_options(args) -> dict:
         "max_operations": None,
         "max_seconds": None,
         "cache": None,
+        "wavefront": bool(args.wavefront),
     }
     if args.cache is not None:
         from schedules.host.cache_model import parse_cache

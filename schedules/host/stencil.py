@@ -1,0 +1,303 @@
+"""Time tiles for stencils: the time loop skewed against the space loops and tiled.
+
+A time-iterated stencil (Jacobi, heat, FDTD) sweeps whole arrays once per time
+step; when one step touches more than the cache holds, each step streams every
+array from memory again. Tiling time with space (Pluto's tiles, "Wonnacott and
+Strout" in PPCG's words) runs several time steps over a block of space while it
+is in cache. Space has to be skewed by time first, since an element at step
+``t + 1`` needs its neighbours at step ``t``:
+
+    for t:                         for T, X1, X2:          (tile loops, skewed)
+      for i: for j: S0(t, i, j)  ->   for t:                (original order inside)
+      for i: for j: S1(t, i, j)         for i: for j: S0(t, i, j)   if in the tile
+                                        for i: for j: S1(t, i, j)   if in the tile
+
+The tile band's hyperplanes, for a statement at position ``k`` of the ``K``
+statements of one time step that writes ``A[x1, ..., xd]``: the combined time
+``tau = K * t + k`` (so that the statements of one step follow each other, as
+Pluto's scalar dimensions do) and ``s_m * tau + x_m`` for each space dimension, each
+divided by its tile size and rounded down. The skew ``s_m`` is the smallest that
+gives every dependence a non-negative distance along the hyperplane (Pluto finds
+the same hyperplanes with its ILP; for the stencils here ``s = 1``). Every
+dependence then goes to the same tile or a later one in every tile loop (the band
+is permutable), so the tiles run in any lexicographic order, and inside a tile
+the statements run in the program's own order: the innermost loop is the
+program's innermost space loop, unskewed and dependence-free, which the C
+compiler vectorises (Polly's skewed point loops do not). The whole schedule is
+checked against the exact dependences by ``apply_schedule``.
+
+Applies when (:func:`stencil_of`): the program is one outermost loop ``t`` around
+all statements, each statement writes an element of a rank ``d`` array that does
+not depend on ``t`` (the same arrays are written again every step), and no
+statement's innermost loop carries a dependence on itself (Seidel's in-place
+sweep does: its isl wavefront vectorises, time tiles in program order would not).
+Pays (:func:`time_tiles`) when one time step touches more than the tile budget
+(half the L2 cache) and a tile of two time steps or more fits in it.
+
+Tile sizes (model, stated): a tile runs ``tau / K`` time steps over ``sigma_m``
+values of each hyperplane and touches ``prod_m (sigma_m + s_m tau + 2)`` elements
+of each array (the skewed tile's shadow plus the stencil's halo); among powers of
+two that fit the budget, the one with the most statement instances per element
+touched wins, the innermost dimension's size at least 128 so that the vector loop
+stays long. With unknown sizes the model assumes 1024 (``DEFAULT_PARAM``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import islpy as isl
+import numpy as np
+
+from polyc.ir.kernel import Kernel, access_map
+from schedules import stree
+from schedules.apply import apply_schedule
+from schedules.host.cache_model import Model
+from schedules.host.parallel import attempt
+
+#: the name of the tile band time tiling inserts
+TILES = "tiles"
+#: the largest skew factor tried per space dimension
+MAX_SKEW = 4
+#: tile sizes tried for the outer space hyperplanes, and for the innermost one
+OUTER_SIZES = (256, 128, 64, 32, 16, 8)
+INNER_SIZES = (256, 128)
+#: time tile sizes tried, in time steps
+TIME_STEPS = (64, 32, 16, 8, 4, 2)
+
+
+@dataclass(frozen=True)
+class Stencil:
+    """A time-iterated program: per statement, its combined time ``K * t + k``
+    and the index it writes (``isl.PwAff`` on its domain)."""
+
+    steps: int
+    time: dict[str, isl.PwAff]
+    space: dict[str, list[isl.PwAff]]
+    arrays: tuple[str, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(next(iter(self.space.values())))
+
+
+def stencil_of(kernel: Kernel) -> Stencil | None:
+    """The :class:`Stencil` of ``kernel``'s program order, or None when the
+    program is not one (see the module docstring)."""
+    original = kernel.original
+    root = stree.from_isl(original.schedule)
+    band, below = _first_band(root)
+    names = {s.name for s in kernel.statements}
+    if band is None or set(stree.statements(band)) != names:
+        return None
+    if band.n_member > 1:  # one perfect nest: t is its first member
+        parts: tuple = (band,)
+    else:
+        parts = below.children if isinstance(below, stree.Sequence_) else (below,)
+    position = {n: k for k, part in enumerate(parts) for n in stree.statements(part)}
+    times: dict[str, isl.PwAff] = {}
+    band.member(0).foreach_pw_aff(lambda pa: times.__setitem__(_name(pa), pa))
+    time, space, arrays = {}, {}, set()
+    for stmt in kernel.statements:
+        if stmt.depth < 2 or stmt.name not in times:
+            return None
+        t = times[stmt.name]
+        if not _is_iterator(t):
+            return None
+        target = access_map(stmt, stmt.target, kernel.params)
+        pma = isl.PwMultiAff.from_map(target)
+        index = [pma.get_pw_aff(d) for d in range(pma.dim(isl.dim_type.out))]
+        if not index or any(_depends_on(x, _iterator_pos(t)) for x in index):
+            return None  # a statement writing new elements each step (a product)
+        time[stmt.name] = t.scale_val(_val(len(parts))).add_constant_val(
+            _val(position[stmt.name])
+        )
+        space[stmt.name] = index
+        arrays.add(stmt.target.array)
+    if len({len(x) for x in space.values()}) != 1:
+        return None
+    return Stencil(len(parts), time, space, tuple(sorted(arrays)))
+
+
+def time_tiles(kernel: Kernel, model: Model) -> Kernel | None:
+    """``kernel`` with its time loop tiled against its space loops (checked by
+    ``apply_schedule``), or None when it is not a stencil, its innermost loops
+    carry a recurrence, one time step fits in the tile budget, no skew makes the
+    hyperplanes legal, or no tile of two steps or more fits."""
+    from schedules.host.profit import recurrent
+
+    found = stencil_of(kernel)
+    if found is None or recurrent(kernel.original, model) > 0:
+        return None
+    extents = _extents(kernel, found, model)
+    item = sum(kernel.arrays[a].dtype.itemsize for a in found.arrays)
+    if item * float(np.prod(extents)) <= model.cache.tile_budget:
+        return None
+    skews = skew_factors(kernel, found)
+    if skews is None:
+        return None
+    sizes = tile_sizes(found, skews, extents, item, model)
+    if sizes is None:
+        return None
+    root = stree.from_isl(kernel.original.schedule)
+    tiles = _tile_band(found, skews, sizes, root)
+    return attempt(lambda: apply_schedule(kernel, stree.to_isl(tiles)), None)
+
+
+def skew_factors(kernel: Kernel, found: Stencil) -> list[int] | None:
+    """The smallest ``s_m`` (up to :data:`MAX_SKEW`) per space dimension that gives
+    every dependence a non-negative distance along ``s_m * tau + x_m`` (None
+    when some dimension has none). The combined time itself never runs backwards:
+    dependences follow the program order, which the time loop and the order of
+    the statements in a step give."""
+    from schedules.legality import dependences
+
+    hyper = {n: _hyperplanes(found, n) for n in found.time}
+    lows: list[list[isl.Val]] = []  # per dependence: min distance per candidate
+    for _, _, dep in dependences(kernel):
+        src = dep.get_tuple_name(isl.dim_type.in_)
+        dst = dep.get_tuple_name(isl.dim_type.out)
+        if src not in hyper or dst not in hyper:
+            return None
+        deltas = dep.apply_domain(hyper[src]).apply_range(hyper[dst]).deltas()
+        deltas = deltas.intersect_params(kernel.context)
+        if deltas.is_empty():
+            continue
+        lows.append(deltas)
+    out = []
+    for m in range(found.rank):
+        for s in range(MAX_SKEW + 1):
+            if all(_min_along(d, s, m + 1) for d in lows):
+                out.append(s)
+                break
+        else:
+            return None
+    return out
+
+
+def tile_sizes(
+    found: Stencil, skews: list[int], extents: list[int], item: int, model: Model
+) -> tuple[int, list[int]] | None:
+    """``(tau, sigmas)``: the time tile in combined-time units (``K`` per step) and
+    one size per space hyperplane, by the model of the module docstring; None
+    when no tile of two time steps or more fits the tile budget."""
+    budget = model.cache.tile_budget
+    d = found.rank
+    best, best_score = None, 0.0
+    outer_choices = [OUTER_SIZES] * (d - 1)
+    for steps in TIME_STEPS:
+        tau = steps * found.steps
+        for inner in INNER_SIZES:
+            for outer in itertools.product(*outer_choices):
+                sigmas = [*outer, inner]
+                shadow = [
+                    min(s + k * tau + 2, e)
+                    for s, k, e in zip(sigmas, skews, extents, strict=True)
+                ]
+                if item * float(np.prod(shadow)) > budget:
+                    continue
+                work = steps * float(np.prod(np.minimum(sigmas, extents)))
+                score = work / float(np.prod(shadow))
+                if score > best_score * 1.0001:
+                    best, best_score = (tau, sigmas), score
+    return best
+
+
+def _tile_band(
+    found: Stencil, skews: list[int], sizes: tuple[int, list[int]], child
+) -> stree.Node:
+    """The named tile band ``tiles(t_t, x1_t, ...)`` above ``child``."""
+    from polyc.ir import tree
+
+    tau, sigmas = sizes
+    members: list[isl.UnionPwAff | None] = [None] * (1 + found.rank)
+    for name, t in found.time.items():
+        affs = [t.scale_down_val(_val(tau)).floor()]
+        for m, x in enumerate(found.space[name]):
+            h = t.scale_val(_val(skews[m])).add(x)
+            affs.append(h.scale_down_val(_val(sigmas[m])).floor())
+        for p, pa in enumerate(affs):
+            upa = isl.UnionPwAff.from_pw_aff(pa)
+            members[p] = upa if members[p] is None else members[p].union_add(upa)
+    band = stree.Band(stree.mupa_from(members), child, True, (False,) * len(members))
+    names = ("t_t", *(f"x{m + 1}_t" for m in range(found.rank)))
+    return stree.Mark(tree.band_mark(TILES, names), band)
+
+
+def _hyperplanes(found: Stencil, name: str) -> isl.Map:
+    """``{ S[x] -> [tau, x1, ..., xd] }`` for statement ``name``."""
+    affs = [found.time[name], *found.space[name]]
+    out = isl.Map.from_pw_aff(affs[0])
+    for pa in affs[1:]:
+        out = out.flat_range_product(isl.Map.from_pw_aff(pa))
+    return out
+
+
+def _min_along(deltas: isl.Set, s: int, pos: int) -> bool:
+    """Whether ``s * delta_tau + delta_x`` (``x`` at ``pos``) is never negative."""
+    n = deltas.dim(isl.dim_type.set)
+    names = [f"d{i}" for i in range(n)]
+    params = deltas.get_space().params()
+    head = isl.Map(f"{{ [{', '.join(names)}] -> [{s} * d0 + d{pos}] }}")
+    proj = deltas.apply(head.align_params(params))
+    low = proj.dim_min_val(0)
+    return not (low.is_neginfty() or low.is_nan() or low.is_neg())
+
+
+def _extents(kernel: Kernel, found: Stencil, model: Model) -> list[int]:
+    """Per space dimension, the largest extent of the written arrays (at the
+    model's sizes)."""
+    shapes = [kernel.arrays[a].concrete_shape(model.values) for a in found.arrays]
+    return [max(int(s[m]) for s in shapes) for m in range(found.rank)]
+
+
+def _first_band(root: stree.Node) -> tuple[stree.Band | None, stree.Node | None]:
+    """The first band below marks at the root, and the node below it (marks
+    skipped)."""
+    node = root
+    while isinstance(node, stree.Mark):
+        node = node.child
+    if not isinstance(node, stree.Band):
+        return None, None
+    below = node.child
+    while isinstance(below, stree.Mark):
+        below = below.child
+    return node, below
+
+
+def _is_iterator(pa: isl.PwAff) -> bool:
+    pieces = pa.get_pieces()
+    if len(pieces) != 1:
+        return False
+    aff = pieces[0][1]
+    coefs = [
+        aff.get_coefficient_val(isl.dim_type.in_, d).to_python()
+        for d in range(aff.dim(isl.dim_type.in_))
+    ]
+    return sorted(coefs)[-1] == 1 and sum(abs(c) for c in coefs) == 1
+
+
+def _iterator_pos(pa: isl.PwAff) -> int:
+    aff = pa.get_pieces()[0][1]
+    return next(
+        d
+        for d in range(aff.dim(isl.dim_type.in_))
+        if not aff.get_coefficient_val(isl.dim_type.in_, d).is_zero()
+    )
+
+
+def _depends_on(pa: isl.PwAff, pos: int) -> bool:
+    """Whether the value of ``pa`` (not its domain) changes with input ``pos``."""
+    return any(
+        not aff.get_coefficient_val(isl.dim_type.in_, pos).is_zero()
+        for _, aff in pa.get_pieces()
+    )
+
+
+def _name(pa: isl.PwAff) -> str:
+    return pa.get_domain_space().get_tuple_name(isl.dim_type.set)
+
+
+def _val(n: int) -> isl.Val:
+    return isl.Val.int_from_si(isl.DEFAULT_CONTEXT, n)
