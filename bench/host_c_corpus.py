@@ -1,7 +1,7 @@
 """The C corpus at PolyBench's LARGE sizes: gcc, polyc + gcc, Polly, Polly on polyc.
 
     python -m bench.host_c_corpus [--only NAME ...] [--repeat 2] [--size LARGE]
-        [--timeout 120]
+        [--timeout 120] [--threads N]
 
 For each kernel of ``tests/c_corpus`` a driver is generated that allocates the
 arrays of its kernel function (and sets the global arrays of its file) at PolyBench
@@ -19,6 +19,12 @@ bit for bit):
   run with OMP_NUM_THREADS=1: the column measures the schedule, not threads);
 - ``polly``: the original with ``clang-19 -mllvm -polly``;
 - ``polly_polyc``: polyc's output with ``clang-19 -mllvm -polly``.
+
+With ``--threads N`` (N > 1) a fifth build, ``polyc_mt``: polyc's output scheduled
+with ``wavefront=True`` (time-tiled stencils run their tiles in parallel
+wavefronts; other kernels get the same parallel marks as ``polyc``), run on N
+OpenMP threads and reported in a table of its own, so that the main table's
+numbers stay single-thread.
 
 The builds run in turns (A B C D A B C D ...), ``--repeat`` rounds, best time of
 each, so a change of load on the shared machine hits them alike (each row
@@ -299,8 +305,8 @@ def _build(cc: list[str], files: list[Path], exe: Path) -> None:
     subprocess.run(cmd, check=True, capture_output=True, text=True)
 
 
-def _run(exe: Path, timeout: float) -> tuple[float, dict[str, str]]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+def _run(exe: Path, timeout: float, threads: int = 1) -> tuple[float, dict[str, str]]:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run(
         [str(exe)], check=True, capture_output=True, text=True, env=env, timeout=timeout
     ).stdout
@@ -315,9 +321,19 @@ def _run(exe: Path, timeout: float) -> tuple[float, dict[str, str]]:
 
 
 def run_kernel(
-    name: str, work: Path, repeat: int, sizes, polly, timeout, dataset: str = ""
+    name: str,
+    work: Path,
+    repeat: int,
+    sizes,
+    polly,
+    timeout,
+    dataset: str = "",
+    threads: int = 1,
 ) -> dict:
-    """Build the four versions of one kernel, run them in turns and compare."""
+    """Build the four versions of one kernel, run them in turns and compare; with
+    ``threads`` above 1, a fifth: ``polyc_mt``, polyc's output scheduled with
+    ``wavefront=True`` (time-tiled stencils' tiles in parallel wavefronts), run
+    on that many OpenMP threads."""
     from polyc.integrations.c_source import compile_c
 
     text = (CORPUS / f"{name}.c").read_text()
@@ -342,6 +358,12 @@ def run_kernel(
     if polly is not None:
         plan["polly"] = (polly, src)
         plan["polly_polyc"] = (polly, rewritten)
+    if threads > 1:
+        row["threads"] = threads
+        mt = compile_c(src, schedule="auto", include_dirs=[str(CORPUS)], wavefront=True)
+        row["polyc_mt_step"] = ",".join(r.step or "" for r in mt.regions)
+        (work / f"{name}.polyc_mt.c").write_text(mt.text)
+        plan["polyc_mt"] = (["gcc", "-fopenmp"], work / f"{name}.polyc_mt.c")
     for key, (cc, file) in plan.items():
         exe = work / f"{name}.{key}"
         try:
@@ -354,14 +376,14 @@ def run_kernel(
     for _ in range(repeat):
         for key, exe in list(builds.items()):
             try:
-                t, total = _run(exe, timeout)
+                t, total = _run(exe, timeout, threads if key == "polyc_mt" else 1)
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
                 row[f"{key}_error"] = type(err).__name__
                 del builds[key]
                 continue
             best[key] = min(best.get(key, math.inf), t)
             sums[key] = total
-    for key in VARIANTS:
+    for key in (*VARIANTS, "polyc_mt"):
         if key in best:
             row[f"{key}_s"] = best[key]
             if "gcc" in best and key != "gcc":
@@ -411,6 +433,33 @@ def table(payload: dict) -> str:
             f"\nGeometric mean over gcc on the {len(full)} kernels where every "
             f"build ran: {means}."
         )
+    threaded = [r for r in rows if "polyc_mt_s" in r]
+    if threaded:
+        lines += ["", _threads_table(threaded)]
+    return "\n".join(lines)
+
+
+def _threads_table(rows: list[dict]) -> str:
+    """The multi-thread runs, apart from the single-thread table: polyc's output
+    scheduled with wavefronts on ``threads`` OpenMP threads, against gcc and
+    polyc's own single-thread build (same run, in turns)."""
+    lines = [
+        "| kernel | threads | polyc, 1 thread (s) | polyc, wavefronts (s) "
+        "| wavefronts / gcc | wavefronts / polyc 1 thread | same bits |",
+        "|---|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in rows:
+        one = r.get("polyc_s")
+        cells = [
+            r["kernel"],
+            str(r.get("threads", "")),
+            f"{one:.3f}" if one else "failed",
+            f"{r['polyc_mt_s']:.3f}",
+            f"{r['polyc_mt_speedup']:.2f}x" if "polyc_mt_speedup" in r else "-",
+            f"{one / r['polyc_mt_s']:.2f}x" if one else "-",
+            "yes" if r.get("polyc_mt_same_bits") else "no",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -433,6 +482,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds per run of a build"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="above 1: also build polyc's output with wavefronts and run it on "
+        "this many OpenMP threads (a separate table; the main table stays one "
+        "thread)",
+    )
     args = parser.parse_args(argv)
     polly = polly_command()
     rows = []
@@ -440,7 +497,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.only or sorted(LARGE):
             data, sizes = dataset(name, args.size)
             row = run_kernel(
-                name, Path(tmp), args.repeat, sizes, polly, args.timeout, data
+                name,
+                Path(tmp),
+                args.repeat,
+                sizes,
+                polly,
+                args.timeout,
+                data,
+                args.threads,
             )
             print(json.dumps(row), flush=True)
             rows.append(row)

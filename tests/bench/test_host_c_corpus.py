@@ -111,3 +111,26 @@ def test_the_table_says_which_builds_failed():
     assert line == (
         "| 3mm | 2.000 | 0.500 | failed | failed | 4.00x | - | - | - | yes |"
     )
+
+
+def test_multi_thread_runs_get_a_table_of_their_own():
+    row = {"kernel": "jacobi_2d", "gcc_s": 2.0, "polyc_s": 1.0, "polyc_speedup": 2.0}
+    row |= {"polyc_same_bits": True, "threads": 2, "polyc_mt_s": 0.5}
+    row |= {"polyc_mt_speedup": 4.0, "polyc_mt_same_bits": True}
+    lines = hc.table({"rows": [row]}).splitlines()
+    assert lines[2].startswith("| jacobi_2d | 2.000 | 1.000 | failed |")
+    assert lines[-1] == "| jacobi_2d | 2 | 1.000 | 0.500 | 4.00x | 2.00x | yes |"
+    assert "wavefronts" in lines[-3]
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_a_stencil_in_wavefronts_on_two_threads_gives_the_same_bits(tmp_path):
+    # jacobi-2d's time tiles in wavefronts, two OpenMP threads: a stencil reorders
+    # no sum, so the bits are gcc's
+    sizes = {"tsteps": 6, "n": 90}
+    row = hc.run_kernel("jacobi_2d", tmp_path, 1, sizes, None, 60.0, threads=2)
+    assert row["polyc_step"] == row["polyc_mt_step"] == "time-tiles"
+    assert row["polyc_same_bits"] is True and row["polyc_mt_same_bits"] is True
+    text = (tmp_path / "jacobi_2d.polyc_mt.c").read_text()
+    assert "omp parallel for" in text
+    assert "omp parallel" not in (tmp_path / "jacobi_2d.polyc.c").read_text()
