@@ -154,7 +154,7 @@ def skew_factors(kernel: Kernel, found: Stencil) -> list[int] | None:
     from schedules.legality import dependences
 
     hyper = {n: _hyperplanes(found, n) for n in found.time}
-    lows: list[list[isl.Val]] = []  # per dependence: min distance per candidate
+    distances: list[isl.Set] = []  # per dependence: its (tau, x...) distances
     for _, _, dep in dependences(kernel):
         src = dep.get_tuple_name(isl.dim_type.in_)
         dst = dep.get_tuple_name(isl.dim_type.out)
@@ -164,11 +164,11 @@ def skew_factors(kernel: Kernel, found: Stencil) -> list[int] | None:
         deltas = deltas.intersect_params(kernel.context)
         if deltas.is_empty():
             continue
-        lows.append(deltas)
+        distances.append(deltas)
     out = []
     for m in range(found.rank):
         for s in range(MAX_SKEW + 1):
-            if all(_min_along(d, s, m + 1) for d in lows):
+            if all(_min_along(d, s, m + 1) for d in distances):
                 out.append(s)
                 break
         else:
