@@ -91,6 +91,13 @@ SECTIONS: tuple[Section, ...] = (
     Section("models", "models.json", "bench.models", "table"),
     Section("models-summary", "models.json", "bench.models", "summary"),
     Section("int8", "int8.json", "bench.int8", "table"),
+    Section(
+        "torch_parity",
+        "torch_parity.json",
+        "bench.torch_parity",
+        "table",
+        doc="torch.md",
+    ),
     Section("host_c", "host_c.json", "bench.host_c", "table", key="rows"),
     Section("host_c_corpus", "host_c_corpus.json", "bench.host_c_corpus", "table"),
     Section("sched", "schedules.json", "bench.sched", "render", doc="schedules.md"),

@@ -282,7 +282,7 @@ def sdpa(
         scores = nn.add(
             scores, ctx.new_constant("causal", causal), name=ctx.sub("causal_scores")
         )
-    if attn_mask is not None:
+    if attn_mask is not None and not _masks_nothing(ctx.constant(attn_mask)):
         mask = attn_mask
         if mask.dtype.name == "bool":
             value = ctx.constant(mask)
@@ -298,6 +298,16 @@ def sdpa(
         scores = nn.add(scores, mask, name=ctx.sub("masked"))
     probs = nn.softmax(scores, -1, name=ctx.sub("probs"))
     return nn.matmul(probs, v, name=ctx.name)
+
+
+def _masks_nothing(value: np.ndarray | None) -> bool:
+    """Whether a constant attention mask leaves every score as it is: all True
+    (boolean) or all zero (additive). ``transformers`` builds such a mask from
+    ``arange`` under ``torch.export`` and none under Dynamo; dropping it gives
+    ``from_torch`` and ``torch.compile`` the same kernel (``x + 0`` is ``x``)."""
+    if value is None:
+        return False
+    return bool(value.all()) if value.dtype == np.bool_ else not value.any()
 
 
 # element-wise --------------------------------------------------------------------

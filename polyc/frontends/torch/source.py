@@ -92,9 +92,13 @@ def node_location(node) -> Location | None:
 def module_path(node) -> str:
     """The dotted path of the innermost ``nn.Module`` that ran ``node`` ('' at top)."""
     stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
+    # Dynamo also lists modules reached through a global (G['HELPER'], the
+    # wrapped functions of transformers' kernel hub); torch.export does not, and
+    # the layer is the innermost module of the model itself, as from_torch has it
+    paths = [str(v[0]) for v in stack.values() if not str(v[0]).startswith("G[")]
+    if not paths:
         return ""
-    path = list(stack.values())[-1][0]
+    path = paths[-1]
     # Dynamo writes paths as L['self'].layer1[0].conv1 or L['fn'].0
     path = re.sub(r"^L\['[^']*'\]\.?", "", str(path))
     path = re.sub(r"\._modules\['([^']*)'\]", r".\1", path)

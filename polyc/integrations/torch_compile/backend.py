@@ -42,6 +42,7 @@ Outputs carry no autograd history: the backend compiles inference.
 
 from __future__ import annotations
 
+import re
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -343,9 +344,13 @@ def _same_constants(saved: dict, inputs) -> bool:
 
 
 def _bind(gm, constants: dict):
-    """A copy of the Dynamo graph whose static inputs are buffers (``get_attr``
+    """A copy of the Dynamo graph whose static inputs are attributes (``get_attr``
     nodes), so that ``torch.export`` lifts them as constants, as it does a module's
-    own parameters. The other nodes keep their metadata (source lines, module
+    own parameters. Each keeps its module path and kind where Dynamo's source
+    names them (``model.fc1.weight``, a parameter), so the kernel's arrays have
+    the names ``from_torch`` gives them (``p_model_fc1_weight``): the schedulers
+    break ties by array name, and the same names give the same kernels and the
+    same cycles. The other nodes keep their metadata (source lines, module
     paths), which the error messages and the model report use."""
     import torch
 
@@ -357,14 +362,47 @@ def _bind(gm, constants: dict):
         if node.op == "placeholder":
             pos, placeholders = placeholders, placeholders + 1
             if pos in constants:
-                name = f"_polyc_static{pos}"
-                attrs[name] = constants[pos]
-                env[node] = graph.get_attr(name)
+                path, parameter = _module_path(node)
+                if path is None or path in attrs:
+                    path, parameter = f"_polyc_static{pos}", False
+                value = constants[pos]
+                if parameter:
+                    value = torch.nn.Parameter(value, requires_grad=False)
+                attrs[path] = value
+                env[node] = graph.get_attr(path)
                 continue
         elif node.op in ("get_attr", "call_module"):
             attrs[node.target] = _attribute(gm, node.target)
         env[node] = graph.node_copy(node, lambda n: env[n])
     return torch.fx.GraphModule(attrs, graph)
+
+
+#: ``L['fn']._modules['fc1']._parameters['weight']``: Dynamo's source of a
+#: module's parameter (or ``_buffers``) in the compiled module
+_SOURCE = re.compile(
+    r"^L\['(?:fn|self|mod)'\]((?:\._modules\['[^']+'\])*)"
+    r"\._(parameters|buffers)\['([^']+)'\]$"
+)
+
+
+def _module_path(node) -> tuple[str | None, bool]:
+    """``(dotted path in the compiled module, is a parameter)`` of a static
+    graph input, from the source Dynamo records; ``(None, False)`` when the
+    source is not the compiled module's own parameter or buffer."""
+    arg = node.meta.get("grapharg")
+    source = getattr(arg, "source", None)
+    if source is None:
+        return None, False
+    try:
+        name = source.name() if callable(source.name) else source.name
+    except Exception:  # a source kind without a name: keep the generic one
+        return None, False
+    match = _SOURCE.match(str(name))
+    if match is None:
+        return None, False
+    modules = re.findall(r"\._modules\['([^']+)'\]", match.group(1))
+    path = ".".join([*modules, match.group(3)])
+    return path, match.group(2) == "parameters"
 
 
 def _attribute(module, target: str):
