@@ -124,6 +124,7 @@ from polyc.ops.shape import (
     unsqueeze,
     view,
 )
+from polyc.ops.sort import sort, topk
 
 bmm = batch_matmul
 
@@ -203,6 +204,9 @@ __all__ = [
     "argmin",
     "max_with_indices",
     "min_with_indices",
+    # small sorts
+    "topk",
+    "sort",
     # pooling
     "max_pool2d",
     "avg_pool2d",

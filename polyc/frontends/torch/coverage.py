@@ -20,6 +20,7 @@ FAMILIES = {
     "ops_compare": "comparisons, logic, where and masks",
     "ops_gather": "gathers: embedding, index_select, gather, x[idx]",
     "ops_scan": "scans and index reductions",
+    "ops_sort": "topk, sort and argsort (small sizes)",
     "ops_norm": "vector norms, group and instance norm",
     "ops_resize": "interpolation",
     "ops_transformer": "fused transformer fast path",

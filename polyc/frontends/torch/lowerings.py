@@ -12,6 +12,7 @@ from polyc.frontends.torch import (  # noqa: F401  (imported to register)
     ops_quant,
     ops_resize,
     ops_scan,
+    ops_sort,
     ops_transformer,
 )
 from polyc.frontends.torch.registry import KEEP, LOWERINGS
