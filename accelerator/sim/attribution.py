@@ -7,10 +7,11 @@ operations (MAC tiles, vector ops, DMA copies), which the runtime records as tra
 events labelled with their statement (``S3``, ``S3 reduce``) or, for a copy, with its
 array and direction (``A in``, ``C out``). This module reads those events:
 
-- a compute event belongs to its statement's group; a copy-in, and the zero fill
-  of a halo before one, to the group of the next compute event (the data is
-  fetched for it), a copy-out or a wait to the group of the compute event before
-  it;
+- a compute event belongs to its statement's group; so does an indirect (gather)
+  DMA, labelled with its statement (``S0: W rows by idx``): it is the gathering
+  statement's whole work; a copy-in, and the zero fill of a halo before one, to
+  the group of the next compute event (the data is fetched for it), a copy-out or
+  a wait to the group of the compute or gather event before it;
 - **cycles**: the run's timeline is cut at every event boundary; an instant when k
   groups have an operation in flight counts 1/k to each (a wait is not an
   operation: the stalled scalar core does no group's work), an instant when none has
@@ -117,6 +118,9 @@ def _owners(events, group_of: dict[str, int]) -> list[int]:
                 owner[p] = g
             pending.clear()
             owner[n] = last = g
+        elif e.kind == "dma" and (g := _gathering(e.label, group_of)) is not None:
+            # the copies-in before it feed the compute after it: still pending
+            owner[n] = last = g
         elif e.kind == "dma" and _feeds_next(e.label):
             pending.append(n)
         else:  # copy-out, waits
@@ -124,6 +128,15 @@ def _owners(events, group_of: dict[str, int]) -> list[int]:
     for p in pending:  # copies-in after the last compute
         owner[p] = last
     return owner
+
+
+def _gathering(label: str, group_of: dict[str, int]) -> int | None:
+    """The group of the statement an indirect DMA runs (``S0: W rows by idx``,
+    codegen.accel.gathercall), or None for any other copy."""
+    head = label.split(" ", 1)[0]
+    if not head.endswith(":"):
+        return None
+    return group_of.get(head[:-1])
 
 
 def _feeds_next(label: str) -> bool:

@@ -213,3 +213,34 @@ def test_a_model_that_gathers_has_a_report():
     rep = model_report(compiled, report)
     assert rep.cycles == report.cycles
     assert any("embed" in row.name for row in rep.layers), [r.name for r in rep.layers]
+
+
+def test_the_gather_layer_is_charged_its_indirect_dma():
+    """The indirect DMA of an embedding is the layer's whole work; the report
+    charged it to no layer (its label is its statement's, ``S0: W rows by idx``,
+    not a copy's), so the embedding row read 0 cycles and 0 DRAM bytes and the
+    next layer got its time (hf-bert on edge-npu: 0 -> 734 cycles and 9,344
+    bytes for model.embeddings.word_embeddings)."""
+    torch = pytest.importorskip("torch")
+
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(64, 16)
+            self.head = torch.nn.Linear(16, 8)
+
+        def forward(self, ids):
+            return self.head(self.embed(ids))
+
+    torch.manual_seed(0)
+    tokens = 12
+    ids = torch.randint(0, 64, (1, tokens))
+    kernel = polyc.from_torch(Tagger().eval(), (ids,))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    _, report = compiled.run(arg0=ids.numpy())
+    (embed,) = [
+        row for row in model_report(compiled, report).layers if row.name == "embed"
+    ]
+    gathered = tokens * 16 * 4 + tokens * 8  # the rows and the int64 indices
+    assert embed.dram_bytes >= gathered
+    assert embed.cycles > 0
