@@ -308,10 +308,11 @@ def test_cases_cover_every_lowering():
         return original(self, node)
 
     from tests.frontends.torch.test_ops_families import CASES as FAMILIES
+    from tests.frontends.torch.test_sort import CASES as SORTS
 
     torch_lower._Lowering._call = spy
     try:
-        for module, inputs in [*CASES.values(), *FAMILIES.values()]:
+        for module, inputs in [*CASES.values(), *FAMILIES.values(), *SORTS.values()]:
             polyc.from_torch(module.eval(), inputs)
     finally:
         torch_lower._Lowering._call = original
