@@ -223,23 +223,34 @@ def _runtime_in_background() -> None:
         cbuild.in_background(build_runtime)
 
 
-def run(compiled, inputs: Mapping[str, object]):
+def run(compiled, inputs: Mapping[str, object], functional: bool = True):
     """The run stage: simulate ``compiled`` on its config, note the scheduler's
     fallbacks in the report, and check the outputs against the interpreter when
-    ``verify`` is on. Returns ``(outputs, report)``.
+    ``verify`` is on. Returns ``(outputs, report)``; ``functional=False``: a
+    timing-only run (the same report, no outputs: ``{}``).
 
     Raises:
         InputError: for missing, unknown or mis-shaped inputs.
         SimulationError: when the run stops on a violation.
         VerificationError: with ``verify`` on, when an output differs.
+        ArgumentError: for a timing-only run of a compile made with ``verify``.
     """
     import dataclasses
 
+    if compiled.verify and not functional:
+        from polyc.errors import ArgumentError
+
+        raise ArgumentError(
+            f"run: {compiled.name} was compiled with verify=True but "
+            "functional=False computes no outputs to check because a timing-only "
+            "run moves no data. Run it with functional=True, or compile it "
+            "without verify."
+        )
     debug = compiled.debug
     name = compiled.name  # a reused compile's scheduled kernel stays unloaded
     with debug.timed("run", name, compiled.stage_seconds):
         outputs, report = compiled.module.run(
-            compiled.spec, inputs, compiled.trace_limit
+            compiled.spec, inputs, compiled.trace_limit, functional
         )
         notes = compiled.fallbacks()
         if notes:

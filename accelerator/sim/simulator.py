@@ -34,8 +34,11 @@ from polyc.errors import SimulationError
 DEFAULT_TRACE_LIMIT = 65536
 
 
-def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
-    """A ``pc_spec *`` filled from ``spec`` (kept alive by the returned cdata)."""
+def fill_spec(
+    ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT, functional: bool = True
+):
+    """A ``pc_spec *`` filled from ``spec`` (kept alive by the returned cdata);
+    ``functional=False``: a timing-only context (``pc_spec.timing_only``)."""
     s = ffi.new("pc_spec *")
     s.clock_ghz = spec.clock_ghz
     a = spec.mac_array
@@ -81,6 +84,7 @@ def fill_spec(ffi, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
     s.dma_bytes_per_cycle = spec.dma.bytes_per_cycle
     s.dma_dims = spec.dma.max_dims
     s.trace_limit = trace_limit
+    s.timing_only = int(not functional)
     return s
 
 
@@ -94,11 +98,21 @@ class Simulator:
     The methods mirror the C API (see docs/accelerator.md) with Python
     arguments: views are ``(buffer, offset, row_stride, col_stride)`` in elements;
     levels are names or indices. Any runtime error raises ``SimulationError``.
+    With ``functional=False`` the context is timing-only: every call is timed and
+    charged as in a functional one, but no data moves and nothing is computed
+    (see ``pc_spec.timing_only`` in ``polyc_rt.h``).
     """
 
-    def __init__(self, built, spec: Spec, trace_limit: int = DEFAULT_TRACE_LIMIT):
+    def __init__(
+        self,
+        built,
+        spec: Spec,
+        trace_limit: int = DEFAULT_TRACE_LIMIT,
+        functional: bool = True,
+    ):
         self.ffi, self.lib, self.spec = built.ffi, built.lib, spec
-        self._spec_c = fill_spec(self.ffi, spec, trace_limit)
+        self.functional = bool(functional)
+        self._spec_c = fill_spec(self.ffi, spec, trace_limit, functional)
         self.ctx = self.ffi.gc(self.lib.pc_create(self._spec_c), self.lib.pc_destroy)
         self._keep: list = []  # numpy arrays bound as DRAM must outlive the context
         self.check()

@@ -40,7 +40,7 @@ from accelerator.sim import abi
 from accelerator.sim import simulator as runtime
 from codegen import build as cbuild
 from codegen.accel import names
-from codegen.accel.names import CTX
+from codegen.accel.names import CTX, DATA
 from codegen.cexpr import PRELUDE, CExpr
 from codegen.emit import CEmitter, CSource, raw_name
 from polyc.errors import CodegenError, SimulationError
@@ -82,10 +82,20 @@ class SimEmitter(CEmitter):
         return [*super().declare_array(a), c.Line(f"const int {dram} = {bind});")]
 
     def prologue(self) -> list[c.Generable]:
-        out: list[c.Generable] = []
+        out = self.data_flag()
         for s in self.kernel.statements:
             out += self.register(s, {ld.array: 0 for ld in (s.target, *s.reads)})
         return out
+
+    def data_flag(self) -> list[c.Generable]:
+        """``pc_data``: whether this run computes values (0 in a timing-only run,
+        where :meth:`assign` skips every statement body)."""
+        return [c.Line(f"const int {DATA} = PC_DATA({CTX});")]
+
+    def assign(self, stmt: Statement, r: CExpr) -> c.Generable:
+        """A statement instance's value, computed unless the run is timing-only
+        (its loops still run: they count instances and the bytes they touch)."""
+        return c.If(DATA, c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"))
 
     def register(self, stmt: Statement, levels: Mapping[str, int]):
         """Declare ``stmt`` to the runtime: its ops per instance and, per memory
@@ -127,7 +137,7 @@ class SimEmitter(CEmitter):
         ]
         return [
             *checks,
-            c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"),
+            self.assign(stmt, r),
             c.Statement(f"{names.count(stmt.name)}++"),
         ]
 
@@ -251,16 +261,24 @@ class SimModule:
         spec: Spec,
         inputs: Mapping[str, object],
         trace_limit: int = runtime.DEFAULT_TRACE_LIMIT,
+        functional: bool = True,
     ):
         """Simulate on ``spec``; returns ``(outputs, report)``.
+
+        ``functional=False``: a timing-only run (the same program, calls and
+        timing, no data moved or computed: the report's cycles, bytes and energy
+        are the functional run's) that returns no outputs (``{}``); missing
+        inputs are taken as zeros (their values cannot change the cost).
 
         Raises:
             InputError: for missing or mis-shaped inputs.
             SimulationError: when the run stops on a violation (an access outside
                 its buffer, a buffer that does not fit, ...).
         """
+        if not functional:
+            inputs = {**_zeros(self.kernel, inputs), **inputs}
         arrays, params = prepare(self.kernel, inputs)
-        sim = runtime.Simulator(build_runtime(), spec, trace_limit)
+        sim = runtime.Simulator(build_runtime(), spec, trace_limit, functional)
         ffi = self.built.ffi
         args = [int(params[p]) for p in self.source.params]
         args += [ffi.from_buffer("void *", arrays[a]) for a in self.source.arrays]
@@ -277,8 +295,19 @@ class SimModule:
             mode=self.mode,
             checks=self.checks,
         )
+        if not functional:
+            return {}, report
         outputs = {a.name: arrays[a.name] for a in self.kernel.outputs}
         return outputs, report
+
+
+def _zeros(kernel: Kernel, inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """Zeros for the free inputs of ``kernel`` missing from ``inputs`` (a
+    timing-only run; with symbolic sizes the caller passes them all)."""
+    missing = [a for a in kernel.free_inputs if a.name not in inputs]
+    if not missing or kernel.params:
+        return {}
+    return {a.name: np.zeros(a.concrete_shape({}), a.dtype.numpy) for a in missing}
 
 
 def build(kernel: Kernel, *, checks: bool = True, emitter=SimEmitter) -> SimModule:

@@ -19,6 +19,9 @@ from codegen.emit import c_ident
 CTX = "_pc_ctx"
 #: the vector unit's access mask (one per kernel function)
 VMASK = "pc_vmask"
+#: whether the run computes values (``PC_DATA``: 0 in a timing-only run), read
+#: once at the top of the kernel function
+DATA = "pc_data"
 
 
 # an array in DRAM, a statement, its counters -------------------------------------

@@ -57,7 +57,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
 
     # declarations ---------------------------------------------------------------
     def prologue(self) -> list[c.Generable]:
-        out: list[c.Generable] = []
+        out = self.data_flag()
         for s in self.kernel.statements:
             active = self.info.active.get(s.name, {})
             levels = {
@@ -339,7 +339,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         iters = [args[i] for i in stmt.iterators]
         accesses = distinct((stmt.target, *stmt.reads))
         out = [self.check(stmt, ld, r, iters, i == 0) for i, ld in enumerate(accesses)]
-        out.append(c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"))
+        out.append(self.assign(stmt, r))
         out.append(c.Statement(f"{names.vector_count(stmt.name)}++"))
         # the bytes the operation touches: the hull of its elements in each buffer
         # (not the whole slot: the MAC array may work on the rest of it meanwhile)

@@ -32,6 +32,7 @@ void polyc_conv2d(pc_ctx *_pc_ctx, void * _pc_input, void * _pc_weight, void * _
   const int pc_b_weight = pc_bind(_pc_ctx, "weight", _pc_weight, (int64_t)(8) * (int64_t)(4) * (int64_t)(3) * (int64_t)(3) * 2);
   _Float16 (*restrict out)[8][6][6] = (_Float16 (*)[8][6][6])_pc_out;
   const int pc_b_out = pc_bind(_pc_ctx, "out", _pc_out, (int64_t)(1) * (int64_t)(8) * (int64_t)(6) * (int64_t)(6) * 2);
+  const int pc_data = PC_DATA(_pc_ctx);
   static const pc_stmt_desc pc_d_S0 = {"S0", "n,o,h,w", {0, 0, 0, 0, 0, 0}, 0, 1, {1}, {2}, {1}};
   const int pc_s_S0 = pc_stmt(_pc_ctx, &pc_d_S0);
   int64_t pc_n_S0 = 0;

@@ -32,6 +32,7 @@ void polyc_matmul(pc_ctx *_pc_ctx, void * _pc_A, void * _pc_B, void * _pc_out)
   const int pc_b_B = pc_bind(_pc_ctx, "B", _pc_B, (int64_t)(16) * (int64_t)(16) * 2);
   _Float16 (*restrict out)[16] = (_Float16 (*)[16])_pc_out;
   const int pc_b_out = pc_bind(_pc_ctx, "out", _pc_out, (int64_t)(16) * (int64_t)(16) * 2);
+  const int pc_data = PC_DATA(_pc_ctx);
   static const pc_stmt_desc pc_d_S0 = {"S0", "i,j", {0, 0, 0, 0, 0, 0}, 0, 1, {1}, {2}, {1}};
   const int pc_s_S0 = pc_stmt(_pc_ctx, &pc_d_S0);
   int64_t pc_n_S0 = 0;

@@ -36,6 +36,7 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   const int pc_b_lin = pc_bind_at(_pc_ctx, "lin", _pc_lin, (int64_t)(16) * (int64_t)(24) * 2, 1, 15616);
   _Float16 (*restrict out)[24] = (_Float16 (*)[24])_pc_out;
   const int pc_b_out = pc_bind(_pc_ctx, "out", _pc_out, (int64_t)(16) * (int64_t)(24) * 2);
+  const int pc_data = PC_DATA(_pc_ctx);
   static const pc_stmt_desc pc_d_S0 = {"S0", "b0,j", {0, 0, 0, 0, 0, 0}, 0, 1, {1}, {2}, {1}};
   const int pc_s_S0 = pc_stmt(_pc_ctx, &pc_d_S0);
   int64_t pc_n_S0 = 0;
@@ -202,7 +203,8 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
         PC_CHECK(_pc_ctx, pc_vmask, pc_b_out_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_out_l1_0_0, (j) - pc_o_out_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){i, j}));
         PC_CHECK(_pc_ctx, pc_vmask, pc_b_lin_l1_0, pc_s_S2, 2, ((const int64_t[]){(i) - pc_o_lin_l1_0_0, (j) - pc_o_lin_l1_0_1}), ((const int64_t[]){16, 8}), 2, ((const int64_t[]){i, j}));
         PC_CHECK(_pc_ctx, pc_vmask, pc_b_b_l1_0, pc_s_S2, 1, ((const int64_t[]){(j) - pc_o_b_l1_0_0}), ((const int64_t[]){8}), 2, ((const int64_t[]){i, j}));
-        pc_p_out_l1_0[pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)] = pc_max_f16(((_Float16)((pc_p_lin_l1_0[pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)] + pc_p_b_l1_0[pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0)]))), ((_Float16)0.0f));
+        if (pc_data)
+          pc_p_out_l1_0[pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)] = pc_max_f16(((_Float16)((pc_p_lin_l1_0[pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)] + pc_p_b_l1_0[pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0)]))), ((_Float16)0.0f));
         pc_v_S2++;
         if ((pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)) < pc_vlo_S2_0) pc_vlo_S2_0 = pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1);
         if ((pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)) > pc_vhi_S2_0) pc_vhi_S2_0 = pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1);

@@ -159,6 +159,13 @@ typedef struct {
   int dma_dims;
   /* bounded trace: at most this many events are kept (0: no trace) */
   int64_t trace_limit;
+  /* timing only: every call is checked, timed and charged (cycles, bytes,
+   * energy) as in a functional run, but no data moves and nothing is computed:
+   * DMA, gathers, MAC and vector calls skip their copies and arithmetic, pc_alloc
+   * its poison, and generated code its statement bodies (PC_DATA). The timing
+   * never reads data, so the statistics equal the functional run's; what is not
+   * done is what reads values: a gather's index range check. */
+  int timing_only;
 } pc_spec;
 
 /* a 2-D window of a buffer, in elements: element (r, c) is at off + r*rs + c*cs.
@@ -450,6 +457,10 @@ struct pc_ctx {
 };
 
 #define PC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Whether generated code computes its statements' values (0 in a timing-only
+ * run: it still walks its loops, counting instances and the bytes they touch). */
+#define PC_DATA(ctx) (!(ctx)->spec.timing_only)
 
 /* The bit of a buffer in the masks of buffers a statement read and wrote since the
  * last pc_scalar (ids from 63 on share the last bit and are checked together). */

@@ -257,7 +257,7 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
   int id = pc_add_buf(ctx, name, level, offset, bytes, ctx->mem[level] + offset);
   if (id < 0) return -1;
   pc_buf *b = &ctx->bufs[id];
-  memset(b->base, PC_POISON, (size_t)bytes);
+  if (!ctx->spec.timing_only) memset(b->base, PC_POISON, (size_t)bytes);
   /* space released by earlier buffers may still be read or written */
   pc_freed_users(ctx, level, offset, offset + bytes, b->floor_w);
   memcpy(b->floor_r, b->floor_w, sizeof b->floor_r);
@@ -277,7 +277,7 @@ void pc_zero_fill(pc_ctx *ctx, int buf) {
                  "with pc_bind. Fill only buffers made by pc_alloc.", b->name);
     return;
   }
-  memset(b->base, 0, (size_t)b->bytes);
+  if (!ctx->spec.timing_only) memset(b->base, 0, (size_t)b->bytes);
 }
 
 void pc_free(pc_ctx *ctx, int buf) {
