@@ -107,6 +107,34 @@ def test_numbers_are_those_of_a_direct_run(result):
     assert row["macs_per_cycle"] == pytest.approx(512 / report.cycles)
 
 
+def test_points_run_timing_only_and_a_spread_sample_functionally(result):
+    ok = result.ok
+    assert result.meta["simulated"] == "timing-only"
+    # 4 of the 12 points, spread by index: 0, 4 (7.33 -> 7), 11
+    sample = {0, 4, 7, 11}
+    assert result.meta["functional_sample"] == len(sample)
+    for r in result.records:
+        if r["status"] != "ok":
+            continue
+        expected = "timing-only"
+        if r["index"] in sample:
+            expected = "timing-only, verified functionally"
+            assert r["timing"]["functional_s"] > 0
+        assert r["simulated"] == expected
+    assert len(ok) == 8
+
+
+def test_a_functional_study_equals_the_timing_only_one(result):
+    functional = polyc.sweep(_grid(), jobs=1, progress=False, timing_only=False)
+    assert functional.meta["functional_sample"] == 12
+    assert all(r["simulated"] == "functional" for r in functional.ok)
+    for a, b in zip(result.records, functional.records):
+        assert a["report"] == b["report"]
+    assert polyc.sweep.spread(12, 4) == {0, 4, 7, 11}
+    assert polyc.sweep.spread(3, 4) == {0, 1, 2}
+    assert polyc.sweep.spread(12, 1) == {0} and polyc.sweep.spread(12, 0) == set()
+
+
 def test_failing_point_is_recorded_not_fatal(result):
     bad = result.where(label="bad")
     assert len(bad) == 4 and len(result.failed) == 4 and len(result.ok) == 8
@@ -237,6 +265,12 @@ def test_auto_schedule_runs_or_says_it_is_missing():
             {"cluster": 42},
             polyc.ArgumentError,
             "cluster=42 is not a Dask cluster because it is a int",
+        ),
+        (
+            [("matmul:M=4,N=4,K=4", "none", "tiny")],
+            {"functional_sample": -1},
+            polyc.ArgumentError,
+            "functional_sample=-1 is not a number of points",
         ),
         (
             [("matmul:M=4,N=4,K=4", "none", "tiny")],

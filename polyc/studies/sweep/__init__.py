@@ -18,12 +18,19 @@
     result.to_csv("study.csv")
     result.plot("plots/")     # roofline, cycles, utilization, energy (PNG and SVG)
 
+Points are simulated timing-only by default (``Compiled.run(..., functional=False)``:
+the same cycles, bytes and energy, no data moved or computed); ``functional_sample``
+of them (4 by default, spread over the study) also run functionally, and a point
+whose two reports differ fails. ``timing_only=False`` or ``check=True`` runs every
+point functionally.
+
 Op specs and schedule choices are described in :mod:`polyc.sweep.spec`. ``polyc.sweep``
 is this module, and calling it calls :func:`sweep`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import types
@@ -35,6 +42,10 @@ from polyc.errors import ArgumentError
 from polyc.studies.sweep.result import SweepResult
 from polyc.studies.sweep.spec import SCHEDULES, OpSpec, op_spec, schedule_choice
 from polyc.studies.sweep.task import INPUT_MODES, Task
+
+#: points of a timing-only study that also run functionally (their reports must
+#: equal), spread over the study
+FUNCTIONAL_SAMPLE = 4
 
 __all__ = ["SCHEDULES", "Point", "SweepResult", "grid", "sweep"]
 
@@ -118,6 +129,8 @@ def sweep(
     check: bool = False,
     db=None,
     study: str = "sweep",
+    timing_only: bool = True,
+    functional_sample: int = FUNCTIONAL_SAMPLE,
 ) -> SweepResult:
     """Compile and simulate every point; one record per point, in the points' order.
 
@@ -140,6 +153,13 @@ def sweep(
             point is committed to it as it lands, and the points of ``study``
             it already holds are not run again (a killed study resumes).
         study: the study's name in ``db`` (several studies may share a file).
+        timing_only: simulate the points timing-only (``Compiled.run``'s
+            ``functional=False``: the same cycles, bytes and energy at a fraction
+            of the cost); False runs every point functionally.
+        functional_sample: with ``timing_only``, how many points (spread evenly
+            over the study, by index) also run functionally: their report must
+            equal the timing-only one, else the point fails. ``check`` runs every
+            point functionally.
 
     A point that fails (a ``PolycError`` from building, scheduling, compiling or
     running it, or a crashed worker) is recorded with its error and the sweep goes
@@ -156,7 +176,13 @@ def sweep(
     """
     from polyc.studies import executors as sweep_exec
 
-    all_tasks = resolve(points, inputs=inputs, check=check)
+    all_tasks = resolve(
+        points,
+        inputs=inputs,
+        check=check,
+        timing_only=timing_only,
+        functional_sample=functional_sample,
+    )
     store, done = _open_store(db, study, all_tasks)
     tasks = [t for t in all_tasks if t.index not in done]
     if cluster is not None and jobs is not None:
@@ -206,6 +232,8 @@ def sweep(
         "wall_s": time.perf_counter() - t0,
         "inputs": inputs if isinstance(inputs, str) else "function",
         "check": check,
+        "simulated": "timing-only" if timing_only else "functional",
+        "functional_sample": sum(t.run != "timing" for t in all_tasks),
     }
     if done:
         meta["resumed"] = len(done)
@@ -261,13 +289,31 @@ class _Committing:
             setattr(self._shown, name, value)
 
 
-def resolve(points: Iterable, *, inputs="random", check: bool = False) -> list[Task]:
+def resolve(
+    points: Iterable,
+    *,
+    inputs="random",
+    check: bool = False,
+    timing_only: bool = False,
+    functional_sample: int = FUNCTIONAL_SAMPLE,
+) -> list[Task]:
     """The points as :class:`~polyc.sweep.task.Task` objects, checked.
 
     Raises:
         ArgumentError, ConfigError: as :func:`sweep`.
     """
     from accelerator import load_config
+
+    if (
+        not isinstance(functional_sample, int)
+        or isinstance(functional_sample, bool)
+        or functional_sample < 0
+    ):
+        raise ArgumentError(
+            f"sweep: functional_sample={functional_sample!r} is not a number of "
+            "points because it is not an int >= 0. Pass 0 to verify no point "
+            "functionally, or more."
+        )
 
     if not callable(inputs) and inputs not in INPUT_MODES:
         raise ArgumentError(
@@ -306,7 +352,23 @@ def resolve(points: Iterable, *, inputs="random", check: bool = False) -> list[T
                 check=check,
             )
         )
+    if timing_only:
+        sample = spread(len(tasks), functional_sample)
+        tasks = [
+            dataclasses.replace(t, run="both" if t.index in sample else "timing")
+            for t in tasks
+        ]
     return tasks
+
+
+def spread(n: int, k: int) -> set[int]:
+    """``k`` indices of ``range(n)`` spread evenly, the first and the last
+    included (all of them when ``k >= n``)."""
+    if k >= n:
+        return set(range(n))
+    if k <= 1:
+        return set(range(k))
+    return {round(i * (n - 1) / (k - 1)) for i in range(k)}
 
 
 def _point(raw: object, index: int) -> Point:

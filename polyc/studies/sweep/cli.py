@@ -133,6 +133,20 @@ def add_parsers(sub) -> None:
         help="also compare every point's outputs with the reference interpreter",
     )
     p.add_argument(
+        "--functional",
+        action="store_true",
+        help="simulate every point functionally (default: timing-only, the same "
+        "cycles, bytes and energy without moving data)",
+    )
+    p.add_argument(
+        "--functional-sample",
+        type=int,
+        default=None,
+        metavar="N",
+        help="points of a timing-only study that also run functionally, their "
+        "reports compared (default: 4)",
+    )
+    p.add_argument(
         "--no-progress", action="store_true", help="do not show progress on stderr"
     )
     p.add_argument(
@@ -243,6 +257,10 @@ def run_sweep(args) -> int:
                 cluster=args.cluster,
                 progress=not args.no_progress,
                 check=args.check,
+                timing_only=not args.functional,
+                functional_sample=polyc.sweep.FUNCTIONAL_SAMPLE
+                if args.functional_sample is None
+                else args.functional_sample,
                 db=args.db or (Path(args.out) / "study.db" if args.out else None),
                 study=args.study or "sweep",
             )

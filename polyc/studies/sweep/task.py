@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polyc.errors import ArgumentError, PolycError
+from polyc.errors import ArgumentError, PolycError, SimulationError
 from polyc.studies.sweep.spec import OpSpec, ScheduleChoice
 
 #: input modes besides a function ``kernel -> {name: array}``
@@ -45,6 +45,10 @@ class Task:
     spec: object
     inputs: object = "random"
     check: bool = False
+    #: how the point is simulated: ``"functional"``, ``"timing"`` (timing-only,
+    #: :meth:`polyc.compiled.Compiled.run`'s ``functional=False``) or ``"both"``
+    #: (timing-only, then functionally: the two reports must be equal)
+    run: str = "functional"
 
     def describe(self) -> dict:
         return {
@@ -92,6 +96,7 @@ def _blank(task: Task) -> dict:
         "dram_bytes_per_cycle": task.spec.dram.bytes_per_cycle,
         "report": None,
         "compiled": None,
+        "simulated": None,
         "max_abs_error": None,
         "cost": None,
         "timing": {},
@@ -118,13 +123,43 @@ def _run(task: Task, record: dict) -> None:
         objective=getattr(task.schedule, "objective", "cycles"),
     )
     t3 = time.perf_counter()
-    inputs = make_inputs(kernel, task.inputs, seed=zlib.crc32(task.op.text.encode()))
-    outputs, report = compiled.run(inputs)
+    functional = task.run != "timing" or task.check
+    seed = zlib.crc32(task.op.text.encode())
+    inputs = None
+    if task.run != "functional":
+        # the cost does not depend on the inputs' values: zeros, unless the
+        # inputs give the sizes (parameters) or come from the user's function
+        if kernel.params or callable(task.inputs):
+            inputs = make_inputs(kernel, task.inputs, seed=seed)
+        _, report = compiled.run(inputs or {}, functional=False)
     t4 = time.perf_counter()
+    if functional:
+        if inputs is None:
+            inputs = make_inputs(kernel, task.inputs, seed=seed)
+        outputs, full = compiled.run(inputs)
+        if task.run != "functional" and full.to_dict() != report.to_dict():
+            raise SimulationError(
+                f"sweep: point {task.index} ({task.label} on {task.spec.name}) "
+                "costs differently timing-only than functionally because "
+                f"{_first_difference(report.to_dict(), full.to_dict())}. Report "
+                "it as a bug; run the study with timing_only=False meanwhile."
+            )
+        report = full
+    t5 = time.perf_counter()
     timing.update(
-        kernel_s=t1 - t0, schedule_s=t2 - t1, compile_s=t3 - t2, run_s=t4 - t3
+        kernel_s=t1 - t0,
+        schedule_s=t2 - t1,
+        compile_s=t3 - t2,
+        run_s=t4 - t3 if task.run != "functional" else t5 - t4,
     )
-    record.update(status="ok", report=report.to_dict(), compiled=str(compiled))
+    if task.run == "both":
+        timing["functional_s"] = t5 - t4
+    record.update(
+        status="ok",
+        report=report.to_dict(),
+        compiled=str(compiled),
+        simulated=_simulated(task.run, functional),
+    )
     if task.spec.area is not None:
         from accelerator.hardware.area import cost
 
@@ -141,6 +176,25 @@ def _run(task: Task, record: dict) -> None:
                 error_type="VerificationError",
                 error=result.message("sweep", run=f"on {task.spec.name}"),
             )
+
+
+def _simulated(run: str, functional: bool) -> str:
+    """A record's ``simulated``: how its report was obtained."""
+    if run == "functional":
+        return "functional"
+    return "timing-only, verified functionally" if functional else "timing-only"
+
+
+def _first_difference(a: dict, b: dict, path: str = "report") -> str:
+    """Where two reports' dicts first differ, as ``report.key: x != y``."""
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            if x != y:
+                return _first_difference(x, y, f"{path}.{key}")
+        elif x != y:
+            return f"{path}.{key} is {x!r} timing-only but {y!r} functionally"
+    return "the reports differ"
 
 
 def _cached(key: tuple, make):
