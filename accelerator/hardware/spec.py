@@ -7,7 +7,7 @@ runtime (``accelerator.sim.simulator.fill_spec``) and the roofline read it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from polyc.errors import ConfigError
 
@@ -263,6 +263,34 @@ class Spec:
             f"({'/'.join(a.dtypes)}), {self.vector.lanes}-lane vector unit, "
             f"{mem}, {self.dma.channels} DMA channels, {self.clock_ghz:g} GHz"
         )
+
+
+def schedule_view(spec: Spec) -> Spec:
+    """``spec`` without what no schedule search reads: its name, description and
+    source, every energy figure (pJ per MAC, per vector and scalar op, per byte
+    read and written at each level) and the area model (with its leakage).
+
+    The accelerator search (:mod:`schedules.accel.search`) ranks a layer's
+    candidates by predicted cycles alone; energies and leakage enter only
+    afterwards, when :mod:`schedules.accel.objective` re-ranks the kept candidates
+    for ``energy`` or ``edp``. So two specs with the same view give a layer the
+    same search result (its cache key, :mod:`schedules.accel.cache`), whatever the
+    objective; with ``energy`` or ``edp`` the final choice may still differ."""
+    a = spec.mac_array
+    dtypes = FrozenMap({k: replace(d, pj_per_mac=0.0) for k, d in a.dtypes.items()})
+    return replace(
+        spec,
+        name="",
+        description="",
+        source="",
+        mac_array=replace(a, dtypes=dtypes),
+        vector=replace(spec.vector, pj_per_op=0.0),
+        scalar=replace(spec.scalar, pj_per_op=0.0),
+        memory=tuple(
+            replace(m, read_pj_per_byte=0.0, write_pj_per_byte=0.0) for m in spec.memory
+        ),
+        area=None,
+    )
 
 
 def _size(n: int) -> str:

@@ -2,8 +2,10 @@
 
 A layer's search (:func:`schedules.accel.search.search`) is a function of its
 statements (domains, bodies, accesses), its arrays (shape, dtype, whether what it
-writes is stored), the engines each statement may use, the hardware description,
-and the scheduler's code -- and of nothing else, names included: the search breaks
+writes is stored), the engines each statement may use, the hardware description
+but for its name, energies and area (:func:`accelerator.hardware.spec.schedule_view`:
+the search ranks by cycles; the objective re-ranks its result with energies, after
+the cache), and the scheduler's code -- and of nothing else, names included: the search breaks
 its ties by position, never by name. So its *signature* is that text with every
 statement, array and iterator name replaced by a canonical one in order of first
 appearance (``_S0``, ``_A0``, ``_I0``), and the result is stored with canonical
@@ -36,7 +38,7 @@ from pathlib import Path
 
 import islpy as isl
 
-from accelerator.hardware.spec import Spec
+from accelerator.hardware.spec import Spec, schedule_view
 from polyc.ir.expr import describe
 from polyc.ir.kernel import Kernel
 from schedules.accel import search as _search
@@ -272,8 +274,9 @@ def signature(
             f"array {names[a]} {arr.dtype}{list(shape)} {arr.role.value}{where}"
         )
         lines.append(f"  read later {read_later(kernel, layer, a)}")
-    hardware = dataclasses.replace(spec, description="", source="")
-    lines.append(f"spec {hardware!r}")
+    # what the search reads of the hardware: not its name nor its energies and
+    # area (the objective re-ranks the result with those, after the cache)
+    lines.append(f"spec {schedule_view(spec)!r}")
     lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
     canonical = "\n".join(lines)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]

@@ -140,3 +140,58 @@ def test_edited_scheduler_code_never_reads_an_old_result(fresh, monkeypatch):
     monkeypatch.setattr(cache, "_code_digest", lambda: "an-edited-cost-model")
     polyc.compile(kernel, config="tiny", checks=False)
     assert cache.STATS["searched"] == searched and not cache.STATS["disk"]
+
+
+def _energy_point(base, factor: float):
+    """``base`` with other energies and leakage (a grid point of its own name)."""
+    import accelerator
+
+    axes = {
+        "memory.dram.read_pj_per_byte": [base.dram.read_pj_per_byte * factor],
+        "memory.sram.write_pj_per_byte": [base.level("sram").write_pj_per_byte * 2],
+        "vector.pj_per_op": [base.vector.pj_per_op * factor],
+        "area.leakage_mw_per_mm2": [base.area.leakage_mw_per_mm2 * factor],
+    }
+    [point] = accelerator.vary(base, axes)
+    assert point.name != base.name
+    return point
+
+
+@pytest.mark.parametrize("objective", ["cycles", "edp"])
+def test_a_point_differing_only_in_energies_and_area_reuses_every_search(
+    fresh, objective
+):
+    """Energies, leakage and the config's name are not in a layer's search key:
+    the search ranks by cycles, and the objective re-ranks its result (with
+    energies) after the cache. A second point that differs only in those does no
+    search; with objective cycles it also gets the same C, so no gcc build."""
+    kernel = _mlp()
+    base = load_config("edge-npu")
+    first = polyc.compile(kernel, config=base, checks=False, objective=objective)
+    assert cache.STATS["searched"] >= 3
+    cache.STATS.clear()
+    point = _energy_point(base, 3.0)
+    second = polyc.compile(kernel, config=point, checks=False, objective=objective)
+    assert cache.STATS["searched"] == 0 and cache.STATS["memory"] >= 4
+    if objective == "cycles":
+        assert second.c_source == first.c_source
+        assert second.module.built.cached  # the first point's module: no gcc
+    # the same program, charged at the point's energies
+    _, one = first.run(functional=False)
+    _, two = second.run(functional=False)
+    if second.c_source == first.c_source:
+        assert two.cycles == one.cycles
+    assert two.energy["dram"] > one.energy["dram"]
+
+
+def test_a_point_with_other_timing_searches_again(fresh):
+    import accelerator
+
+    kernel, layers = _layers(_mlp())
+    base = load_config("edge-npu")
+    [wider] = accelerator.vary(base, {"memory.dram.bytes_per_cycle": [64]})
+    [cheaper] = accelerator.vary(base, {"memory.dram.read_pj_per_byte": [1.0]})
+    layer = layers[1]
+    digest = cache.signature(kernel, layer, base).digest
+    assert cache.signature(kernel, layer, cheaper).digest == digest
+    assert cache.signature(kernel, layer, wider).digest != digest
