@@ -42,6 +42,52 @@ FIELDS = (
 )
 
 
+#: a point's timing parts (polyc.studies.sweep.task), which add up to its work
+POINT_PARTS = ("kernel_s", "schedule_s", "compile_s", "run_s", "functional_s")
+#: compile_s by stage
+COMPILE_STAGES = ("compile_schedule_s", "compile_codegen_s", "compile_build_s")
+
+
+class LoadSampler:
+    """The machine's 1-minute load average, sampled every ``every`` seconds while
+    the block runs (the study shares the machine: its wall time means little
+    without it)."""
+
+    def __init__(self, every: float = 20.0):
+        import threading
+
+        self.every = every
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import os
+
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict:
+        s = self.samples or [0.0]
+        return {
+            "samples": len(self.samples),
+            "every_s": self.every,
+            "min": min(s),
+            "mean": sum(s) / len(s),
+            "max": max(s),
+        }
+
+
 def _example():
     path = ROOT / "examples" / "codesign.py"
     spec = importlib.util.spec_from_file_location("codesign_example", path)
@@ -58,9 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     example = _example()
     out = Path(args.out)
-    result = example.run(out, args.quick, args.jobs)
+    with LoadSampler() as load:
+        result = example.run(out, args.quick, args.jobs)
     meta = dict(result.meta)
     runs = meta.get("runs") or [{"wall_s": meta.get("wall_s"), "ran": len(result)}]
+    seconds = {
+        k: sum((r.get("timing") or {}).get(k) or 0.0 for r in result.records)
+        for k in (*POINT_PARTS, *COMPILE_STAGES)
+    }
     payload = {
         "machine": machine(),
         "grid": example.QUICK_GRID if args.quick else example.GRID,
@@ -68,7 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         "models": list(dict.fromkeys(r["label"] for r in result.records)),
         "runs": runs,
         "wall_s": sum(r["wall_s"] or 0 for r in runs),
-        "point_s": sum(sum((r.get("timing") or {}).values()) for r in result.records),
+        "point_s": sum(seconds[k] for k in POINT_PARTS),
+        "seconds": seconds,
+        "load": load.summary(),
+        "simulated": meta.get("simulated"),
+        "functional_sample": meta.get("functional_sample"),
         "points": [{k: row.get(k) for k in FIELDS} for row in result.rows()],
         "calibration": calibration(),
     }

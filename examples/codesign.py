@@ -2,14 +2,17 @@
 
 ResNet-18 (polyc's, 16 channels wide, a 32x32 image) and a BERT-style encoder block
 (4 heads, width 128, 16 tokens) are compiled, scheduled with objective EDP and
-simulated on every point of a grid over edge-npu: MAC array 8x8 to 64x64, SRAM 128
-KiB to 8 MiB, DRAM 8 or 32 B/cycle, weight- or output-stationary (64 points). Each
+simulated on every point of a grid over edge-npu: MAC array 8x8 to 64x64 (4
+sizes), SRAM 128 KiB to 8 MiB (7 sizes), DRAM 8 to 64 B/cycle (4), weight- or
+output-stationary (224 points). Points are simulated timing-only (the functional
+run's cycles, bytes and energy without moving data); 4 of them also run
+functionally and must agree (``polyc.sweep``'s ``functional_sample``). Each
 point's area, latency, energy (with leakage) and EDP come from the config's area
 model; the Pareto front of (latency, energy, area) over both models together is
 printed, tabulated and plotted. Points are committed to ``OUT/study.db`` as they
 finish: run the same command again to resume a study that was stopped::
 
-    .venv/bin/python examples/codesign.py --out codesign/       # about 30 min here
+    .venv/bin/python examples/codesign.py --out codesign/       # see docs/codesign.md
     .venv/bin/python examples/codesign.py --quick --out cd/     # two layers, 2 configs
     polyc sweep --from codesign/study.db --out replot/          # while it runs, too
 
@@ -27,8 +30,8 @@ import polyc
 #: the grid of the study (accelerator.vary's text form)
 GRID = (
     "edge-npu:mac_array.rows=8..64*2;mac_array.cols=rows;"
-    "memory.sram.capacity_bytes=131072..8388608*4;"
-    "memory.dram.bytes_per_cycle=8,32;"
+    "memory.sram.capacity_bytes=131072..8388608*2;"
+    "memory.dram.bytes_per_cycle=8..64*2;"
     "mac_array.dataflow=weight_stationary,output_stationary"
 )
 QUICK_GRID = "edge-npu:mac_array.rows=8,16;mac_array.cols=rows"

@@ -154,6 +154,9 @@ def _run(task: Task, record: dict) -> None:
     )
     if task.run == "both":
         timing["functional_s"] = t5 - t4
+    # compile_s by stage (a reused compile has no schedule or codegen work)
+    for stage in ("schedule", "codegen", "build"):
+        timing[f"compile_{stage}_s"] = compiled.stage_seconds.get(stage, 0.0)
     record.update(
         status="ok",
         report=report.to_dict(),
