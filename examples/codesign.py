@@ -73,8 +73,8 @@ def models(quick: bool) -> dict[str, object]:
 
 def run(out: Path, quick: bool = False, jobs=None, cluster=None, progress=True):
     """Run (or resume) the study into ``out``; returns the SweepResult."""
-    points = polyc.sweep.grid(
-        models(quick), [OBJECTIVE], [QUICK_GRID if quick else GRID]
+    points = config_major(
+        polyc.sweep.grid(models(quick), [OBJECTIVE], [QUICK_GRID if quick else GRID])
     )
     out.mkdir(parents=True, exist_ok=True)
     return polyc.sweep(
@@ -85,6 +85,21 @@ def run(out: Path, quick: bool = False, jobs=None, cluster=None, progress=True):
         db=out / "study.db",
         study="codesign-quick" if quick else "codesign",
     )
+
+
+def config_major(points: list, seed: int = 0) -> list:
+    """``points`` (op-major, as :func:`polyc.sweep.grid` gives them) ordered by
+    config, the models of one config side by side, the configs in a fixed
+    shuffled order: a study stopped early (or still running) then holds whole
+    configs, every model of each, spread over the grid."""
+    import random
+
+    by_model: dict[object, list] = {}
+    for p in points:
+        by_model.setdefault(p.label, []).append(p)
+    per_config = list(zip(*by_model.values()))
+    random.Random(seed).shuffle(per_config)
+    return [p for same in per_config for p in same]
 
 
 def main(argv: list[str] | None = None) -> int:

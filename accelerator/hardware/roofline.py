@@ -183,8 +183,27 @@ def count_points(s: isl.Set) -> int:
     Boxes are counted by their extents and small sets by isl; a large set is split
     into groups of dimensions that share no constraint (counted apart and
     multiplied: the (h, kh) and (w, kw) pairs of a padded convolution), or else
-    sliced along its first unfixed dimension.
+    sliced along its first unfixed dimension. Counts are remembered by the set's
+    text (equal text, equal set): the scheduler, the bounds and the objective
+    count the same statement domains at every compile of a program, and a study
+    compiles one program for many hardware points.
     """
+    key = str(s)
+    n = _COUNTS.get(key)
+    if n is None:
+        n = _count(s)
+        if len(_COUNTS) >= _COUNTS_KEPT:
+            _COUNTS.clear()
+        _COUNTS[key] = n
+    return n
+
+
+#: :func:`count_points` by the set's text, and how many it keeps
+_COUNTS: dict[str, int] = {}
+_COUNTS_KEPT = 1 << 14
+
+
+def _count(s: isl.Set) -> int:
     s = s.coalesce()
     if s.is_empty():
         return 0
