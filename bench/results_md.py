@@ -74,6 +74,9 @@ SECTIONS: tuple[Section, ...] = (
         "sim_overhead", "sim_overhead.json", "bench.sim_overhead", "table", key="rows"
     ),
     Section(
+        "timing_only", "timing_only.json", "bench.timing_only", "table", key="rows"
+    ),
+    Section(
         "compile_time",
         "compile_time.json",
         "bench.compile_time",
