@@ -18,6 +18,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import polyc
 from bench.common import DOCS, RESULTS, machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,11 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(OUT), help="the study's directory")
     p.add_argument("--quick", action="store_true", help="the example's --quick")
     p.add_argument("--jobs", "-j", type=int, help="local worker processes")
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="only the first N points (the example's order: config by config, "
+        "shuffled, so a sample of the grid with both models of each config)",
+    )
     args = p.parse_args(argv)
     example = _example()
     out = Path(args.out)
     with LoadSampler() as load:
-        result = example.run(out, args.quick, args.jobs)
+        result = example.run(out, args.quick, args.jobs, limit=args.limit)
     meta = dict(result.meta)
     runs = meta.get("runs") or [{"wall_s": meta.get("wall_s"), "ran": len(result)}]
     seconds = {
@@ -115,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     payload = {
         "machine": machine(),
         "grid": example.QUICK_GRID if args.quick else example.GRID,
+        "grid_points": len(example.models(args.quick))
+        * len(
+            polyc.sweep.expand_configs(
+                [example.QUICK_GRID if args.quick else example.GRID]
+            )
+        ),
+        "limit": args.limit,
         "objective": example.OBJECTIVE,
         "models": list(dict.fromkeys(r["label"] for r in result.records)),
         "runs": runs,

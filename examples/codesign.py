@@ -71,11 +71,22 @@ def models(quick: bool) -> dict[str, object]:
     return {"resnet18": resnet18, "encoder": encoder}
 
 
-def run(out: Path, quick: bool = False, jobs=None, cluster=None, progress=True):
-    """Run (or resume) the study into ``out``; returns the SweepResult."""
+def run(
+    out: Path,
+    quick: bool = False,
+    jobs=None,
+    cluster=None,
+    progress=True,
+    limit: int | None = None,
+):
+    """Run (or resume) the study into ``out``; returns the SweepResult. ``limit``:
+    only the first points of the (config by config, shuffled) order, a sample of
+    the grid with every model of each config."""
     points = config_major(
         polyc.sweep.grid(models(quick), [OBJECTIVE], [QUICK_GRID if quick else GRID])
     )
+    if limit is not None:
+        points = points[:limit]
     out.mkdir(parents=True, exist_ok=True)
     return polyc.sweep(
         points,
@@ -108,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="two layers, 2 configs")
     p.add_argument("--jobs", "-j", type=int, help="local worker processes")
     p.add_argument("--cluster", help="a Dask scheduler address instead")
+    p.add_argument("--limit", type=int, help="only the first N points (a sample)")
     args = p.parse_args(argv)
     out = Path(args.out)
-    result = run(out, args.quick, args.jobs, args.cluster)
+    result = run(out, args.quick, args.jobs, args.cluster, limit=args.limit)
     print(result.table())
     print()
     print(result.pareto_table())
