@@ -169,13 +169,43 @@ def front(payload: dict) -> str:
     pts = _workload(payload)
     n = len(pareto.front(pts))
     ok = sum(p["status"] == "ok" for p in payload["points"])
+    total = payload.get("grid_points")
+    of = f" of the grid's {total}" if total and total != len(payload["points"]) else ""
     head = (
-        f"{len(payload['points'])} points ({ok} ok), {len(pts)} configs that ran "
-        f"every model; {n} on the front. Study wall time "
+        f"{len(payload['points'])}{of} points ({ok} ok), {len(pts)} configs that "
+        f"ran every model; {n} on the front. Study wall time "
         f"{payload['wall_s'] / 60:.1f} min ({payload['point_s'] / 60:.1f} min of "
-        f"point work) on {payload['machine'].get('cpus', '?')} cores.\n\n"
+        f"point work) on {payload['machine'].get('cpus', '?')} cores"
     )
+    load = payload.get("load")
+    if load:
+        head += (
+            f", 1-minute load average {load['mean']:.1f} on average "
+            f"({load['min']:.1f} to {load['max']:.1f})"
+        )
+    head += "." + _where(payload) + "\n\n"
     return head + pareto.markdown(pts)
+
+
+def _where(payload: dict) -> str:
+    """Where the point work went, as a sentence (empty for an older JSON)."""
+    sec = payload.get("seconds")
+    if not sec or not payload.get("point_s"):
+        return ""
+    total = payload["point_s"]
+    parts = {
+        "schedule (the search)": sec.get("compile_schedule_s", 0),
+        "codegen": sec.get("compile_codegen_s", 0),
+        "gcc": sec.get("compile_build_s", 0),
+        "timing-only runs": sec.get("run_s", 0),
+        "functional checks": sec.get("functional_s", 0),
+        "building the models": sec.get("kernel_s", 0),
+    }
+    rest = total - sum(parts.values())
+    text = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in parts.items())
+    sample = payload.get("functional_sample")
+    checked = f"; {sample} points also run functionally" if sample else ""
+    return f" Point work: {text}, the rest {100 * rest / total:.0f}%{checked}."
 
 
 def best(payload: dict) -> str:

@@ -234,3 +234,19 @@ def test_spatial_folds_is_a_lower_bound_that_holds_whole_tiles(r, c):
                 assert bound == pytest.approx(fewest), (x, y, r, c)
             assert bound >= max(x / r, 1) * max(y / c, 1) - 1e-9
     assert spatial_folds(17, 256, 16, 16) == 32  # ViT's tokens on edge-npu
+
+
+def test_count_points_remembers_a_count_by_the_sets_text():
+    import islpy as isl
+
+    from accelerator.hardware import roofline
+
+    # a padded convolution's (h, kh) pair: not a box, counted by groups
+    text = "{ S[h, kh, w] : 0 <= h < 30 and 0 <= kh < 3 and 1 <= h + kh <= 30 and 0 <= w < 7 }"
+    s = isl.Set(text)
+    roofline._COUNTS.pop(str(s), None)
+    first = roofline.count_points(s)
+    assert first == s.count_val().to_python() == (30 * 3 - 2) * 7
+    assert roofline._COUNTS[str(s)] == first
+    # the same set built again (another object) is the count remembered
+    assert roofline.count_points(isl.Set(text)) == first

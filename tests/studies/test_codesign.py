@@ -517,3 +517,28 @@ def test_a_study_of_model_factories_resumes_when_its_script_is_imported(tmp_path
     result = polyc.sweep(module.points(), jobs=1, progress=stream, db=db)
     assert "0 points on this process (2 done before" in stream.getvalue()
     assert [r["status"] for r in result] == ["ok", "ok"]
+
+
+def test_example_study_runs_config_by_config_and_a_limit_keeps_whole_configs():
+    import importlib.util
+
+    from tests.support.paths import ROOT
+
+    path = ROOT / "examples" / "codesign.py"
+    spec = importlib.util.spec_from_file_location("codesign_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    points = polyc.sweep.grid(example.models(False), ["edp"], [example.GRID])
+    assert len(points) == 448  # 224 configs, both models
+    ordered = example.config_major(points)
+    assert sorted(map(id, ordered)) == sorted(map(id, points))
+    pairs = [ordered[i : i + 2] for i in range(0, len(ordered), 2)]
+    assert all(
+        [p.label for p in pair] == ["resnet18", "encoder"]
+        and pair[0].config is pair[1].config
+        for pair in pairs
+    )
+    # shuffled, the same every time: the first configs are spread over the grid
+    assert example.config_major(points) == ordered
+    first = {p.config.mac_array.rows for p in ordered[:40]}
+    assert first == {8, 16, 32, 64}
