@@ -77,6 +77,13 @@ SECTIONS: tuple[Section, ...] = (
         "timing_only", "timing_only.json", "bench.timing_only", "table", key="rows"
     ),
     Section(
+        "codesign-zigzag",
+        "codesign_zigzag.json",
+        "bench.codesign_zigzag",
+        "table",
+        doc="codesign.md",
+    ),
+    Section(
         "compile_time",
         "compile_time.json",
         "bench.compile_time",

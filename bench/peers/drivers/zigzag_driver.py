@@ -24,6 +24,16 @@ def main() -> None:
     job = json.load(sys.stdin)
     # ZigZag logs at INFO to the root logger; stdout carries only the result
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # "opts": several of ZigZag's objectives in one process (one result each,
+    # under "runs"); else "opt" (default latency)
+    if "opts" in job:
+        runs = {opt: run(dict(job, opt=opt)) for opt in job["opts"]}
+        print(json.dumps({"layer": job["layer"], "runs": runs}))
+    else:
+        print(json.dumps(run(job)))
+
+
+def run(job) -> dict:
     from zigzag.api import get_hardware_performance_zigzag
 
     start = time.perf_counter()
@@ -31,8 +41,8 @@ def main() -> None:
         job["workload"],
         job["accelerator"],
         job["mapping"],
-        opt="latency",
-        dump_folder=job["dump"],
+        opt=job.get("opt", "latency"),
+        dump_folder=job["dump"] + (f"-{job['opt']}" if "opt" in job else ""),
         lpf_limit=job["lpf_limit"],
         loma_show_progress_bar=False,
     )
@@ -56,7 +66,7 @@ def main() -> None:
         "spatial_mapping": str(cme.spatial_mapping),
         "temporal_mapping": " | ".join(str(cme.temporal_mapping).split("\n"))[:800],
     }
-    print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":
