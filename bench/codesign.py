@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "calibration": calibration(),
     }
     path = JSON if not args.quick else RESULTS / "codesign_quick.json"
+    payload["load_runs"] = _load_runs(path, runs, payload["load"])
     path.write_text(json.dumps(payload, indent=1) + "\n")
     if not args.quick:
         PLOT.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +152,18 @@ def main(argv: list[str] | None = None) -> int:
         results_md.regenerate_for(path)
     print(front(payload))
     return 1 if result.failed else 0
+
+
+def _load_runs(path: Path, runs: list, load: dict) -> list:
+    """The load of every run of the study: the previous JSON's (when its runs are
+    the first of these, i.e. this run resumed that study), then this run's."""
+    try:
+        before = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return [load]
+    if before.get("runs") != runs[: len(before.get("runs") or [None])]:
+        return [load]
+    return [*before.get("load_runs", [before.get("load")]), load]
 
 
 # the tables ------------------------------------------------------------------------
@@ -177,11 +190,16 @@ def front(payload: dict) -> str:
         f"{payload['wall_s'] / 60:.1f} min ({payload['point_s'] / 60:.1f} min of "
         f"point work) on {payload['machine'].get('cpus', '?')} cores"
     )
-    load = payload.get("load")
-    if load:
+    loads = [x for x in payload.get("load_runs") or [payload.get("load")] if x]
+    if loads:
+        n = sum(x["samples"] for x in loads)
+        mean = sum(x["mean"] * x["samples"] for x in loads) / n
         head += (
-            f", 1-minute load average {load['mean']:.1f} on average "
-            f"({load['min']:.1f} to {load['max']:.1f})"
+            f", 1-minute load average {mean:.1f} on average "
+            f"({min(x['min'] for x in loads):.1f} to "
+            f"{max(x['max'] for x in loads):.1f}"
+            + (f", over {len(loads)} runs" if len(loads) > 1 else "")
+            + ")"
         )
     head += "." + _where(payload) + "\n\n"
     return head + pareto.markdown(pts)
@@ -203,9 +221,7 @@ def _where(payload: dict) -> str:
     }
     rest = total - sum(parts.values())
     text = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in parts.items())
-    sample = payload.get("functional_sample")
-    checked = f"; {sample} points also run functionally" if sample else ""
-    return f" Point work: {text}, the rest {100 * rest / total:.0f}%{checked}."
+    return f" Point work: {text}, the rest {100 * rest / total:.0f}%."
 
 
 def best(payload: dict) -> str:
