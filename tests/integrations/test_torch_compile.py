@@ -304,8 +304,8 @@ def test_verify_option_checks_every_run(monkeypatch):
     assert torch_compile.records()[0].compiled[0].verify
     run = SimModule.run
 
-    def corrupted(self, spec, inputs, trace_limit=None):
-        outputs, report = run(self, spec, inputs, trace_limit)
+    def corrupted(self, spec, inputs, trace_limit=None, functional=True):
+        outputs, report = run(self, spec, inputs, trace_limit, functional)
         outputs["out"] = outputs["out"].copy()
         outputs["out"][0, 5, 1, 2] += 0.5
         return outputs, report

@@ -37,10 +37,11 @@ def corrupt(monkeypatch):
     def install(index, delta=1.0, array="out"):
         run = SimModule.run
 
-        def corrupted(self, spec, inputs, trace_limit=None):
-            outputs, report = run(self, spec, inputs, trace_limit)
-            outputs[array] = outputs[array].copy()
-            outputs[array][index] += delta
+        def corrupted(self, spec, inputs, trace_limit=None, functional=True):
+            outputs, report = run(self, spec, inputs, trace_limit, functional)
+            if functional:  # a timing-only run has no outputs to corrupt
+                outputs[array] = outputs[array].copy()
+                outputs[array][index] += delta
             return outputs, report
 
         monkeypatch.setattr(SimModule, "run", corrupted)
