@@ -52,7 +52,7 @@ from schedules import stree
 from schedules.bands import merge_bands, permute, split_band
 from schedules.host.cache_model import Model, access_kind
 from schedules.host.parallel import _work_per_entry, band_at, is_coincident
-from schedules.host.register import MARK, accumulate
+from schedules.host.register import accumulate, innermost_bands
 from schedules.tiling import tile
 
 #: rows of a matrix-vector register tile
@@ -67,7 +67,7 @@ def matvec_tiles(kernel: Kernel, model: Model) -> Kernel:
     module docstring); a band where a step is refused stays as it is."""
     done: set[str] = set()
     while True:
-        todo = [n for n in _innermost_bands(kernel) if n not in done]
+        todo = [n for n in innermost_bands(kernel) if n not in done]
         if not todo:
             return kernel
         name = todo[0]
@@ -183,19 +183,6 @@ def _target_kinds(model: Model, outer, nb: stree.Named):
         # matrix product, whatever its stride (access_kind says "contiguous")
         out.append(tuple("strided" if k == "contiguous" else k for k in pair))
     return out or None
-
-
-def _innermost_bands(kernel: Kernel) -> list[str]:
-    root = stree.from_isl(kernel.schedule)
-    out = []
-    for _, node in stree.walk(root):
-        nb = stree.named_at(node)
-        if nb is None or any(a.startswith(MARK) for a in nb.attrs):
-            continue
-        below = [n for _, n in stree.walk(nb.band.child) if isinstance(n, stree.Band)]
-        if not below:
-            out.append(nb.name)
-    return out
 
 
 def _try(fn, fallback=None):

@@ -62,7 +62,7 @@ def register_tiles(kernel: Kernel, model: Model) -> Kernel:
     docstring); a band where a step is refused stays as it is."""
     done: set[str] = set()
     while True:
-        todo = [n for n in _innermost_bands(kernel) if n not in done]
+        todo = [n for n in innermost_bands(kernel) if n not in done]
         if not todo:
             return kernel
         name = todo[0]
@@ -206,7 +206,9 @@ def _try(fn, fallback):
         return fallback
 
 
-def _innermost_bands(kernel: Kernel) -> list[str]:
+def innermost_bands(kernel: Kernel) -> list[str]:
+    """The named bands of ``kernel`` with no band below them (and no register
+    tile of their own): where a register tile or a row walk may go."""
     root = stree.from_isl(kernel.schedule)
     out = []
     for _, node in stree.walk(root):
