@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench import results_md
-from bench.common import RESULTS, machine
+from bench.common import RESULTS, geomean, machine
 
 SOURCES = Path(__file__).parent / "c_sources"
 KERNELS = [
@@ -168,17 +167,12 @@ def table(rows: list[dict]) -> str:
                 else f" {r.get('polly_error', '-')} | - | - |"
             )
         lines.append(line)
-    means = [f"polyc {_geomean(r['polyc_speedup'] for r in rows):.2f}x"]
+    means = [f"polyc {geomean(r['polyc_speedup'] for r in rows):.2f}x"]
     if polly:
         pr = [r["polly_speedup"] for r in rows if "polly_s" in r]
-        means.append(f"Polly {_geomean(pr):.2f}x")
+        means.append(f"Polly {geomean(pr):.2f}x")
     lines.append(f"\nGeometric mean over gcc -O3: {', '.join(means)}.")
     return "\n".join(lines)
-
-
-def _geomean(values) -> float:
-    logs = [math.log(v) for v in values]
-    return math.exp(sum(logs) / len(logs))
 
 
 def main(argv: list[str] | None = None) -> int:

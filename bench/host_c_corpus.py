@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 from bench import results_md
-from bench.common import RESULTS, machine
+from bench.common import RESULTS, geomean, machine
 from bench.host_c import polly_command
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "c_corpus"
@@ -422,7 +422,7 @@ def table(payload: dict) -> str:
             full.append(r)
     if full:
         means = ", ".join(
-            f"{label} {_geomean(r[f'{k}_speedup'] for r in full):.2f}x"
+            f"{label} {geomean(r[f'{k}_speedup'] for r in full):.2f}x"
             for k, label in (
                 ("polyc", "polyc"),
                 ("polly", "Polly"),
@@ -461,11 +461,6 @@ def _threads_table(rows: list[dict]) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _geomean(values) -> float:
-    logs = [math.log(v) for v in values]
-    return math.exp(sum(logs) / len(logs))
 
 
 def main(argv: list[str] | None = None) -> int:
