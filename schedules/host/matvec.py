@@ -52,7 +52,7 @@ from schedules import stree
 from schedules.bands import merge_bands, permute, split_band
 from schedules.host.cache_model import Model, access_kind
 from schedules.host.parallel import _work_per_entry, band_at, is_coincident
-from schedules.host.register import accumulate, innermost_bands
+from schedules.host.register import accumulate, each_innermost_band
 from schedules.tiling import tile
 
 #: rows of a matrix-vector register tile
@@ -65,14 +65,7 @@ COLUMNS = 512
 def matvec_tiles(kernel: Kernel, model: Model) -> Kernel:
     """Rewrite every innermost two-member band of vector accumulations (see the
     module docstring); a band where a step is refused stays as it is."""
-    done: set[str] = set()
-    while True:
-        todo = [n for n in innermost_bands(kernel) if n not in done]
-        if not todo:
-            return kernel
-        name = todo[0]
-        done.add(name)
-        kernel = _rewrite(kernel, name, model, done)
+    return each_innermost_band(kernel, model, _rewrite)
 
 
 def _rewrite(kernel: Kernel, name: str, model: Model, done: set[str]) -> Kernel:

@@ -60,14 +60,21 @@ MARK = "@accumulate"
 def register_tiles(kernel: Kernel, model: Model) -> Kernel:
     """Register-tile every innermost band that is a contraction (see the module
     docstring); a band where a step is refused stays as it is."""
+    return each_innermost_band(kernel, model, _register_tile)
+
+
+def each_innermost_band(kernel: Kernel, model: Model, rewrite) -> Kernel:
+    """``kernel`` after ``rewrite(kernel, name, model, done)`` of each innermost
+    band (:func:`_innermost_bands`), one at a time, the first not yet seen
+    after each rewrite; ``rewrite`` adds the bands it makes to ``done`` so
+    they are not rewritten again."""
     done: set[str] = set()
     while True:
-        todo = [n for n in innermost_bands(kernel) if n not in done]
+        todo = [n for n in _innermost_bands(kernel) if n not in done]
         if not todo:
             return kernel
-        name = todo[0]
-        done.add(name)
-        kernel = _register_tile(kernel, name, model, done)
+        done.add(todo[0])
+        kernel = rewrite(kernel, todo[0], model, done)
 
 
 def separate_reductions(kernel: Kernel, model: Model) -> tuple[Kernel, set[str]]:
@@ -206,7 +213,7 @@ def _try(fn, fallback):
         return fallback
 
 
-def innermost_bands(kernel: Kernel) -> list[str]:
+def _innermost_bands(kernel: Kernel) -> list[str]:
     """The named bands of ``kernel`` with no band below them (and no register
     tile of their own): where a register tile or a row walk may go."""
     root = stree.from_isl(kernel.schedule)
