@@ -103,7 +103,7 @@ def int8(module, inputs, calibration: int = 8):
         return convert_pt2e(prepared)
 
 
-def _hidden(torch):
+def hidden(torch):
     class Hidden(torch.nn.Module):
         """A ``transformers`` model with its ``last_hidden_state`` as its output."""
 
@@ -135,19 +135,19 @@ def _hf_resnet(torch, t):
         depths=[1, 1, 1, 1],
         layer_type="basic",
     )
-    return _hidden(torch)(t.ResNetModel(cfg)), _image(torch)
+    return hidden(torch)(t.ResNetModel(cfg)), _image(torch)
 
 
 def _hf_mobilenetv2(torch, t):
     cfg = t.MobileNetV2Config(depth_multiplier=0.35, image_size=IMAGE)
-    return _hidden(torch)(t.MobileNetV2Model(cfg, add_pooling_layer=False)), _image(
+    return hidden(torch)(t.MobileNetV2Model(cfg, add_pooling_layer=False)), _image(
         torch
     )
 
 
 def _hf_convnext(torch, t):
     cfg = t.ConvNextConfig(hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 2, 1])
-    return _hidden(torch)(t.ConvNextModel(cfg)), _image(torch)
+    return hidden(torch)(t.ConvNextModel(cfg)), _image(torch)
 
 
 def _hf_efficientnet(torch, t):
@@ -159,7 +159,7 @@ def _hf_efficientnet(torch, t):
     # the top batch norm has hidden_dim channels, the top conv round_filters(1280):
     # the default hidden_dim (2560) matches only width_coefficient=2
     cfg.hidden_dim = round_filters(cfg, 1280)
-    return _hidden(torch)(t.EfficientNetModel(cfg)), _image(torch)
+    return hidden(torch)(t.EfficientNetModel(cfg)), _image(torch)
 
 
 def _hf_vit(torch, t):
@@ -171,7 +171,7 @@ def _hf_vit(torch, t):
         image_size=32,
         patch_size=8,
     )
-    return _hidden(torch)(t.ViTModel(cfg, add_pooling_layer=False)), _image(torch, 32)
+    return hidden(torch)(t.ViTModel(cfg, add_pooling_layer=False)), _image(torch, 32)
 
 
 def _hf_bert(torch, t):
@@ -183,7 +183,7 @@ def _hf_bert(torch, t):
         intermediate_size=512,
         max_position_embeddings=64,
     )
-    return _hidden(torch)(t.BertModel(cfg, add_pooling_layer=False)), _ids(torch)
+    return hidden(torch)(t.BertModel(cfg, add_pooling_layer=False)), _ids(torch)
 
 
 def _hf_gpt2(torch, t):
@@ -197,7 +197,7 @@ def _hf_gpt2(torch, t):
         bos_token_id=0,
         eos_token_id=0,
     )
-    return _hidden(torch)(t.GPT2Model(cfg)), _ids(torch)
+    return hidden(torch)(t.GPT2Model(cfg)), _ids(torch)
 
 
 def _hf_llama(torch, t):
@@ -211,7 +211,7 @@ def _hf_llama(torch, t):
         max_position_embeddings=64,
         use_cache=False,
     )
-    return _hidden(torch)(t.LlamaModel(cfg)), _ids(torch)
+    return hidden(torch)(t.LlamaModel(cfg)), _ids(torch)
 
 
 # the repository's own examples (polyc.frontends.torch.models) -----------------------

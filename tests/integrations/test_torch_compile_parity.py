@@ -14,20 +14,15 @@ from torch import nn
 import polyc
 from bench.torch_parity import kernel_difference
 from polyc.integrations.torch_compile import backend as torch_compile
-from tests.integrations.test_torch_compile import conv_bn_relu
+from tests.integrations.test_torch_compile import (  # noqa: F401 (an autouse fixture)
+    conv_bn_relu,
+    fresh_dynamo,
+)
 from tests.support import hf_models
 from tests.support.torchcheck import check
 
 CONFIG = "edge-npu"
 SLOW = {"mobilenetv2", "llama", "gpt2", "vit"}
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    torch_compile.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def _both(module, inputs, config=CONFIG):
@@ -46,13 +41,7 @@ def _both(module, inputs, config=CONFIG):
     return direct, report.cycles, kernel, run.last_report.cycles
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
-        for n in hf_models.BUILDERS
-    ],
-)
+@pytest.mark.parametrize("name", hf_models.params(SLOW))
 def test_torch_compile_gives_from_torchs_kernel_and_cycles(name):
     module, inputs = hf_models.build(name)
     direct, cycles, kernel, compiled_cycles = _both(module, inputs)

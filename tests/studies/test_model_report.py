@@ -189,11 +189,9 @@ def test_examples_run_and_print_the_report(capsys, monkeypatch):
     assert "layer4.0.{downsample.0, forward, relu" in out and "summary:" in out
 
 
-def test_a_model_that_gathers_has_a_report():
-    """An embedding is a gather: its table is no read of the statement (the
-    index array is), so each layer's kernel lacked the table and the report of
-    every embedding model (hf-bert, hf-gpt2, hf-llama in bench.models) failed
-    with a DefinitionError."""
+def _tagger(tokens: int):
+    """An embedding of 64 rows of 16 and a linear head, on ``tokens`` indices,
+    compiled for edge-npu and run: ``(compiled, report)``."""
     torch = pytest.importorskip("torch")
 
     class Tagger(torch.nn.Module):
@@ -206,10 +204,19 @@ def test_a_model_that_gathers_has_a_report():
             return self.head(self.embed(ids))
 
     torch.manual_seed(0)
-    ids = torch.randint(0, 64, (1, 12))
+    ids = torch.randint(0, 64, (1, tokens))
     kernel = polyc.from_torch(Tagger().eval(), (ids,))
     compiled = polyc.compile(kernel, config="edge-npu")
     _, report = compiled.run(arg0=ids.numpy())
+    return compiled, report
+
+
+def test_a_model_that_gathers_has_a_report():
+    """An embedding is a gather: its table is no read of the statement (the
+    index array is), so each layer's kernel lacked the table and the report of
+    every embedding model (hf-bert, hf-gpt2, hf-llama in bench.models) failed
+    with a DefinitionError."""
+    compiled, report = _tagger(12)
     rep = model_report(compiled, report)
     assert rep.cycles == report.cycles
     assert any("embed" in row.name for row in rep.layers), [r.name for r in rep.layers]
@@ -221,23 +228,8 @@ def test_the_gather_layer_is_charged_its_indirect_dma():
     not a copy's), so the embedding row read 0 cycles and 0 DRAM bytes and the
     next layer got its time (hf-bert on edge-npu: 0 -> 734 cycles and 9,344
     bytes for model.embeddings.word_embeddings)."""
-    torch = pytest.importorskip("torch")
-
-    class Tagger(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = torch.nn.Embedding(64, 16)
-            self.head = torch.nn.Linear(16, 8)
-
-        def forward(self, ids):
-            return self.head(self.embed(ids))
-
-    torch.manual_seed(0)
     tokens = 12
-    ids = torch.randint(0, 64, (1, tokens))
-    kernel = polyc.from_torch(Tagger().eval(), (ids,))
-    compiled = polyc.compile(kernel, config="edge-npu")
-    _, report = compiled.run(arg0=ids.numpy())
+    compiled, report = _tagger(tokens)
     (embed,) = [
         row for row in model_report(compiled, report).layers if row.name == "embed"
     ]

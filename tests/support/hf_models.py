@@ -11,20 +11,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from bench import zoo
+
 TOKENS = 8
 VOCAB = 64
 IMAGE = 32
 
 
-class Hidden(torch.nn.Module):
-    """A ``transformers`` model with its ``last_hidden_state`` as its output."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x):
-        return self.model(x).last_hidden_state
+#: a ``transformers`` model with its ``last_hidden_state`` as its output
+Hidden = zoo.hidden(torch)
 
 
 def _t():
@@ -130,6 +125,13 @@ BUILDERS = {
     "mobilenetv2": mobilenetv2,
     "convnext": convnext,
 }
+
+
+def params(slow: set[str]) -> list:
+    """The builders' names as pytest parameters, those in ``slow`` marked slow."""
+    return [
+        pytest.param(n, marks=pytest.mark.slow) if n in slow else n for n in BUILDERS
+    ]
 
 
 def build(name: str):

@@ -32,13 +32,7 @@ LAYERS = {
 SLOW = {"mobilenetv2"}
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
-        for n in hf_models.BUILDERS
-    ],
-)
+@pytest.mark.parametrize("name", hf_models.params(SLOW))
 def test_model_on_every_path_equals_eager(name):
     module, inputs = hf_models.build(name)
     kernel = check(module, inputs, targets=TARGETS)
