@@ -115,7 +115,15 @@ class CopyEmitter:
         """Zero the halo of the box [lo, hi] (the part outside the array, clipped
         to ``pc_l``/``pc_h`` by :meth:`_bounds`) from the level's zero block: per
         dimension, the slabs before and after the part inside the array (corners
-        may be zeroed twice), not the whole slot."""
+        may be zeroed twice), not the whole slot.
+
+        A slot whose last fill had the same halo (the same widths outside the
+        array and the same box, per dimension: :func:`halo_key`) still holds
+        those zeros, since copies write only the part inside the array and the
+        engines write only elements of it: its zeroing is skipped (a depthwise
+        convolution over whole images, tiled by channel, zeroes each slot once
+        instead of every tile). A polyphase buffer zeroes every time (where its
+        phases start depends on the origin)."""
         shape = self.kernel.arrays[b.array].concrete_shape({})
         nd = len(lo)
         lines: list[c.Generable] = []
@@ -129,7 +137,48 @@ class CopyEmitter:
                 index[d], sizes[d] = first, size
                 call = self._dma_call(b, None, shape, index, sizes, True, zero=True)
                 lines.append(c.If(cond, c.Block([call])))
-        return lines
+        if not self.zeroes_once(b):
+            return lines
+        values = [
+            v
+            for d in range(nd)
+            for v in (
+                f"pc_l{d} - ({lo[d]})",
+                f"({hi[d]}) - pc_h{d}",
+                f"({hi[d]}) - ({lo[d]})",
+            )
+        ]
+        n = len(values)
+        return [
+            c.Comment("the slot's halo is zeroed unless its last fill left this one"),
+            c.Line(f"const long pc_zv[{n}] = {{{', '.join(values)}}};"),
+            c.Line(f"long *pc_zr = {names.halo_key(b.name)}[{names.slot(b.name)}];"),
+            c.Line("int pc_zs = 1;"),
+            c.For(
+                "int pc_q = 0",
+                f"pc_q < {n}",
+                "pc_q++",
+                c.Block(
+                    [
+                        c.Statement("pc_zs &= pc_zr[pc_q] == pc_zv[pc_q]"),
+                        c.Statement("pc_zr[pc_q] = pc_zv[pc_q]"),
+                    ]
+                ),
+            ),
+            c.If("!pc_zs", c.Block(lines)),
+        ]
+
+    def zeroes_once(self, b: pm.BufferMark) -> bool:
+        """Whether a clamped buffer's slots remember the halo they hold
+        (:meth:`_zero_halo`): one that only copies fill (no statement writes
+        it, so nothing but a copy's clipped box ever lands in a slot), not
+        polyphase."""
+        if not b.clamp or any(b.phase(d) > 1 for d in range(len(b.extent))):
+            return False
+        return not any(
+            self.info.active.get(s.name, {}).get(s.target.array) == b.name
+            for s in self.kernel.statements
+        )
 
     def _dma_call(
         self, b, parent, shape, index, sizes, inbound, zero=False

@@ -102,6 +102,13 @@ def slot(buf: str) -> str:
     return f"pc_slot_{c_ident(buf)}"
 
 
+def halo_key(buf: str) -> str:
+    """Per slot of a clamped buffer, the halo its last fill left zeroed: per
+    dimension the widths below and above the array and the box's extent less
+    one (-1 before the first fill)."""
+    return f"pc_z_{c_ident(buf)}"
+
+
 def origin(buf: str, d: int) -> str:
     """The array index of the tile's first element along dimension ``d``."""
     return f"pc_o_{c_ident(buf)}_{d}"

@@ -28,13 +28,14 @@ MIN_LINES = 2500
 #: the frame's file, included by every part
 FRAME = "pc_frame.h"
 #: in the module's cache key (codegen/build.py): bumped when the split changes
-VERSION = 2
+VERSION = 3
 #: lines of a part's pieces, each a function of its own (at least one item)
 PIECE_LINES = 300
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _VIEW = re.compile(r"\(\*\s*restrict\s+([A-Za-z_]\w*)\)")
 _MEMBER = re.compile(r"(?:\.|->)\s*([A-Za-z_]\w*)")
+_ARRAY = re.compile(r"([A-Za-z_][\w ]*?) ([A-Za-z_]\w*)((?:\[\d+\])+);")
 _KEYWORDS = {"const", "static", "restrict", "volatile", "unsigned", "signed"}
 
 
@@ -71,7 +72,7 @@ def split(text: str, function: str, parts: int) -> tuple[str, dict[str, str]] | 
     if _declares(items):  # a later item might use it: each part one function
         chunks = [[[line for item in chunk for line in item]] for chunk in chunks]
     frame = _frame(decls)
-    framed = {name for name, _, assign in decls if assign}
+    framed = {name for name, _, assign in decls if assign is not None}
     # the first part stays in the main unit (one header less to compile)
     main = [preamble, frame, _part(0, chunks[0], framed)]
     main += [
@@ -148,7 +149,7 @@ def _prologue(lines: list[str]):
             name = _name_before_eq(stmt)
             if name is None:
                 return None, 0
-            out.append((name, stmt, ""))  # a constant: copied, never assigned
+            out.append((name, stmt, None))  # a constant: copied, never assigned
             n += 1
             continue
         got = _declaration(stmt)
@@ -161,7 +162,12 @@ def _prologue(lines: list[str]):
 
 def _declaration(stmt: str):
     """``[(name, field, assignment)]`` of a declaration line, or ``None`` when the
-    line is not one (a statement: the prologue ends there)."""
+    line is not one (a statement: the prologue ends there). An array declared
+    without a value (``long a[3][6];``, which the kernel fills before it reads
+    it) is a field with nothing to assign (``""``)."""
+    m = _ARRAY.fullmatch(stmt)
+    if m is not None and _plain_type(m.group(1)):
+        return [(m.group(2), f"{_unconst(m.group(1))} {m.group(2)}{m.group(3)};", "")]
     if not stmt.endswith(";") or "=" not in stmt:
         return None
     m = _VIEW.match(stmt[stmt.find("(") :]) if "(*" in stmt else None
@@ -300,8 +306,8 @@ def _chunks(items: list[list[str]], parts: int, extra: int) -> list[list[list[st
 
 
 def _frame(decls) -> str:
-    fields = [f for _, f, a in decls if a]
-    consts = [f for _, f, a in decls if not a]
+    fields = [f for _, f, a in decls if a is not None]
+    consts = [f for _, f, a in decls if a is None]
     return (
         "#ifndef PC_FRAME_H\n#define PC_FRAME_H\n"
         + "".join(f"{c}\n" for c in consts)

@@ -116,11 +116,11 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
         kernel, note = chosen
         done |= {f"{n}_1" for n in stmts}
         notes.append(note)
-        groups.append((*stmts, *(f"{n}_1" for n in stmts)))
+        groups.append(_in_order(kernel, stmts))
         # each split layer a piece of its own, as the fusion groups will have
         # it (Plan.cuts): the statements after it start the next piece
-        second = frozenset(n for g in groups for n in g[len(g) // 2 :])
-        layers = _pieces(kernel, second, frozenset(g[-1] for g in groups))
+        joined = frozenset(n for g in groups for n in g[1:])
+        layers = _pieces(kernel, joined, frozenset(g[-1] for g in groups))
 
 
 def _pieces(
@@ -429,11 +429,20 @@ def _split_best(kernel: Kernel, spec: Spec, stage: bool, stmts, iterator, *cut, 
         k = split_layer(kernel, stmts, iterator, *cut, **how)
     except PolycError:
         return None
-    names = set(stmts) | {f"{n}_1" for n in stmts}
-    pieces = _pieces(k, frozenset(f"{n}_1" for n in stmts))
-    layer = next((la for la in pieces if {s.name for s in la.stmts} == names), None)
+    names = _in_order(k, stmts)
+    pieces = _pieces(k, frozenset(names[1:]))
+    layer = next(
+        (la for la in pieces if {s.name for s in la.stmts} == set(names)), None
+    )
     found = cache.search(k, layer, spec, stage) if layer is not None else None
     return found[0] if found else None
+
+
+def _in_order(kernel: Kernel, stmts) -> tuple[str, ...]:
+    """The parts of the split statements ``stmts`` in ``kernel``'s program
+    order (:func:`schedules.accel.split.split_layer` interleaves them)."""
+    names = set(stmts) | {f"{n}_1" for n in stmts}
+    return tuple(s.name for s in kernel.statements if s.name in names)
 
 
 def _local(kernel: Kernel, layer: Layer) -> Kernel:

@@ -44,6 +44,7 @@ from polyc.ir.expr import Load, substitute_indices
 from polyc.ir.kernel import Kernel, Statement, Step
 from schedules import legality
 from schedules.accel.layers import PART_SHARE, own_program
+from schedules.accel.tensorize import contraction
 
 
 def split_layer(
@@ -130,11 +131,9 @@ def split_layer(
                 f"{op}: cannot name the second part of {p.name[:-2]} {p.name} because "
                 "the kernel has a statement of that name. Rename it first."
             )
+    parts = _interleaved(lower, upper, vector)
     statements = (
-        kernel.statements[:first]
-        + tuple(lower)
-        + tuple(upper)
-        + kernel.statements[first + len(stmts) :]
+        kernel.statements[:first] + parts + kernel.statements[first + len(stmts) :]
     )
     schedule = tree.initial_schedule(
         [(s.name, s.domain, s.iterators) for s in statements]
@@ -143,10 +142,8 @@ def split_layer(
     if program is kernel:
         _check(op, kernel, group, cuts, order, schedule, kernel.statements)
     else:  # the group's own parts in their order: the times _check compares
-        parts = tree.initial_schedule(
-            [(s.name, s.domain, s.iterators) for s in (*lower, *upper)]
-        )
-        _check(op, program, group, cuts, order, parts, group)
+        times = tree.initial_schedule([(s.name, s.domain, s.iterators) for s in parts])
+        _check(op, program, group, cuts, order, times, group)
     args = (stmts, iterator, at) + ((period,) if period else ())
     kwargs = (("vector", vector),) if vector != "first" else ()
     return kernel.replace(
@@ -155,6 +152,21 @@ def split_layer(
         program_schedule=None,
         history=kernel.history + (Step(op, args, kwargs),),
     )
+
+
+def _interleaved(lower, upper, vector: str) -> tuple[Statement, ...]:
+    """The parts in program order: the MAC array's part up to its last
+    contraction, the vector unit's part, then the rest of the MAC array's (its
+    epilogue, which the vector unit runs once the array's results are ready).
+    So in each tile the vector unit works on its own part while the array runs,
+    instead of queueing behind the array's epilogue (the vector unit runs its
+    commands in order: the epilogue first waited for the array, then the next
+    tile's vector part for the epilogue; a mobilenet's depthwise layer, split,
+    took 10,523 cycles against the 5,956 the cost model predicted with both
+    engines busy at once)."""
+    mac, vec = (upper, lower) if vector == "first" else (lower, upper)
+    last = max((n for n, s in enumerate(mac) if contraction(s)), default=-1)
+    return (*mac[: last + 1], *vec, *mac[last + 1 :])
 
 
 @dataclasses.dataclass(frozen=True)

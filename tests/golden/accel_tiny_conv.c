@@ -57,6 +57,7 @@ void polyc_conv2d(pc_ctx *_pc_ctx, void * _pc_input, void * _pc_weight, void * _
   long pc_o_input_l1_0_1 = 0;
   long pc_o_input_l1_0_2 = 0;
   long pc_o_input_l1_0_3 = 0;
+  long pc_z_input_l1_0[3][12];
   int pc_b_out_l1_0 = -1;
   _Float16 *pc_p_out_l1_0 = 0;
   long pc_slot_out_l1_0 = -1;
@@ -76,6 +77,7 @@ void polyc_conv2d(pc_ctx *_pc_ctx, void * _pc_input, void * _pc_weight, void * _
   pc_b_input_l1_0 = pc_alloc(_pc_ctx, 1, 8192, 768, "input_l1_0");
   pc_p_input_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_input_l1_0);
   pc_slot_input_l1_0 = -1;
+  for (long pc_q = 0; pc_q < 36; pc_q++) ((long *)pc_z_input_l1_0)[pc_q] = -1;
   pc_b_out_l1_0 = pc_alloc(_pc_ctx, 1, 12288, 192, "out_l1_0");
   pc_p_out_l1_0 = (_Float16 *)pc_ptr(_pc_ctx, pc_b_out_l1_0);
   pc_slot_out_l1_0 = -1;
@@ -122,37 +124,49 @@ void polyc_conv2d(pc_ctx *_pc_ctx, void * _pc_input, void * _pc_weight, void * _
         const long pc_l1 = max(pc_o_input_l1_0_1, 0), pc_h1 = min(3, 3);
         const long pc_l2 = max(pc_o_input_l1_0_2, 0), pc_h2 = min(2 * pc_a2 + 2, 5);
         const long pc_l3 = max(pc_o_input_l1_0_3, 0), pc_h3 = min(6, 5);
-        if (pc_l0 > pc_o_input_l1_0_0)
+        /* the slot's halo is zeroed unless its last fill left this one */
+        const long pc_zv[12] = {pc_l0 - (pc_o_input_l1_0_0), (0) - pc_h0, (0) - (pc_o_input_l1_0_0), pc_l1 - (pc_o_input_l1_0_1), (3) - pc_h1, (3) - (pc_o_input_l1_0_1), pc_l2 - (pc_o_input_l1_0_2), (2 * pc_a2 + 2) - pc_h2, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2), pc_l3 - (pc_o_input_l1_0_3), (6) - pc_h3, (6) - (pc_o_input_l1_0_3)};
+        long *pc_zr = pc_z_input_l1_0[pc_slot_input_l1_0];
+        int pc_zs = 1;
+        for (int pc_q = 0; pc_q < 12; pc_q++)
         {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_l0 - (pc_o_input_l1_0_0), (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          pc_zs &= pc_zr[pc_q] == pc_zv[pc_q];
+          pc_zr[pc_q] = pc_zv[pc_q];
         }
-        if (pc_h0 < 0)
+        if (!pc_zs)
         {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - pc_h0, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_h0 + 1) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-        }
-        if (pc_l1 > pc_o_input_l1_0_1)
-        {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, pc_l1 - (pc_o_input_l1_0_1), (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-        }
-        if (pc_h1 < 3)
-        {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - pc_h1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_h1 + 1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-        }
-        if (pc_l2 > pc_o_input_l1_0_2)
-        {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, pc_l2 - (pc_o_input_l1_0_2), (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-        }
-        if (pc_h2 < 2 * pc_a2 + 2)
-        {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - pc_h2, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_h2 + 1) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-        }
-        if (pc_l3 > pc_o_input_l1_0_3)
-        {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, pc_l3 - (pc_o_input_l1_0_3)}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
-        }
-        if (pc_h3 < 6)
-        {
-          pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - pc_h3}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_h3 + 1) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          if (pc_l0 > pc_o_input_l1_0_0)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_l0 - (pc_o_input_l1_0_0), (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
+          if (pc_h0 < 0)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - pc_h0, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_h0 + 1) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
+          if (pc_l1 > pc_o_input_l1_0_1)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, pc_l1 - (pc_o_input_l1_0_1), (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
+          if (pc_h1 < 3)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - pc_h1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_h1 + 1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
+          if (pc_l2 > pc_o_input_l1_0_2)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, pc_l2 - (pc_o_input_l1_0_2), (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
+          if (pc_h2 < 2 * pc_a2 + 2)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - pc_h2, (6) - (pc_o_input_l1_0_3) + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_h2 + 1) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
+          if (pc_l3 > pc_o_input_l1_0_3)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, pc_l3 - (pc_o_input_l1_0_3)}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_o_input_l1_0_3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
+          if (pc_h3 < 6)
+          {
+            pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){(0) - (pc_o_input_l1_0_0) + 1, (3) - (pc_o_input_l1_0_1) + 1, (2 * pc_a2 + 2) - (pc_o_input_l1_0_2) + 1, (6) - pc_h3}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_o_input_l1_0_0) - pc_o_input_l1_0_0) + 1 * ((pc_o_input_l1_0_1) - pc_o_input_l1_0_1) + 32 * ((pc_o_input_l1_0_2) - pc_o_input_l1_0_2) + 4 * ((pc_h3 + 1) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_pc_zero_l1, 0, ((const int64_t[]){0, 0, 0, 0}), "zero input");
+          }
         }
         pc_dma(_pc_ctx, -1, 2, 4, ((const int64_t[]){pc_h0 - pc_l0 + 1, pc_h1 - pc_l1 + 1, pc_h2 - pc_l2 + 1, pc_h3 - pc_l3 + 1}), pc_b_input_l1_0, pc_slot_input_l1_0 * 128 + 128 * ((pc_l0) - pc_o_input_l1_0_0) + 1 * ((pc_l1) - pc_o_input_l1_0_1) + 32 * ((pc_l2) - pc_o_input_l1_0_2) + 4 * ((pc_l3) - pc_o_input_l1_0_3), ((const int64_t[]){128, 1, 32, 4}), pc_b_input, 144 * pc_l0 + 36 * pc_l1 + 6 * pc_l2 + 1 * pc_l3, ((const int64_t[]){144, 36, 6, 1}), "input in");
       }
