@@ -58,7 +58,7 @@ from schedules.accel.layers import Layer, density, touches
 from schedules.accel.memplan import ZERO_BYTES
 from schedules.accel.resident import read_later, resident_arrays
 from schedules.accel.structure import Polyphase, Structure, polyphase
-from schedules.accel.tilevars import PrivateTile, TileVar, tile_var
+from schedules.accel.tilevars import TileVar, tile_var
 
 
 @dataclass
@@ -562,11 +562,6 @@ class LayerModel:
             steps = exprs.unevaluated(sp.Max, 0, 2 - outputs) * exprs.unevaluated(
                 sp.Min, 1, red - 1
             )
-            if len(self.layer.stmts) > 1 and any(
-                isinstance(self._var(stmt, it), PrivateTile) for it in stmt.iterators
-            ):
-                # kept in order (scheduler._vertical)
-                steps = exprs.unevaluated(sp.ceiling, outputs)
             cycles += steps * v.cycles["reduce"]
         return cycles
 

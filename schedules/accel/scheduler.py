@@ -452,7 +452,7 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
         size < loop_extent(layer, var) for var, size in cand.sizes
     ):
         # one tile: the statement's own band, copies above it
-        return _vertical(k, layer, cand, set()), {}
+        return _vertical(k, layer, cand, {}), {}
     tile_bands = []
     for s, band in zip(layer.stmts, layer.bands):
         sizes = {}
@@ -470,10 +470,10 @@ def _loops(k: Kernel, layer: Layer, cand: search.Candidate):
         fused = f"L{layer.index}"
         k = fuse(k, [b for _, b, _ in tile_bands], depth=layer.depth, name=fused)
     private = {
-        s.name
+        s.name: n
         for s, _, tiled in tile_bands
         if len(layer.stmts) > 1
-        and any(s.iterators.index(i) >= layer.depth for i in tiled)
+        and (n := sum(s.iterators.index(i) >= layer.depth for i in tiled))
     }
     k = _vertical(k, layer, cand, private)
     first = layer.stmts[0]
@@ -513,15 +513,16 @@ def _ahead_member(layer: Layer, cand: search.Candidate) -> int | None:
     )
 
 
-def _vertical(k: Kernel, layer: Layer, cand: search.Candidate, skip) -> Kernel:
+def _vertical(k: Kernel, layer: Layer, cand: search.Candidate, private) -> Kernel:
     """Run each vector reduction's reduction loops outside its output loops in its
     point band (:func:`schedules.accel.tensorize.vertical_order`, what the cost
-    model assumes), but in the statements of ``skip``, whose private tile loops
-    keep their positions in the band of that name (the placement reads them)."""
+    model assumes); ``private`` maps a statement of a fused layer to the number
+    of its private tile loops, which lead that band and keep their positions
+    (the placement reads them)."""
     for s, band in zip(layer.stmts, layer.bands):
-        if cand.structure.engine_of(s.name) != "vector" or s.name in skip:
+        if cand.structure.engine_of(s.name) != "vector":
             continue
-        order = vertical_order(k, band)
+        order = vertical_order(k, band, private.get(s.name, 0))
         if order is not None:
             k = permute(k, band, order)
     return k

@@ -440,10 +440,12 @@ def vector_ok(kernel: Kernel, stmt: Statement, prefix: isl.UnionMap) -> str | No
     )
 
 
-def vertical_order(kernel: Kernel, band: str) -> tuple[str, ...] | None:
+def vertical_order(kernel: Kernel, band: str, keep: int = 0) -> tuple[str, ...] | None:
     """The member order of point band ``band`` that runs a vector reduction's
     reduction loops outside its output loops, or None when the band is not one
-    statement's reduction or is in that order already.
+    statement's reduction or is in that order already. The first ``keep``
+    members stay where they are (a fused layer's private tile loops of the
+    statement, which lead its point band: the placement reads their positions).
 
     In that order consecutive instances accumulate into different elements, so the
     vector unit adds them lane by lane; with a reduction loop innermost, every
@@ -458,11 +460,12 @@ def vertical_order(kernel: Kernel, band: str) -> tuple[str, ...] | None:
     if len(names) != 1:
         return None
     stmt = kernel.statement(names[0])
-    if stmt.reduction is None or not set(nb.members) <= set(stmt.iterators):
+    head, rest = list(nb.members[:keep]), nb.members[keep:]
+    if stmt.reduction is None or not set(rest) <= set(stmt.iterators):
         return None
     out = {n for a in stmt.target.index for n in a.names()}
     order = tuple(
-        [m for m in nb.members if m not in out] + [m for m in nb.members if m in out]
+        head + [m for m in rest if m not in out] + [m for m in rest if m in out]
     )
     return order if order != tuple(nb.members) else None
 
