@@ -35,7 +35,7 @@ import re
 
 import cgen as c
 
-from polyc.ir import loops
+from polyc.ir import dtypes, loops
 
 MARK = "@accumulate"
 
@@ -44,6 +44,12 @@ def sizes(name: str) -> tuple[int, int] | None:
     """``(NR, MR)`` of an ``@accumulate(NR, MR)`` mark, None for other marks."""
     m = re.fullmatch(r"@accumulate\((\d+),\s*(\d+)\)", name)
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _bfloat16(emitter, stmt) -> bool:
+    """A bfloat16 target is not promoted to a register (its C element is not the
+    value it holds: see :mod:`codegen.cexpr`); its nest runs as written."""
+    return emitter.kernel.arrays[stmt.target.array].dtype == dtypes.bfloat16
 
 
 def rows(name: str) -> tuple[int, tuple[str, ...]] | None:
@@ -68,7 +74,7 @@ def emit(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
     nr, mr = found
     k, lo, po, call = shape
     stmt = emitter.stmts.get(call.stmt)
-    if stmt is None:
+    if stmt is None or _bfloat16(emitter, stmt):
         return None
     target = stmt.target
     acc = f"_pc_acc{counter}"
@@ -247,7 +253,7 @@ def _emit_rows(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | N
     copy_in: list[c.Generable] = []
     for n, call in enumerate(calls):
         stmt = emitter.stmts.get(call.stmt)
-        if stmt is None:
+        if stmt is None or _bfloat16(emitter, stmt):
             return None
         args = {it: f"({loops.to_c(a)})" for it, a in zip(stmt.iterators, call.args)}
         if call.stmt not in names:

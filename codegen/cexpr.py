@@ -2,6 +2,14 @@
 
 Narrow types (int8, int16, float16) are cast back after every operation, which is
 what numpy does, so compiled results match the interpreter bit for bit on integers.
+
+bfloat16 is stored as ``uint16_t`` (the upper half of a float's bits) and computed in
+float: a load widens (``pc_bf16_ld``: bits << 16, exact), every operation of dtype
+bfloat16 computes in float and rounds its result to bfloat16 (``pc_bf16``: round to
+nearest even, a NaN kept a quiet NaN of its sign, as ``ml_dtypes`` rounds), and a
+store keeps the upper half (``pc_bf16_st``). A cast to bfloat16 goes through float
+first, as PyTorch's ``c10::BFloat16`` conversion does. Those helpers (:data:`BF16`)
+are emitted only into files with a bfloat16 array.
 """
 
 from __future__ import annotations
@@ -66,8 +74,24 @@ static inline int64_t pc_floordiv(int64_t a, int64_t b) {
 }
 """
 
+#: bfloat16 in C (see the module docstring): emitted after PRELUDE into files with a
+#: bfloat16 array
+BF16 = r"""/* bfloat16: stored as the upper 16 bits of a float, computed in float */
+static inline float pc_bf16_ld(uint16_t b) {
+  union { uint32_t u; float f; } v = {(uint32_t)b << 16};
+  return v.f;
+}
+static inline uint16_t pc_bf16_st(float x) { /* round to nearest even */
+  union { float f; uint32_t u; } v = {x};
+  if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16 & 0x8000u) | 0x7fc0u);
+  return (uint16_t)((v.u + 0x7fffu + (v.u >> 16 & 1u)) >> 16);
+}
+static inline float pc_bf16(float x) { return pc_bf16_ld(pc_bf16_st(x)); }
+"""
+
 _SUFFIX = {
     "float32": "f32",
+    "bfloat16": "f32",  # min/max of two bfloat16 values (held in float) is one of them
     "float64": "f64",
     "float16": "f16",
     "int8": "i8",
@@ -82,10 +106,23 @@ def c_type(dt: DType) -> str:
     return dt.c_type
 
 
+def _widen(element: str, dt: DType) -> str:
+    """An element as a value: a bfloat16 element as the float it holds."""
+    return f"pc_bf16_ld({element})" if dt == dtypes.bfloat16 else element
+
+
+def uses_bfloat16(kernel) -> bool:
+    """Whether ``kernel`` has a bfloat16 array (its C then needs :data:`BF16`)."""
+    return any(a.dtype == dtypes.bfloat16 for a in kernel.arrays.values())
+
+
 def literal(value, dt: DType) -> str:
-    """A C literal of ``value`` in ``dt``."""
+    """A C literal of ``value`` in ``dt`` (a bfloat16 literal is the float of the
+    value rounded to bfloat16 through float, as the interpreter rounds it)."""
     if dt == dtypes.bool_:
         return "1" if value else "0"
+    if dt == dtypes.bfloat16:
+        return literal(float(dtypes.to_bfloat16(value)), dtypes.float32)
     if dt.is_float:
         v = float(value)
         if math.isinf(v):
@@ -162,7 +199,7 @@ class CExpr:
         if isinstance(e, Index):
             return f"({self.aff(e.aff)})"
         if isinstance(e, Load):
-            return self.load(e, [self.aff(a) for a in e.index])
+            return _widen(self.load(e, [self.aff(a) for a in e.index]), dt)
         if isinstance(e, Gather):
             if self.extent is None:
                 raise TypeError(f"codegen: no array extents to gather {e!r}")
@@ -173,11 +210,15 @@ class CExpr:
                 for a in e.index
             ]
             index = tuple(Aff(const=0) if a is None else a for a in e.index)
-            return self.load(Load(e.array, index, e.dtype), texts)
+            return _widen(self.load(Load(e.array, index, e.dtype), texts), dt)
         if isinstance(e, Cast):
             inner = self(e.x)
             if dt == dtypes.bool_:
                 return f"(({inner}) != 0)"
+            if dt == dtypes.bfloat16:
+                return f"pc_bf16((float)({inner}))"
+            if e.x.dtype == dtypes.bfloat16 and dt == dtypes.float32:
+                return inner  # already a float, exactly
             return f"(({c_type(dt)})({inner}))"
         if isinstance(e, Select):
             return f"({self(e.cond)} ? {self(e.a)} : {self(e.b)})"
@@ -189,8 +230,18 @@ class CExpr:
             return e.text
         raise TypeError(f"codegen: unknown expression {e!r}")
 
+    def store(self, target: Load, value: str) -> str:
+        """The assignment ``target = value`` (``value`` rendered by this object; a
+        bfloat16 element stores the upper half of the float)."""
+        elem = self.load(target, [self.aff(a) for a in target.index])
+        if target.dtype == dtypes.bfloat16:
+            return f"{elem} = pc_bf16_st({value})"
+        return f"{elem} = {value}"
+
     def _narrow(self, text: str, dt: DType) -> str:
         """Round back to a narrow type after an operation (C promotes to int/float)."""
+        if dt == dtypes.bfloat16:
+            return f"pc_bf16({text})"
         if dt.itemsize < 4 and dt != dtypes.bool_:
             return f"(({c_type(dt)})({text}))"
         return text
@@ -220,6 +271,8 @@ class CExpr:
             text = f"({one} / ({arg}))"
         else:
             raise NotImplementedError(e.op)
+        if dt == dtypes.bfloat16:
+            return f"pc_bf16({text})"
         return f"((_Float16){text})" if dt == dtypes.float16 else text
 
     def _binary(self, e: Binary) -> str:
@@ -235,7 +288,7 @@ class CExpr:
             return text if op not in ("add", "sub", "mul") else self._narrow(text, dt)
         if op in ("min", "max"):
             return f"pc_{op}_{_SUFFIX[dt.name]}({a}, {b})"
-        f = "f" if dt in (dtypes.float32, dtypes.float16) else ""
+        f = "f" if dt in (dtypes.float32, dtypes.float16, dtypes.bfloat16) else ""
         if op == "div":
             return self._narrow(f"({a} / {b})", dt)
         if op == "floordiv":

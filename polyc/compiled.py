@@ -211,7 +211,24 @@ class Compiled:
                         "instances depend on each other inside a tile (neither the "
                         "MAC array nor the vector unit can run it)"
                     )
+                elif (dt := self._unsupported_mac_dtype(stmt)) is not None:
+                    have = ", ".join(self.spec.mac_array.dtypes)
+                    out.append(
+                        f"{name}: {stmt.name} is a {dt} contraction but runs on the "
+                        f"vector unit because the MAC array of {self.spec.name} "
+                        f"lists no {dt} rate. Use a config whose [mac_array.dtypes] "
+                        f"has {dt}, or cast the operands to one it has ({have})"
+                    )
         return out
+
+    def _unsupported_mac_dtype(self, stmt) -> str | None:
+        """The operand dtype of contraction ``stmt`` when the MAC array lacks it."""
+        from schedules.accel.tensorize import contraction
+
+        found = contraction(stmt)
+        if found is None or self.spec.mac_array.peak_macs_per_cycle(found.operand):
+            return None
+        return found.operand
 
     def _layers(self) -> list[str]:
         """The scheduler's choice per layer: tiles, loop order, predicted cost."""

@@ -16,7 +16,12 @@ OP_CLASSES = ("add", "mul", "compare", "divide", "transcendental")
 #: the vector unit also has a cost per reduction step
 VECTOR_CLASSES = (*OP_CLASSES, "reduce")
 #: element types the MAC array may support, and what each accumulates in
-MAC_DTYPES = {"int8": "int32", "float16": "float16", "float32": "float32"}
+MAC_DTYPES = {
+    "int8": "int32",
+    "float16": "float16",
+    "float32": "float32",
+    "bfloat16": "float32",
+}
 MEMORY_KINDS = ("dram", "sram")
 #: what the MAC array holds in its PEs while the other operands stream through
 #: (see :mod:`accelerator.hardware.dataflow`); a config that omits it gets the first

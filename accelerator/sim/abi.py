@@ -32,7 +32,13 @@ _CDEF_BEGIN, _CDEF_END = "/* CDEF BEGIN */", "/* CDEF END */"
 _DEFINE = re.compile(r"^#define\s+(PC_\w+)\s+(0[xX][0-9a-fA-F]+|\d+)\s*(?:/\*.*)?$")
 
 #: the header's short dtype spellings
-_DTYPES = {"I8": "int8", "I32": "int32", "F16": "float16", "F32": "float32"}
+_DTYPES = {
+    "I8": "int8",
+    "I32": "int32",
+    "F16": "float16",
+    "F32": "float32",
+    "BF16": "bfloat16",
+}
 #: the header's op class names (``PC_ADD`` ..), with the vector unit's reduction step
 _CLASSES = {
     "ADD": "add",

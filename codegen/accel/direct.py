@@ -95,7 +95,7 @@ class SimEmitter(CEmitter):
     def assign(self, stmt: Statement, r: CExpr) -> c.Generable:
         """A statement instance's value, computed unless the run is timing-only
         (its loops still run: they count instances and the bytes they touch)."""
-        return c.If(DATA, c.Statement(f"{r(stmt.target)} = {r(stmt.body)}"))
+        return c.If(DATA, c.Statement(r.store(stmt.target, r(stmt.body))))
 
     def register(self, stmt: Statement, levels: Mapping[str, int]):
         """Declare ``stmt`` to the runtime: its ops per instance and, per memory

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from polyc.errors import InputError
+from polyc.ir import dtypes
 from polyc.ir.kernel import Kernel, Role
 
 
@@ -87,8 +88,11 @@ def prepare(
 
 
 def _as_numpy(value: object) -> np.ndarray:
-    if hasattr(value, "detach") and hasattr(value, "numpy"):
-        value = value.detach().cpu().numpy()  # torch tensors
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch tensors
+        value = value.detach().cpu()
+        if str(value.dtype) == "torch.bfloat16":  # numpy has none: exact via float32
+            return value.float().numpy().astype(dtypes.bfloat16_numpy())
+        value = value.numpy()
     return np.asarray(value)
 
 

@@ -244,6 +244,7 @@ MAC_MODES = {
     ("float16", "float16"): 1,
     ("float16", "float32"): 2,
     ("float32", "float32"): 3,
+    ("bfloat16", "float32"): 4,
 }
 
 

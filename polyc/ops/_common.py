@@ -19,7 +19,10 @@ from polyc.ir.expr import Const, Expr, constant
 from polyc.lang.compute import Tensor
 
 #: dtypes the op library computes in (int8 contractions accumulate in int32)
-DTYPES = ("float32", "float16", "int8", "int32", "float64", "int64")
+DTYPES = ("float32", "float16", "bfloat16", "int8", "int32", "float64", "int64")
+#: the float dtypes, and the signed ones (floats and signed integers)
+FLOATS = ("float32", "float16", "bfloat16", "float64")
+SIGNED = (*FLOATS, "int8", "int32", "int64")
 
 _counters: dict[str, int] = {}
 
@@ -72,7 +75,7 @@ def check_dtype(op: str, x: Tensor, allowed: Sequence[str] = DTYPES) -> DType:
 
 
 def check_float(op: str, x: Tensor) -> DType:
-    return check_dtype(op, x, ("float32", "float16", "float64"))
+    return check_dtype(op, x, FLOATS)
 
 
 def same_dtype(op: str, a: Tensor, b: Tensor, b_what: str | None = None) -> DType:

@@ -17,6 +17,8 @@ from polyc.lang import compute as pc
 from polyc.lang.compute import Tensor
 from polyc.ops._common import (
     DTYPES,
+    FLOATS,
+    SIGNED,
     axis,
     broadcast,
     check_dtype,
@@ -30,9 +32,6 @@ from polyc.ops._common import (
     shape_text,
     tensor,
 )
-
-FLOATS = ("float32", "float16", "float64")
-SIGNED = ("float32", "float16", "float64", "int8", "int32", "int64")
 
 
 def map1(op: str, x: Tensor, fn, name: str | None, allowed=DTYPES) -> Tensor:

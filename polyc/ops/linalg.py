@@ -31,7 +31,7 @@ from polyc.ops._common import (
     tensor,
 )
 
-CONTRACT = ("float32", "float16", "float64", "int8", "int32")
+CONTRACT = ("float32", "float16", "bfloat16", "float64", "int8", "int32")
 
 
 def contraction(

@@ -29,10 +29,6 @@ from polyc.ops._common import (
 from polyc.ops.reduce import _split
 
 
-def _opmath(dt):
-    return dtypes.float32 if dt == dtypes.float16 else dt
-
-
 def _as(e: Expr, dt) -> Expr:
     return e if e.dtype == dt else cast(e, dt)
 
@@ -54,7 +50,7 @@ def vector_norm(
     p = number(op, ord, "ord")
     ax = axes(op, dim, x.ndim)
     keepdim = flag(op, keepdim, "keepdim")
-    ot = _opmath(dt)
+    ot = dtypes.opmath(dt)
     shape, index = _split(x, ax, keepdim)
     r = tuple(pc.reduce_axis(x.shape[d], f"r{d}") for d in ax)
     out = fresh(op, name)
@@ -146,7 +142,7 @@ def _grouped(op, x, groups, weight, bias, eps, per_sample: bool, name) -> Tensor
     dt = x.dtype
     eps = number(op, eps, "eps")
     per = int(x.shape[1].const) // groups
-    ot = _opmath(dt)
+    ot = dtypes.opmath(dt)
     out = fresh(op, name)
     spatial = x.shape[2:]
     count = per * (1 if per_sample else int(x.shape[0].const))

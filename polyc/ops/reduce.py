@@ -35,11 +35,6 @@ from polyc.ops._common import (
 )
 
 
-def _opmath(dt: DType) -> DType:
-    """The dtype statistics are computed in (float16 -> float32)."""
-    return dtypes.float32 if dt == dtypes.float16 else dt
-
-
 def _as(e: Expr, dt: DType) -> Expr:
     return e if e.dtype == dt else cast(e, dt)
 
@@ -127,7 +122,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, name=None) -> Tensor:
     dt = check_float("mean", x)
     ax = axes("mean", dim, x.ndim)
     out = fresh("mean", name)
-    ot = _opmath(dt)
+    ot = dtypes.opmath(dt)
     inner = out if ot == dt else f"{out}_{ot}"
     m = _scaled_sum("mean", x, ax, keepdim, inner, ot, lambda v: _as(v, ot))
     if ot == dt:
@@ -154,7 +149,7 @@ def _stable(op: str, input: Tensor, dim: int, name) -> tuple:
         )
     d = axis(op, dim, x.ndim)
     out = fresh(op, name)
-    ot = _opmath(dt)
+    ot = dtypes.opmath(dt)
     mx = _reduction(op, x, d, False, f"{out}_max", pc.max, dt)
 
     def shifted(ix):
@@ -226,7 +221,7 @@ def layer_norm(
                 )
     eps = number(op, eps, "eps")
     out = fresh(op, name)
-    ot = _opmath(dt)
+    ot = dtypes.opmath(dt)
     ax = tuple(range(x.ndim - k, x.ndim))
     lead = x.ndim - k
     mu = _scaled_sum(op, x, ax, False, f"{out}_mean", ot, lambda v: _as(v, ot))
@@ -308,7 +303,7 @@ def batch_norm(
                 f"has {channels} channels (dim 1) because {what} holds one value per "
                 f"channel. Pass a {what} of shape ({channels},)."
             )
-    ot = _opmath(dt)
+    ot = dtypes.opmath(dt)
     out = fresh(op, name)
     # once per channel, as for layer_norm's rows
     rstd = pc.compute(

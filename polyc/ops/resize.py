@@ -133,7 +133,7 @@ def _axis(x: Tensor, dim: int, size: int, tabs, p, q, name, dt, wdt) -> Tensor:
     ``wdt``), computed in the opmath dtype of ``x`` and stored as ``dt``."""
     index, weight = tabs
     weight = weight.astype(wdt.numpy).astype(np.float64)
-    ot = _opmath(x.dtype)
+    ot = dtypes.opmath(x.dtype)
     shape = list(x.shape)
     shape[dim] = size
     out = pc.tensor(name, tuple(shape), dt)
@@ -191,7 +191,7 @@ def interpolate(
     # kernel for larger ones stores them in the input's dtype, which this follows,
     # but rounds differently: float16 results then differ by up to one float16
     # rounding (and are as close to the float64 result as PyTorch's)
-    wdt = _opmath(x.dtype) if size[0] + size[1] <= 128 else x.dtype
+    wdt = dtypes.opmath(x.dtype) if size[0] + size[1] <= 128 else x.dtype
     y = x
     for dim in (3, 2):
         n_in, n_out, f = sizes_in[dim - 2], size[dim - 2], factors[dim - 2]
@@ -200,7 +200,7 @@ def interpolate(
         if kind == "linear" and n_in == n_out:
             p, q = 1, 1
         # the W pass keeps opmath (float32 for float16), as PyTorch's single pass
-        label, dt = (out, x.dtype) if dim == 2 else (f"{out}_w", _opmath(x.dtype))
+        label, dt = (out, x.dtype) if dim == 2 else (f"{out}_w", dtypes.opmath(x.dtype))
         y = _axis(y, dim, n_out, tabs, p, q, label, dt, wdt)
     return y
 
@@ -223,7 +223,3 @@ def _factors(op: str, scale_factor) -> tuple:
             "scale_factor=2.0."
         )
     return tuple(seq)
-
-
-def _opmath(dt):
-    return dtypes.float32 if dt == dtypes.float16 else dt

@@ -23,23 +23,17 @@ from polyc.ir import dtypes
 from polyc.ir.expr import Expr, cast, select
 from polyc.lang import compute as pc
 from polyc.lang.compute import Tensor
-from polyc.ops._common import axis, check_dtype, flag, fresh, tensor
+from polyc.ops._common import SIGNED, axis, check_dtype, flag, fresh, tensor
 from polyc.ops.reduce import amax, amin
 from polyc.ops.shape import reshape
-
-_SIGNED = ("float32", "float16", "float64", "int8", "int32", "int64")
-
-
-def _opmath(dt):
-    return dtypes.float32 if dt == dtypes.float16 else dt
 
 
 def _scan(op: str, combine, input: Tensor, dim: int, name) -> Tensor:
     x = tensor(op, input)
-    dt = check_dtype(op, x, _SIGNED)
+    dt = check_dtype(op, x, SIGNED)
     d = axis(op, dim, x.ndim)
     out = fresh(op, name)
-    acc_dt = _opmath(dt)
+    acc_dt = dtypes.opmath(dt)
     acc = pc.tensor(out if acc_dt == dt else f"{out}_acc", x.shape, acc_dt)
     ix = pc.indices(" ".join(f"i{k}" for k in range(x.ndim)))
     before = tuple(v - 1 if k == d else v for k, v in enumerate(ix))
@@ -108,7 +102,7 @@ def _index_of(op: str, x: Tensor, best: Tensor, d: int, keepdim: bool, name):
 
 def _arg(op: str, best_fn, input: Tensor, dim, keepdim, name) -> Tensor:
     x = tensor(op, input)
-    check_dtype(op, x, _SIGNED)
+    check_dtype(op, x, SIGNED)
     keepdim = flag(op, keepdim, "keepdim")
     out = fresh(op, name)
     if dim is None:
@@ -135,7 +129,7 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False, name=None) -> Tensor:
 
 def _with_indices(op: str, best_fn, input: Tensor, dim: int, keepdim, name):
     x = tensor(op, input)
-    check_dtype(op, x, _SIGNED)
+    check_dtype(op, x, SIGNED)
     keepdim = flag(op, keepdim, "keepdim")
     d = axis(op, dim, x.ndim)
     out = fresh(op, name)

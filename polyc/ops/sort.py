@@ -35,9 +35,8 @@ from polyc.ir import dtypes
 from polyc.ir.expr import Expr, cast, select
 from polyc.lang import compute as pc
 from polyc.lang.compute import Tensor
-from polyc.ops._common import axis, check_dtype, flag, fresh, tensor
+from polyc.ops._common import SIGNED, axis, check_dtype, flag, fresh, tensor
 
-_SIGNED = ("float32", "float16", "float64", "int8", "int32", "int64")
 #: the largest k of topk: k passes of O(k n) each
 TOPK_MAX_K = 16
 #: the largest dimension sort ranks: O(n^2) per row
@@ -92,7 +91,7 @@ def topk(
     """
     op = "topk"
     x = tensor(op, input)
-    dt = check_dtype(op, x, _SIGNED)
+    dt = check_dtype(op, x, SIGNED)
     largest = flag(op, largest, "largest")
     d = axis(op, dim, x.ndim)
     size = int(x.shape[d].const)
@@ -225,7 +224,7 @@ def sort(
     """
     op = "sort"
     x = tensor(op, input)
-    dt = check_dtype(op, x, _SIGNED)
+    dt = check_dtype(op, x, SIGNED)
     descending = flag(op, descending, "descending")
     d = axis(op, dim, x.ndim)
     size = int(x.shape[d].const)

@@ -24,7 +24,7 @@ import islpy as isl
 import numpy as np
 
 from polyc.errors import BudgetError, IndexRangeError, ScheduleError
-from polyc.ir import tree
+from polyc.ir import dtypes, tree
 from polyc.ir.affine import Aff
 from polyc.ir.expr import (
     Binary,
@@ -270,6 +270,8 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 def evaluate(e: Expr, env: dict, arrays: dict):
     """Evaluate an expression with C semantics for each node's dtype."""
     dt = e.dtype.numpy
+    if e.dtype == dtypes.bfloat16 and isinstance(e, (Const, Cast, Unary, Binary)):
+        return _bfloat16(e, env, arrays)
     if isinstance(e, Const):
         return np.array(e.value, dtype=dt)
     if isinstance(e, Index):
@@ -297,6 +299,24 @@ def evaluate(e: Expr, env: dict, arrays: dict):
     if isinstance(e, Opaque):
         raise NotImplementedError(f"interpret: opaque expression {e.text}")
     raise TypeError(f"interpret: unknown expression {e!r}")
+
+
+def _bfloat16(e: Expr, env: dict, arrays: dict):
+    """A bfloat16 node as the generated C computes it: operands widened to float32
+    (exactly), the operation in float32, its result rounded to bfloat16 once
+    (round to nearest even; a cast from float64 or an integer goes through
+    float32 first, as PyTorch converts)."""
+    if isinstance(e, Const):
+        return dtypes.to_bfloat16(e.value)
+    if isinstance(e, Cast):
+        return dtypes.to_bfloat16(np.asarray(evaluate(e.x, env, arrays)))
+    f32 = np.dtype(np.float32)
+    if isinstance(e, Unary):
+        x = np.asarray(evaluate(e.x, env, arrays)).astype(f32)
+        return dtypes.to_bfloat16(_unary(e.op, x, f32))
+    a = np.asarray(evaluate(e.a, env, arrays)).astype(f32)
+    b = np.asarray(evaluate(e.b, env, arrays)).astype(f32)
+    return dtypes.to_bfloat16(_binary(e.op, a, b, f32))
 
 
 def _gather(e: Gather, env: dict, arrays: dict):

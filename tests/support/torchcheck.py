@@ -4,6 +4,9 @@
 the Kernel on each target (``"interpret"``: the reference interpreter, ``"host"``: the
 compiled C, ``"edge-npu"``: ``polyc.compile`` on that config, simulated) and compares every output with eager PyTorch in float32 at the issue's
 tolerance: ``|got - ref| <= atol + rtol * |ref|`` with rtol 1e-4, atol 1e-5.
+bfloat16 outputs are compared in units in the last place (:func:`bf16_ulps`): each
+element within one bfloat16 ULP of eager PyTorch's, or within one ULP of the
+output's largest magnitude (where a one-ULP difference upstream met cancellation).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import numpy as np
 import torch
 
 import polyc
+from polyc.frontends.torch.bf16 import to_numpy
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -20,12 +24,40 @@ def eager(module, inputs) -> list[np.ndarray]:
     with torch.no_grad():
         out = module(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [o.numpy() for o in outs]
+    return [to_numpy(o) for o in outs]
+
+
+def bf16_ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """How many bfloat16 values lie between ``got`` and ``ref``, element-wise (0
+    where both are NaN; -0 and +0 are one apart)."""
+    a, b = (np.asarray(x).view(np.int16).astype(np.int32) for x in (got, ref))
+    a, b = (np.where(x < 0, -32769 - x, x) for x in (a, b))  # monotone order
+    nan = np.isnan(np.asarray(got, np.float32)) & np.isnan(np.asarray(ref, np.float32))
+    return np.where(nan, 0, np.abs(a - b))
+
+
+def assert_bf16_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
+    """Every element within one bfloat16 ULP of ``ref``'s, or within one ULP of
+    ``ref``'s largest finite magnitude (see the module docstring)."""
+    g, r = (np.asarray(x, np.float32) for x in (got, ref))
+    finite = np.abs(r[np.isfinite(r)])
+    top = float(finite.max()) if finite.size else 0.0
+    ulp_top = 2.0 ** (np.floor(np.log2(top)) - 7) if top > 0 else 0.0
+    with np.errstate(invalid="ignore"):
+        ok = (bf16_ulps(got, ref) <= 1) | (np.abs(g - r) <= ulp_top)
+    bad = np.flatnonzero(~ok)
+    assert bad.size == 0, (
+        f"{what}: {bad.size} of {ok.size} bfloat16 elements differ by more than one "
+        f"ULP, first at {bad[0]}: {g.flat[bad[0]]} vs {r.flat[bad[0]]}"
+    )
 
 
 def assert_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
     assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
     assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype} != {ref.dtype}"
+    if ref.dtype.name == "bfloat16":
+        assert_bf16_close(got, ref, what)
+        return
     if not np.issubdtype(ref.dtype, np.floating):
         np.testing.assert_array_equal(got, ref, err_msg=what)
         return
@@ -33,7 +65,7 @@ def assert_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:
 
 
 def run(kernel, inputs, target: str) -> list[np.ndarray]:
-    arrays = {f"arg{n}": t.numpy() for n, t in enumerate(inputs)}
+    arrays = {f"arg{n}": to_numpy(t) for n, t in enumerate(inputs)}
     if target == "interpret":
         result = polyc.interpret(kernel, arrays)
     elif target == "host":

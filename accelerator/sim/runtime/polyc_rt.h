@@ -36,7 +36,7 @@
 #define PC_MAX_DIMS 8
 #define PC_MAX_ACCESS 16
 #define PC_NCLASS 6
-#define PC_NMAC 3
+#define PC_NMAC 4
 #define PC_NAME 32
 #define PC_MAX_QUEUE 64
 #define PC_MAX_BANKS 32 /* banks of one SRAM level (block-partitioned) */
@@ -54,6 +54,7 @@
 #define PC_MAC_INT8 0
 #define PC_MAC_FLOAT16 1
 #define PC_MAC_FLOAT32 2
+#define PC_MAC_BFLOAT16 3
 
 /* MAC array dataflows: the operand its PEs hold (pc_spec.dataflow) */
 #define PC_DF_WEIGHT_STATIONARY 0
@@ -65,6 +66,7 @@
 #define PC_F16_F16 1
 #define PC_F16_F32 2
 #define PC_F32_F32 3
+#define PC_BF16_F32 4 /* bfloat16 operands (uint16_t: a float's upper half) */
 
 /* element types of vector primitives */
 #define PC_F32 0

@@ -98,6 +98,12 @@ static inline int64_t pc_a_at(pc_view a, int64_t r, int64_t c) {
     for (int64_t j = 0; j < n; j++) PC_AT(TC, C, c, i, j) = (TC)rt[j];       \
   }
 
+/* a bfloat16 element (the upper 16 bits of a float) as its float, exactly */
+static inline float pc_mac_bf16(uint16_t b) {
+  union { uint32_t u; float f; } v = {(uint32_t)b << 16};
+  return v.f;
+}
+
 static void pc_mac_compute(int mode, int64_t m, int64_t n, int64_t k,
                            int accumulate, const unsigned char *A, pc_view a,
                            const unsigned char *B, pc_view b, unsigned char *C,
@@ -114,6 +120,9 @@ static void pc_mac_compute(int mode, int64_t m, int64_t n, int64_t k,
       break;
     case PC_F16_F32:
       PC_MAC_LOOP(_Float16, float, float, acc = acc + (float)av * (float)bv)
+      break;
+    case PC_BF16_F32: /* products exact in float, summed in float */
+      PC_MAC_LOOP(uint16_t, float, float, acc = acc + pc_mac_bf16(av) * pc_mac_bf16(bv))
       break;
     default:
       PC_MAC_LOOP(float, float, float, acc = acc + av * bv)
@@ -199,13 +208,13 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
             int accumulate, pc_view a, pc_view b, pc_view c, const char *label) {
   if (ctx->failed) return;
   static const int in_type[] = {PC_MAC_INT8, PC_MAC_FLOAT16, PC_MAC_FLOAT16,
-                                PC_MAC_FLOAT32};
-  static const int in_size[] = {1, 2, 2, 4}, acc_size[] = {4, 2, 4, 4};
-  static const char *names[] = {"int8", "float16", "float32"};
+                                PC_MAC_FLOAT32, PC_MAC_BFLOAT16};
+  static const int in_size[] = {1, 2, 2, 4, 2}, acc_size[] = {4, 2, 4, 4, 4};
+  static const char *names[] = {"int8", "float16", "float32", "bfloat16"};
   const pc_spec *sp = &ctx->spec;
-  if (mode < 0 || mode > PC_F32_F32)
+  if (mode < 0 || mode > PC_BF16_F32)
     return (void)pc__fail(ctx, "pc_mac %s: mode %d is unknown because MAC modes are "
-                              "0..3 (PC_I8_I32 .. PC_F32_F32).", pc_label(label),
+                              "0..4 (PC_I8_I32 .. PC_BF16_F32).", pc_label(label),
                          mode);
   double rate = sp->mac_rate[in_type[mode]];
   if (rate <= 0)

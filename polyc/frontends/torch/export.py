@@ -197,7 +197,7 @@ def check_dtypes(ep, operation: str = "from_torch") -> None:
 
     Raises:
         FrontendError: naming the dtype and the first input, parameter or node that
-            has it; for bfloat16, asking for float16 or float32.
+            has it.
     """
     from polyc.ir import dtypes
 
@@ -235,21 +235,10 @@ def _dtype_error(operation, node, dtype, kinds, inputs) -> FrontendError:
         where = f"{src.op_name(node.target)} (node {node.name}" + (
             f" at {loc})" if loc else ")"
         )
-    if name == "bfloat16":
-        fix = (
-            "Cast the model and its inputs to float16 or float32 first, e.g. "
-            "model.to(torch.float16)"
-            if node.op == "placeholder"
-            else "Compute that line in float16 or float32 instead"
-        )
-        return FrontendError(
-            f"{operation}: bfloat16 is not supported because {where} is bfloat16 and "
-            "polyc has no bfloat16 type (numpy, which holds the interpreter's arrays, "
-            f"has none, and the generated C computes in float16 or float32). {fix}."
-        )
     return FrontendError(
         f"{operation}: {name} is not supported because {where} is {name} and polyc "
-        "computes in float32, float16, float64, int8, int32, int64 and bool only. "
+        "computes in float32, float16, bfloat16, float64, int8, int32, int64 and bool "
+        "only. "
         "Cast it to one of those before importing the model."
     )
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polyc.errors import DTypeError, FrontendError, PolycError, ShapeError
+from polyc.frontends.torch import bf16
 from polyc.frontends.torch import source as src
 from polyc.frontends.torch.registry import packet
 from polyc.ir import dtypes
@@ -92,12 +93,24 @@ class _Lowering:
         self.node = None
         self.seen: set[int] = set()
         self.out_names: dict = {}
+        #: the node computes in float32 where torch says bfloat16 (see bf16.lower)
+        self.opmath = False
 
     # what handlers use ---------------------------------------------------------
     @property
     def name(self) -> str:
         """The name the current node's result tensor should take."""
         return self.out_names.get(self.node, self.node.name)
+
+    def result_dtype(self) -> dtypes.DType | None:
+        """The dtype the current node computes in: torch's result dtype, but
+        float32 for bfloat16 while the node computes in float32 (see
+        :mod:`polyc.frontends.torch.bf16`); None when the result is no tensor."""
+        val = self.node.meta.get("val")
+        if not hasattr(val, "dtype"):
+            return None
+        dt = _dtype(self, val.dtype)
+        return dtypes.float32 if self.opmath and dt == dtypes.bfloat16 else dt
 
     def sub(self, suffix: str) -> str:
         """A name for an intermediate tensor of the current node."""
@@ -197,7 +210,10 @@ class _Lowering:
             else:
                 kwargs["bias"] = bias
         try:
-            result = handler(self, *args, **kwargs)
+            if bf16.applies(node):
+                result = bf16.lower(self, key, handler, args, kwargs)
+            else:
+                result = handler(self, *args, **kwargs)
         except FrontendError:
             raise
         except PolycError as err:
@@ -228,7 +244,7 @@ class _Lowering:
 
         def as_torch(v):
             if isinstance(v, Tensor):
-                return torch.from_numpy(self.data[v.name].copy())
+                return bf16.to_torch(self.data[v.name].copy())
             if isinstance(v, (list, tuple)):
                 return type(v)(as_torch(u) for u in v)
             return v
@@ -421,4 +437,4 @@ def unsupported(operation: str, node) -> FrontendError:
 
 def constant_arrays(values: Sequence) -> list[np.ndarray]:
     """Detached numpy copies of torch tensors."""
-    return [np.asarray(v.detach().cpu().numpy()) for v in values]
+    return [np.asarray(bf16.to_numpy(v)) for v in values]

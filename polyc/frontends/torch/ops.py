@@ -19,6 +19,7 @@ import operator
 import numpy as np
 
 from polyc.frontends.torch.registry import KEEP, LOWERINGS, lowering
+from polyc.ir import dtypes
 from polyc.lang.compute import Tensor
 from polyc.ops import nn, norm
 
@@ -88,12 +89,9 @@ def _pair(v, n=2):
 
 def _promote(ctx, *values):
     """Cast tensor operands to the node's result dtype (torch's type promotion)."""
-    from polyc.ir import dtypes
-
-    val = ctx.node.meta.get("val")
-    if not hasattr(val, "dtype"):
+    want = ctx.result_dtype()
+    if want is None:
         return values
-    want = dtypes.as_dtype(val.dtype)
     return tuple(
         nn.cast(v, want, name=ctx.sub(f"cast{n}"))
         if isinstance(v, Tensor) and v.dtype != want
@@ -293,11 +291,26 @@ def sdpa(
                     "Pass the mask as a float tensor (0 where attended, -inf "
                     "elsewhere)",
                 )
-            additive = np.where(value, 0.0, -np.inf).astype(q.dtype.numpy)
+            additive = np.where(value, 0.0, -np.inf).astype(scores.dtype.numpy)
             mask = ctx.new_constant("mask", additive)
         scores = nn.add(scores, mask, name=ctx.sub("masked"))
+    if q.dtype == dtypes.bfloat16:
+        return _sdpa_bfloat16(ctx, scores, v)
     probs = nn.softmax(scores, -1, name=ctx.sub("probs"))
     return nn.matmul(probs, v, name=ctx.name)
+
+
+def _sdpa_bfloat16(ctx, scores, v):
+    """The rest of bfloat16 attention as PyTorch's CPU flash-attention kernel does
+    it (``scores`` in float32): ``e = exp(s - max)`` and its sum in float32, ``e``
+    rounded to bfloat16 for the product with ``v`` (float32 sums), then divided by
+    the sum in float32 (:mod:`polyc.frontends.torch.bf16` rounds the result)."""
+    top = nn.amax(scores, -1, keepdim=True, name=ctx.sub("max"))
+    e = nn.exp(nn.sub(scores, top, name=ctx.sub("shifted")), name=ctx.sub("exp"))
+    total = nn.sum(e, -1, keepdim=True, name=ctx.sub("sum"))
+    probs = nn.cast(e, "bfloat16", name=ctx.sub("probs"))
+    weighted = nn.matmul(probs, v, name=ctx.sub("weighted"))
+    return nn.div(weighted, total, name=ctx.name)
 
 
 def _masks_nothing(value: np.ndarray | None) -> bool:
@@ -419,8 +432,33 @@ def native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
 
 @lowering("aten._native_batch_norm_legit_no_training")
 def batch_norm_inference(ctx, x, weight, bias, mean, var, momentum, eps):
-    y = nn.batch_norm(x, mean, var, weight, bias, eps=eps, name=ctx.name)
+    y = _batch_norm(ctx, x, weight, bias, mean, var, eps)
     return (y, None, None)
+
+
+def _batch_norm(ctx, x, weight, bias, mean, var, eps):
+    """Inference batch norm; for a bfloat16 model (constant parameters) as
+    PyTorch's CPU kernel computes it: ``x * alpha[c] + beta[c]`` in float32 with
+    ``alpha = 1 / sqrt(var + eps) * weight`` and ``beta = bias - mean * alpha``
+    (float32, computed here, at import)."""
+    params = [ctx.constant(t) if t is not None else None for t in (weight, bias)]
+    stats = [ctx.constant(mean), ctx.constant(var)]
+    if (
+        not ctx.opmath
+        or any(v is None for v in stats)
+        or (any(p is None for p, t in zip(params, (weight, bias)) if t is not None))
+    ):
+        return nn.batch_norm(x, mean, var, weight, bias, eps=eps, name=ctx.name)
+    f = np.float32
+    mu, sigma2 = (np.asarray(v, dtype=f) for v in stats)
+    alpha = f(1) / np.sqrt(sigma2 + f(eps))
+    if params[0] is not None:
+        alpha = alpha * np.asarray(params[0], dtype=f)
+    beta = -(mu * alpha) if params[1] is None else params[1] - mu * alpha
+    shape = (-1,) + (1,) * (x.ndim - 2)
+    a = ctx.new_constant("alpha", alpha.astype(f).reshape(shape))
+    b = ctx.new_constant("beta", np.asarray(beta, dtype=f).reshape(shape))
+    return nn.add(nn.mul(x, a, name=ctx.sub("scaled")), b, name=ctx.name)
 
 
 @lowering("aten.batch_norm")
@@ -435,7 +473,7 @@ def batch_norm(ctx, x, weight, bias, mean, var, training, momentum, eps, _cudnn=
             "updates the running ones",
             "Call module.eval() before import",
         )
-    return nn.batch_norm(x, mean, var, weight, bias, eps=eps, name=ctx.name)
+    return _batch_norm(ctx, x, weight, bias, mean, var, eps)
 
 
 @lowering("aten.softmax", "aten._softmax")

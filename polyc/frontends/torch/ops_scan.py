@@ -13,7 +13,7 @@ from polyc.ops import elementwise, reduce, scan
 
 def _result_dtype(ctx, x: Tensor, dtype) -> Tensor:
     """``x`` cast to the dtype torch gives the result (int scans widen to int64)."""
-    want = dtypes.as_dtype(dtype if dtype is not None else ctx.node.meta["val"].dtype)
+    want = dtypes.as_dtype(dtype) if dtype is not None else ctx.result_dtype()
     if x.dtype == want:
         return x
     return elementwise.cast(x, want, name=ctx.sub("cast"))

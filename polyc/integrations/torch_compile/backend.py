@@ -284,11 +284,11 @@ class _Compiled:
         outputs = [a.name for a in kernel.outputs]
 
         def run(args):
-            import torch
+            from polyc.frontends.torch import bf16
 
-            arrays = {k: args[n].detach().cpu().numpy() for k, n in positions.items()}
+            arrays = {k: bf16.to_numpy(args[n]) for k, n in positions.items()}
             result = execute(arrays)
-            return tuple(torch.from_numpy(result[o]) for o in outputs)
+            return tuple(bf16.to_torch(result[o]) for o in outputs)
 
         return run
 

@@ -14,6 +14,7 @@ import functools
 from dataclasses import dataclass, field
 
 from polyc.errors import FrontendError
+from polyc.frontends.torch import bf16
 from polyc.frontends.torch import source as src
 from polyc.frontends.torch.fold import fold_batch_norms
 from polyc.frontends.torch.lower import (
@@ -173,12 +174,12 @@ def _region_class():
 
         def forward(self, *args):
             arrays = {
-                f"arg{n}": a.detach().cpu().numpy()
+                f"arg{n}": bf16.to_numpy(a)
                 for n, a in enumerate(args)
                 if f"arg{n}" in self.kernel.arrays
             }
             result = self.runner(arrays)
-            outs = tuple(torch.from_numpy(result[o]) for o in self.outputs)
+            outs = tuple(bf16.to_torch(result[o]) for o in self.outputs)
             return outs[0] if self.single else outs
 
     return Region

@@ -237,45 +237,11 @@ def test_bitwise_op_between_integer_tensors_is_refused():
         )
 
 
-BFLOAT16 = (
-    r"polyc has no bfloat16 type \(numpy, which holds the interpreter's arrays, has "
-    r"none, and the generated C computes in float16 or float32\)\. "
-)
-
-
-def test_bfloat16_model_is_refused_with_the_cast_that_fixes_it():
-    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU()).to(torch.bfloat16).eval()
-    with pytest.raises(
-        FrontendError,
-        match=r"^from_torch: bfloat16 is not supported because parameter 0\.weight is "
-        rf"bfloat16 and {BFLOAT16}Cast the model and its inputs to float16 or float32 "
-        r"first, e\.g\. model\.to\(torch\.float16\)\.$",
-    ):
-        polyc.from_torch(model, torch.randn(2, 4, dtype=torch.bfloat16))
-
-
-class ToBfloat16(nn.Module):
-    def forward(self, x):
-        return x.to(torch.bfloat16).float() * 2
-
-
-def test_bfloat16_input_or_cast_inside_is_refused():
-    with pytest.raises(FrontendError, match=r"because input arg0 is bfloat16 and"):
-        polyc.from_torch(nn.ReLU(), torch.randn(2, dtype=torch.bfloat16))
-    line = line_of(ToBfloat16.forward, "bfloat16")
-    with pytest.raises(
-        FrontendError,
-        match=rf"because aten\.to\.dtype \(node to at test_errors\.py:{line} .*\) is "
-        rf"bfloat16 and {BFLOAT16}Compute that line in float16 or float32 instead\.$",
-    ):
-        polyc.from_torch(ToBfloat16(), torch.randn(2))
-
-
 def test_complex_input_is_refused_with_the_dtypes_polyc_has():
     with pytest.raises(
         FrontendError,
         match=r"^from_torch: complex64 is not supported because input arg0 is complex64 "
-        r"and polyc computes in float32, float16, float64, int8, int32, int64 and bool "
-        r"only\. Cast it to one of those before importing the model\.$",
+        r"and polyc computes in float32, float16, bfloat16, float64, int8, int32, int64 "
+        r"and bool only\. Cast it to one of those before importing the model\.$",
     ):
         polyc.from_torch(nn.Identity(), torch.randn(2, dtype=torch.complex64))
