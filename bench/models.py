@@ -195,7 +195,9 @@ def measure(m: zoo.Model, dtype: str, configs: list[str], verify: bool) -> list[
         print(f"{m.name} {dtype}: frontend failed: {failed['error'][:200]}")
         return [{**failed, "config": c} for c in configs]
     frontend_s = time.perf_counter() - start
-    feeds = {f"arg{n}": x.numpy() for n, x in enumerate(inputs)}
+    from polyc.frontends.torch.bf16 import to_numpy
+
+    feeds = {f"arg{n}": to_numpy(x) for n, x in enumerate(inputs)}
     rows = []
     for config in configs:
         label, config = config if isinstance(config, tuple) else (config, config)

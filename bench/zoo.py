@@ -3,7 +3,8 @@ configs, and the repository's own example networks, with random weights (seeded;
 nothing is downloaded).
 
 Each :class:`Model` builds ``(module, example_inputs)`` for a dtype: ``float16``
-halves the module's parameters and its floating-point inputs (token ids stay
+(or ``bfloat16``)
+converts the module's parameters and its floating-point inputs (token ids stay
 integers). A ``transformers`` model returns a ``ModelOutput``; :class:`Hidden`
 keeps its ``last_hidden_state`` so that every model has one tensor out. Not a
 benchmark (no ``main``): ``bench.models`` runs these.
@@ -37,7 +38,7 @@ class Model:
     make: Callable
     quick: bool = False
     #: the dtypes it is built in (``int8``: quantized with PT2E, see :func:`int8`)
-    dtypes: tuple[str, ...] = ("float32", "float16")
+    dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
 
     def build(self, dtype: str = "float32"):
         """``(module in eval mode, example inputs)`` in ``dtype``; for ``int8``
@@ -57,9 +58,12 @@ class Model:
         torch.manual_seed(0)
         module, inputs = self.make(torch, transformers)
         module = module.eval()
-        if dtype == "float16":
-            module = module.half()
-            inputs = tuple(x.half() if x.is_floating_point() else x for x in inputs)
+        if dtype in ("float16", "bfloat16"):
+            module = module.to(getattr(torch, dtype))
+            inputs = tuple(
+                x.to(getattr(torch, dtype)) if x.is_floating_point() else x
+                for x in inputs
+            )
         elif dtype == "int8":
             module = int8(module, inputs)
         return module, inputs
@@ -286,7 +290,7 @@ def linear_stack(torch, sizes=(256, 256, 256, 64), batch: int = 16):
     return torch.nn.Sequential(*layers), (torch.randn(batch, sizes[0]),)
 
 
-QUANT = ("float32", "float16", "int8")
+QUANT = ("float32", "float16", "bfloat16", "int8")
 
 MODELS: tuple[Model, ...] = (
     # smallest first: a suite stopped midway has measured the most models

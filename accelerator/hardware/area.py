@@ -6,7 +6,7 @@ published source in the TOML file):
 
 - MAC array: ``rows x cols`` PEs, each ``pe_overhead x sum over dtypes of
   mac_um2[dtype] x macs_per_cycle[dtype]`` (a dtype at a quarter rate has a quarter
-  of a unit per PE);
+  of a unit per PE; ``mac_um2`` 0: the dtype runs on another dtype's units);
 - vector unit: ``lanes x vector_lane_um2 x pe_overhead``; the scalar core;
 - each SRAM level: ``KiB x sram_um2_per_kib x (1 + sram_port_factor x (ports - 1))
   + banks x sram_bank_um2``;

@@ -410,7 +410,10 @@ def _area(r: _Reader, t: dict | None, levels: list[str] | None) -> AreaModel | N
             )
     return AreaModel(
         **{k: r.number(t, k, "area", zero_ok=k != "node_nm") for k in AREA_KEYS},
-        mac_um2=FrozenMap({d: r.number(macs, d, "area.mac_um2") for d in (macs or {})}),
+        # 0: the dtype runs on another dtype's units, whose area that one counts
+        mac_um2=FrozenMap(
+            {d: r.number(macs, d, "area.mac_um2", zero_ok=True) for d in (macs or {})}
+        ),
         sram_ports=FrozenMap(
             {n: r.integer(ports, n, "area.sram_ports") for n in ports}
         ),

@@ -16,6 +16,7 @@ import torch
 
 import polyc
 from polyc.frontends.torch.bf16 import to_numpy
+from polyc.frontends.torch.bf16 import ulp_distance as bf16_ulps
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -25,15 +26,6 @@ def eager(module, inputs) -> list[np.ndarray]:
         out = module(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     return [to_numpy(o) for o in outs]
-
-
-def bf16_ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """How many bfloat16 values lie between ``got`` and ``ref``, element-wise (0
-    where both are NaN; -0 and +0 are one apart)."""
-    a, b = (np.asarray(x).view(np.int16).astype(np.int32) for x in (got, ref))
-    a, b = (np.where(x < 0, -32769 - x, x) for x in (a, b))  # monotone order
-    nan = np.isnan(np.asarray(got, np.float32)) & np.isnan(np.asarray(ref, np.float32))
-    return np.where(nan, 0, np.abs(a - b))
 
 
 def assert_bf16_close(got: np.ndarray, ref: np.ndarray, what: str) -> None:

@@ -159,3 +159,13 @@ def to_torch(a: np.ndarray):
     if a.dtype.name == "bfloat16":
         return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
     return torch.from_numpy(a)
+
+
+def ulp_distance(got, want) -> np.ndarray:
+    """How many bfloat16 values lie between ``got`` and ``want`` (bfloat16 arrays),
+    element-wise: 0 where both are NaN; -0 and +0 are one apart."""
+    a, b = (np.asarray(x).view(np.int16).astype(np.int32) for x in (got, want))
+    a, b = (np.where(x < 0, -32769 - x, x) for x in (a, b))  # monotone order
+    f32 = np.float32
+    nan = np.isnan(np.asarray(got, f32)) & np.isnan(np.asarray(want, f32))
+    return np.where(nan, 0, np.abs(a - b))

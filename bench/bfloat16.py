@@ -1,0 +1,112 @@
+"""bfloat16 beside float16: the suite's transformers models on one config.
+
+    python -m bench.bfloat16 [--configs edge-npu] [--models hf-bert,hf-llama]
+
+Each model of :mod:`bench.zoo` goes through :func:`bench.models.measure` in float16
+and in bfloat16 (``model.to(torch.bfloat16)``) on each config: the same import,
+compile and run as the model suite, the same numbers per run. The simulated cycles
+are deterministic (no clock is read). For the bfloat16 run the output is also
+compared with eager bfloat16 PyTorch: the largest difference in bfloat16 ULPs and how
+many elements differ.
+
+Writes ``bench/results/bfloat16.json`` and regenerates its table in docs/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench import results_md, zoo
+from bench.common import RESULTS
+from bench.compile_time import fresh_cache
+from bench.int8 import _by_model, _list, _pair, _pct, _slim, _x
+from bench.models import _once, _write, measure
+
+MODELS = ("hf-bert", "hf-llama", "hf-gpt2", "hf-vit")
+CONFIGS = ("edge-npu", "datacenter")
+PATH = RESULTS / "bfloat16.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", help=f"comma-separated (default {','.join(MODELS)})")
+    p.add_argument("--configs", help=f"comma-separated (default {','.join(CONFIGS)})")
+    p.add_argument("--out", help="write the JSON here instead of bench/results/")
+    args = p.parse_args(argv)
+    names = _list(args.models) or list(MODELS)
+    configs = _list(args.configs) or list(CONFIGS)
+    models = [zoo.model(n) for n in names]
+    payload = {"models": names, "configs": configs, "runs": []}
+    with fresh_cache():
+        payload["once_s"] = _once(models)
+        for m in models:
+            for dtype in ("float16", "bfloat16"):
+                rows = measure(m, dtype, configs, verify=False)
+                if dtype == "bfloat16":
+                    for row in rows:
+                        if row.get("status") == "ok":
+                            row.update(eager_ulps(m, row["config"]))
+                payload["runs"].extend(_slim(r) for r in rows)
+    path = Path(args.out) if args.out else PATH
+    _write(path, payload)
+    print(table(payload))
+    print(f"wrote {path}")
+    if path.resolve() == PATH.resolve():
+        results_md.regenerate_for(path)
+    return 0
+
+
+def eager_ulps(m: zoo.Model, config: str) -> dict:
+    """The bfloat16 run's output against eager bfloat16 PyTorch: the largest
+    difference in bfloat16 ULPs and the number of elements that differ (compiled
+    again: the compile is reused from the run just measured)."""
+    import numpy as np
+    import torch
+
+    import polyc
+    from polyc.frontends.torch.bf16 import to_numpy, ulp_distance
+
+    module, inputs = m.build("bfloat16")
+    with torch.no_grad():
+        want = to_numpy(module(*inputs))
+    kernel = polyc.from_torch(module, inputs)
+    feeds = {f"arg{n}": to_numpy(x) for n, x in enumerate(inputs)}
+    got, _ = polyc.compile(kernel, config=config).run(**feeds)
+    ulps = ulp_distance(got["out"], want)
+    return {"eager_ulps": int(ulps.max()), "eager_differ": int(np.count_nonzero(ulps))}
+
+
+def table(payload: dict) -> str:
+    """One row per model and config: float16 / bfloat16 side by side."""
+    lines = [
+        "| model | config | cycles float16 / bfloat16 | bfloat16 / float16 | "
+        "x engine bound float16 / bfloat16 | DRAM bytes float16 / bfloat16 | "
+        "MAC util float16 / bfloat16 | bfloat16 vs eager (max ULPs, elements) |",
+        "|" + "---|" * 8,
+    ]
+    for (model, config), runs in _by_model(payload).items():
+        f16, b16 = runs.get("float16"), runs.get("bfloat16")
+        ok = all(r is not None and r.get("status") == "ok" for r in (f16, b16))
+        ratio = f"{b16['cycles'] / f16['cycles']:.2f}x" if ok else "-"
+        ulps = (
+            f"{b16['eager_ulps']}, {b16['eager_differ']}"
+            if ok and "eager_ulps" in b16
+            else "-"
+        )
+        cells = [
+            model,
+            config,
+            _pair(f16, b16, lambda r: f"{r['cycles']:,}"),
+            ratio,
+            _pair(f16, b16, lambda r: _x(r["engine_ratio"])),
+            _pair(f16, b16, lambda r: f"{r['dram_bytes']:,}"),
+            _pair(f16, b16, lambda r: _pct(r["mac_utilization"])),
+            ulps,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
