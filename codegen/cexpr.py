@@ -91,7 +91,6 @@ static inline float pc_bf16(float x) { return pc_bf16_ld(pc_bf16_st(x)); }
 
 _SUFFIX = {
     "float32": "f32",
-    "bfloat16": "f32",  # min/max of two bfloat16 values (held in float) is one of them
     "float64": "f64",
     "float16": "f16",
     "int8": "i8",
@@ -286,8 +285,9 @@ class CExpr:
         if op in infix:
             text = f"({a} {infix[op]} {b})"
             return text if op not in ("add", "sub", "mul") else self._narrow(text, dt)
-        if op in ("min", "max"):
-            return f"pc_{op}_{_SUFFIX[dt.name]}({a}, {b})"
+        if op in ("min", "max"):  # of two bfloat16 values (floats): one of them
+            suffix = "f32" if dt == dtypes.bfloat16 else _SUFFIX[dt.name]
+            return f"pc_{op}_{suffix}({a}, {b})"
         f = "f" if dt in (dtypes.float32, dtypes.float16, dtypes.bfloat16) else ""
         if op == "div":
             return self._narrow(f"({a} / {b})", dt)

@@ -30,7 +30,17 @@ _UCMP = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "
 
 
 def mlir_type(dt: DType) -> str:
-    """The MLIR element type of ``dt`` (integers are signless; uint8 is i8)."""
+    """The MLIR element type of ``dt`` (integers are signless; uint8 is i8).
+
+    Raises:
+        CodegenError: for bfloat16, which the MLIR export does not write yet.
+    """
+    if dt.name not in _TYPE:
+        raise CodegenError(
+            f"mlir: {dt} has no MLIR export because polyc writes the MLIR types of "
+            f"{', '.join(sorted(_TYPE))} only. Cast the kernel's {dt} arrays to "
+            "float32 or float16 before exporting it."
+        )
     return _TYPE[dt.name]
 
 

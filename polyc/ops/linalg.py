@@ -4,7 +4,9 @@ layouts).
 Every contraction is two statements, an initialisation (zero, or the bias) and an
 update ``out += a * b`` over the reduction axes, accumulating in
 ``dtypes.accumulator(dtype)``: int8 operands are widened to int32 and the result is
-int32; other dtypes accumulate in themselves. Padding of conv2d is an affine condition
+int32, bfloat16 operands to float32 and the result is float32 (round it with
+``nn.cast``, as PyTorch rounds its float32 sums once); other dtypes accumulate in
+themselves. Padding of conv2d is an affine condition
 on the update's domain (no padded copy) unless ``materialize_padding=True``.
 """
 

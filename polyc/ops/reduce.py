@@ -1,10 +1,10 @@
 """Reductions and normalisations: sum/mean/max/min, softmax, log_softmax,
 layer_norm, batch_norm (inference).
 
-Reductions over int8 accumulate and return int32 (``dtypes.accumulator``). float16
-inputs of mean, softmax and the norms compute their statistics in float32 and round
-the result back to float16, as PyTorch does on CPU; float16 ``sum`` accumulates in
-float16.
+Reductions over int8 accumulate and return int32, over bfloat16 float32
+(``dtypes.accumulator``). float16 and bfloat16 inputs of mean, softmax and the norms
+compute their statistics in float32 and round the result back, as PyTorch does on
+CPU (``dtypes.opmath``); float16 ``sum`` accumulates in float16.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def _reduction(op, x, dim, keepdim, name, red, dt, fn=lambda v: v) -> Tensor:
 
 
 def sum(input: Tensor, dim=None, keepdim: bool = False, name=None) -> Tensor:
-    """Sum over ``dim`` (an int, a tuple, or None for all); int8 sums in int32."""
+    """Sum over ``dim`` (an int, a tuple, or None for all); int8 sums in int32 and
+    bfloat16 in float32, returned in that dtype (``dtypes.accumulator``)."""
     x = tensor("sum", input)
     dt = accumulator(check_dtype("sum", x))
     return _reduction("sum", x, dim, keepdim, name, pc.sum, dt)

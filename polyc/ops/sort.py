@@ -22,8 +22,10 @@ descending), then fills each output position ``r`` with the element of rank
 CPU sort is stable up to 16 elements whether or not ``stable=True`` is asked for;
 past that its order of equal elements is unspecified unless ``stable=True``.
 
-Indices are int64, as PyTorch's. A ``-0.0`` is returned by ``sort`` as ``0.0``
-(the fill adds zeros to it); it compares equal.
+Indices are int64, as PyTorch's. ``-0.0`` and ``0.0`` compare equal, as in
+PyTorch: ``sort`` keeps them in their order (stable), ``topk`` takes the smaller
+index first, and both return each element as it is (its sign kept): a value is the
+element at its index, never a sum or a max of equal values.
 """
 
 from __future__ import annotations
@@ -178,11 +180,25 @@ def topk(
                     use_nan(oi), nan[oi], first[oi]
                 ),
             )
+            # the element at the index, not ``best``: -0.0 and 0.0 compare equal,
+            # and the max of equal values may be either
+            chosen = pc.compute(
+                f"{tag}_chosen",
+                outer_shape,
+                lambda *oi, r=r, first=first: pc.max(
+                    select(
+                        cast(r, dtypes.int64).eq(first[oi]),
+                        x[_place(oi, d, r)],
+                        _lowest(dt),
+                    ),
+                    r,
+                ),
+            )
             value = pc.compute(
                 f"{tag}_value",
                 outer_shape,
-                lambda *oi, best=best, use_nan=use_nan, nan_value=nan_value: select(
-                    use_nan(oi), nan_value, best[oi]
+                lambda *oi, chosen=chosen, use_nan=use_nan, nan_value=nan_value: select(
+                    use_nan(oi), nan_value, chosen[oi]
                 ),
             )
         else:
@@ -257,13 +273,15 @@ def sort(
     rank = pc.compute(f"{out}_rank", x.shape, rank_body, dtype=dtypes.int64)
 
     def fill(what, dt_out, name):
-        """``out[.., r, ..] = what(j)`` for the ``j`` of rank ``r``."""
+        """``out[.., r, ..] = what(j)`` for the ``j`` of rank ``r``: the max over
+        ``j`` of it there and the lowest value elsewhere (a max, not a sum of
+        zeros, so that a ``-0.0`` keeps its sign)."""
         k = pc.reduce_axis(x.shape[d], f"r{d}")
 
         def body(*ix):
             src = _place(_outer(ix, d), d, k)
             hit = rank[src].eq(cast(ix[d], dtypes.int64))
-            return pc.sum(select(hit, what(src, k), pc.const(0, dt_out)), k)
+            return pc.max(select(hit, what(src, k), _lowest(dt_out)), k)
 
         return pc.compute(name, x.shape, body, dtype=dt_out)
 

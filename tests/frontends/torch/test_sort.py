@@ -144,3 +144,57 @@ def test_sorting_a_long_dim_is_refused_with_the_fix():
         r"64, take the few largest with torch.topk \(k <= 16\)",
     ):
         polyc.from_torch(BigSort(), (r(3, 65),))
+
+
+def signed_zeros() -> torch.Tensor:
+    """Rows of -0.0, 0.0 and a few other values, both zeros several times."""
+    z = torch.tensor([0.0, -0.0, 1.5, -0.0, -2.0, 0.0, -0.0, 0.25])
+    return torch.stack([z, z.flip(0), -z])
+
+
+ZEROS = {
+    "sort": pair(lambda x: torch.sort(x, stable=True)),
+    "sort_descending": pair(lambda x: torch.sort(x, descending=True, stable=True)),
+    "topk": pair(lambda x: torch.topk(x, 5)),
+    "topk_smallest": pair(lambda x: torch.topk(x, 5, largest=False)),
+}
+
+
+@pytest.mark.parametrize("target", ["interpret", "host"])
+def test_signed_zeros_keep_their_sign_and_torchs_order(target):
+    """-0.0 and 0.0 are equal to torch: sort keeps them in order (stable), and
+    every value is the element at its index, sign included (the sort's fill used
+    to add zeros to it and return 0.0)."""
+    x = signed_zeros()
+    module, inputs = all_of({n: (m, [x]) for n, m in ZEROS.items()})
+    kernel = polyc.from_torch(module, tuple(inputs))
+    feeds = {f"arg{n}": t.numpy() for n, t in enumerate(inputs)}
+    run = polyc.interpret if target == "interpret" else polyc.build(kernel)
+    got = run(kernel, feeds) if target == "interpret" else run(feeds)
+    outs = [got[a.name] for a in kernel.outputs]
+    refs = eager(module, inputs)
+    for n, name in enumerate(sorted(ZEROS)):
+        values, indices = outs[2 * n], outs[2 * n + 1]
+        ref_values, ref_indices = refs[2 * n], refs[2 * n + 1]
+        np.testing.assert_array_equal(values, ref_values, err_msg=name)
+        at = np.take_along_axis(x.numpy(), indices, -1)
+        np.testing.assert_array_equal(np.signbit(values), np.signbit(at), err_msg=name)
+        if name.startswith("sort"):  # stable: torch's order, signs included
+            np.testing.assert_array_equal(indices, ref_indices, err_msg=name)
+            np.testing.assert_array_equal(
+                np.signbit(values), np.signbit(ref_values), err_msg=name
+            )
+
+
+def test_topk_unsorted_returns_torchs_set_in_sorted_order():
+    """``sorted=False``: torch's order is unspecified; polyc returns the same
+    elements (values and indices), best first."""
+    x = r(3, 20)
+    module = pair(lambda x: torch.topk(x, 6, sorted=False))
+    kernel = polyc.from_torch(module, (x,))
+    got = polyc.interpret(kernel, {"arg0": x.numpy()})
+    values, indices = got["out0"], got["out1"]
+    ref_values, ref_indices = (t.numpy() for t in torch.topk(x, 6, sorted=False))
+    np.testing.assert_array_equal(np.sort(indices, -1), np.sort(ref_indices, -1))
+    np.testing.assert_array_equal(np.sort(values, -1), np.sort(ref_values, -1))
+    np.testing.assert_array_equal(values, -np.sort(-values, -1))  # best first

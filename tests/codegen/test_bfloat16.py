@@ -143,3 +143,17 @@ def test_a_config_without_bfloat16_says_where_the_contraction_runs_instead():
     np.testing.assert_array_equal(
         compiled(feeds)["out"], polyc.interpret(compiled.kernel, feeds)["out"]
     )
+
+
+def test_mlir_export_of_a_bfloat16_kernel_is_refused_with_the_cast():
+    from polyc.errors import CodegenError
+
+    x = pc.placeholder("x", (8,), "bfloat16")
+    kernel = pc.kernel("k", [nn.exp(x, name="out")], inputs=[x])
+    with pytest.raises(
+        CodegenError,
+        match=r"^mlir: bfloat16 has no MLIR export because polyc writes the MLIR "
+        r"types of bool, float16, .* only\. Cast the kernel's bfloat16 arrays to "
+        r"float32 or float16 before exporting it\.$",
+    ):
+        polyc.to_mlir(kernel)
