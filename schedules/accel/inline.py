@@ -12,8 +12,11 @@ needs with the strides that come out, and the copy disappears.
 
 A copy inlines when that is an identity on the outputs, and stays affine:
 
-- its body is a load of another array of the same dtype, and its target indexes
-  are distinct iterators (each element written once, by a function of the element);
+- its body is a load of another array of the same dtype, or a bfloat16 load widened
+  to float32 (exact: the reader widens the element instead, and the bfloat16 model's
+  per-op widenings, :mod:`polyc.frontends.torch.bf16`, cost no pass of their own),
+  and its target indexes are distinct iterators (each element written once, by a
+  function of the element);
 - ``T`` is a temporary no other statement writes; the source ``X`` is not written
   after the copy's loop nest, and every reader is in a later loop nest;
 - no index involved has a floor division (a reshape that splits or merges
@@ -27,9 +30,9 @@ from __future__ import annotations
 import dataclasses
 
 from polyc.errors import IllegalTransformError
-from polyc.ir import tree
+from polyc.ir import dtypes, tree
 from polyc.ir.affine import Aff
-from polyc.ir.expr import Load, loads
+from polyc.ir.expr import Cast, Load, loads
 from polyc.ir.kernel import Kernel, Role, Statement, Step
 
 
@@ -105,18 +108,33 @@ def target_iterators(stmt: Statement) -> list[str] | None:
     return list(its)
 
 
+def copied(body) -> Load | None:
+    """The load a copy's body copies: the body itself, or the bfloat16 load a
+    float32 cast widens (exactly); None for any other body."""
+    if isinstance(body, Load):
+        return body
+    if (
+        isinstance(body, Cast)
+        and isinstance(body.x, Load)
+        and (body.x.dtype, body.dtype) == (dtypes.bfloat16, dtypes.float32)
+    ):
+        return body.x
+    return None
+
+
 def source_reader(copy: Statement):
     """A rewrite of expression nodes for :meth:`Expr.map`: a load of ``copy``'s
     target becomes the load of its source that the copy made (its index
-    composed), every other node stays."""
-    target, source = copy.target, copy.body
+    composed, widened where the copy widened it), every other node stays."""
+    target, source = copy.target, copied(copy.body)
     position = {it: d for d, it in enumerate(target_iterators(copy))}
 
     def read_source(node):
         if isinstance(node, Load) and node.array == target.array:
             mapping = {it: node.index[d] for it, d in position.items()}
             index = tuple(a.substitute(mapping) for a in source.index)
-            return Load(source.array, index, source.dtype)
+            read = Load(source.array, index, source.dtype)
+            return read if read.dtype == target.dtype else Cast(read, target.dtype)
         return None
 
     return read_source
@@ -178,11 +196,11 @@ def _why_not(stmts: list[Statement], arrays, copy: str) -> str | None:
         return f"the kernel has no statement {copy}"
     at = names.index(copy)
     stmt = stmts[at]
-    target, body = stmt.target, stmt.body
+    target, body = stmt.target, copied(stmt.body)
     t = target.array
-    if stmt.reduction or not isinstance(body, Load) or body.array == t:
+    if stmt.reduction or body is None or body.array == t:
         return f"{copy} is not a copy of another array"
-    if body.dtype != target.dtype:
+    if stmt.body.dtype != target.dtype:
         return f"{copy} converts {body.array} to another dtype"
     if arrays[t].role != Role.TEMP:
         return f"{t} is an {arrays[t].role} of the kernel"
@@ -208,6 +226,7 @@ def _why_not(stmts: list[Statement], arrays, copy: str) -> str | None:
 
 
 __all__ = [
+    "copied",
     "inline_all",
     "inline_copy",
     "inlinable",

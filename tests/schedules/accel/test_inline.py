@@ -93,3 +93,31 @@ def test_a_reshape_that_merges_dimensions_keeps_its_copy():
         match=r"inline_copy: S\d+ cannot be inlined into its readers because .*floor division",
     ):
         S.inline_copy(kernel, floors[0])
+
+
+def _widened(src: str):
+    """``y = float32(x) * 2`` with the widening its own statement (as the bfloat16
+    model's per-op widenings are)."""
+    from polyc import compute as pc
+    from polyc.ops import nn as ops
+
+    x = pc.placeholder("x", (4, 6), src)
+    wide = ops.cast(x, "float32", name="wide")
+    return pc.kernel(f"widen_{src}", [ops.mul(wide, 2.0, name="y")], inputs=[x])
+
+
+def test_a_bfloat16_widening_inlines_into_its_reader_and_others_do_not():
+    from polyc.ir import dtypes
+    from polyc.ir.expr import Cast
+
+    kernel = _widened("bfloat16")
+    assert inlinable(kernel) == [kernel.statements[0].name]
+    inlined = inline_all(kernel)
+    (stmt,) = inlined.statements
+    (read,) = stmt.reads
+    assert read.array == "x" and read.dtype == dtypes.bfloat16
+    assert any(isinstance(n, Cast) for n in stmt.body.walk())
+    x = {"x": (np.arange(24).reshape(4, 6) / 7).astype(dtypes.bfloat16_numpy())}
+    np.testing.assert_array_equal(interpret(inlined, x)["y"], interpret(kernel, x)["y"])
+    # a float16 widening (or any other conversion) stays a statement of its own
+    assert inlinable(_widened("float16")) == []
