@@ -101,6 +101,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("models", "models.json", "bench.models", "table"),
     Section("models-summary", "models.json", "bench.models", "summary"),
     Section("int8", "int8.json", "bench.int8", "table"),
+    Section("bfloat16", "bfloat16.json", "bench.bfloat16", "table"),
     Section(
         "torch_parity",
         "torch_parity.json",

@@ -30,7 +30,10 @@ bfloat16 once, round to nearest even. So
 Results equal eager PyTorch bit for bit where the summation order matches and within
 one bfloat16 unit in the last place otherwise (a float32 sum in another order, or a
 float32 transcendental from another library, that lands on the other side of a
-bfloat16 rounding boundary).
+bfloat16 rounding boundary). Not reproduced: PyTorch's flash-attention kernel takes
+``exp`` from a 20-bit polynomial (``exp_u20``) for whole vectors of 16 scores (the C
+library's for the rest); over 16 keys or more polyc's attention is within one ULP of
+its largest output element, not of each element.
 """
 
 from __future__ import annotations
