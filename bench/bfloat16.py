@@ -20,7 +20,7 @@ from pathlib import Path
 from bench import results_md, zoo
 from bench.common import RESULTS
 from bench.compile_time import fresh_cache
-from bench.int8 import _by_model, _list, _pair, _pct, _slim, _x
+from bench.int8 import _list, _slim, side_by_side
 from bench.models import _once, _write, measure
 
 MODELS = ("hf-bert", "hf-llama", "hf-gpt2", "hf-vit")
@@ -83,34 +83,19 @@ def eager_ulps(m: zoo.Model, config: str) -> dict:
 
 def table(payload: dict) -> str:
     """One row per model and config: float16 / bfloat16 side by side."""
-    lines = [
-        "| model | config | cycles float16 / bfloat16 | bfloat16 / float16 | "
-        "x engine bound float16 / bfloat16 | DRAM bytes float16 / bfloat16 | "
-        "MAC util float16 / bfloat16 | bfloat16 vs eager: max error (ULPs of the "
-        "largest output), elements that differ |",
-        "|" + "---|" * 8,
-    ]
-    for (model, config), runs in _by_model(payload).items():
-        f16, b16 = runs.get("float16"), runs.get("bfloat16")
-        ok = all(r is not None and r.get("status") == "ok" for r in (f16, b16))
-        ratio = f"{b16['cycles'] / f16['cycles']:.2f}x" if ok else "-"
-        ulps = (
-            f"{b16['eager_ulps']:.1f}, {b16['eager_differ']:,}"
-            if ok and "eager_ulps" in b16
-            else "-"
-        )
-        cells = [
-            model,
-            config,
-            _pair(f16, b16, lambda r: f"{r['cycles']:,}"),
-            ratio,
-            _pair(f16, b16, lambda r: _x(r["engine_ratio"])),
-            _pair(f16, b16, lambda r: f"{r['dram_bytes']:,}"),
-            _pair(f16, b16, lambda r: _pct(r["mac_utilization"])),
-            ulps,
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+
+    def eager(run: dict) -> str:
+        if run.get("status") != "ok" or "eager_ulps" not in run:
+            return "-"
+        return f"{run['eager_ulps']:.1f}, {run['eager_differ']:,}"
+
+    return side_by_side(
+        payload,
+        "bfloat16",
+        "bfloat16 vs eager: max error (ULPs of the largest output), elements that "
+        "differ",
+        eager,
+    )
 
 
 if __name__ == "__main__":

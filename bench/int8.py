@@ -129,27 +129,39 @@ def _pair(a: dict | None, b: dict | None, fmt) -> str:
 
 def table(payload: dict) -> str:
     """One row per model and config: float16 / int8 side by side."""
+
+    def steps(run: dict) -> str:
+        value = run.get("int8_steps")
+        return "-" if value is None else f"{value:.0f}"
+
+    return side_by_side(payload, "int8", "int8 error (steps)", steps)
+
+
+def side_by_side(payload: dict, other: str, last: str, cell) -> str:
+    """One row per model and config, float16 beside ``other`` (a dtype): cycles,
+    the speed-up of ``other``, engine-bound ratios, DRAM bytes, MAC utilisation,
+    energy, and a last column ``last`` whose cell is ``cell(other's run)`` ("-"
+    when either run failed)."""
     lines = [
-        "| model | config | cycles float16 / int8 | int8 speed-up | x engine bound "
-        "float16 / int8 | DRAM bytes float16 / int8 | MAC util float16 / int8 | "
-        "energy uJ float16 / int8 | int8 error (steps) |",
+        f"| model | config | cycles float16 / {other} | {other} speed-up | x engine "
+        f"bound float16 / {other} | DRAM bytes float16 / {other} | MAC util float16 / "
+        f"{other} | energy uJ float16 / {other} | {last} |",
         "|" + "---|" * 9,
     ]
     for (model, config), runs in _by_model(payload).items():
-        f16, i8 = runs.get("float16"), runs.get("int8")
-        ok = all(r is not None and r.get("status") == "ok" for r in (f16, i8))
-        speed = f"{f16['cycles'] / i8['cycles']:.2f}x" if ok else "-"
-        steps = i8.get("int8_steps") if i8 else None
+        f16, run = runs.get("float16"), runs.get(other)
+        ok = all(r is not None and r.get("status") == "ok" for r in (f16, run))
+        speed = f"{f16['cycles'] / run['cycles']:.2f}x" if ok else "-"
         cells = [
             model,
             config,
-            _pair(f16, i8, lambda r: f"{r['cycles']:,}"),
+            _pair(f16, run, lambda r: f"{r['cycles']:,}"),
             speed,
-            _pair(f16, i8, lambda r: _x(r["engine_ratio"])),
-            _pair(f16, i8, lambda r: f"{r['dram_bytes']:,}"),
-            _pair(f16, i8, lambda r: _pct(r["mac_utilization"])),
-            _pair(f16, i8, lambda r: f"{r['energy_pj'] / 1e6:,.1f}"),
-            "-" if steps is None else f"{steps:.0f}",
+            _pair(f16, run, lambda r: _x(r["engine_ratio"])),
+            _pair(f16, run, lambda r: f"{r['dram_bytes']:,}"),
+            _pair(f16, run, lambda r: _pct(r["mac_utilization"])),
+            _pair(f16, run, lambda r: f"{r['energy_pj'] / 1e6:,.1f}"),
+            cell(run) if run is not None else "-",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

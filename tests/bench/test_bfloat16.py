@@ -24,9 +24,10 @@ def test_the_table_puts_float16_beside_bfloat16():
         ]
     }
     lines = bfloat16.table(payload).splitlines()
+    assert lines[0].startswith("| model | config | cycles float16 / bfloat16 |")
     assert lines[2] == (
-        "| hf-bert | edge-npu | 200 / 300 | 1.50x | 1.50 / 1.50 | 1,000 / 1,000 "
-        "| 50% / 50% | 1.0, 1,200 |"
+        "| hf-bert | edge-npu | 200 / 300 | 0.67x | 1.50 / 1.50 | 1,000 / 1,000 "
+        "| 50% / 50% | 2.0 / 2.0 | 1.0, 1,200 |"
     )
     assert lines[3].startswith("| hf-llama | edge-npu | 100 / - | - |")
 

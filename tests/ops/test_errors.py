@@ -137,7 +137,7 @@ def test_integer_specific_dtype_errors():
     with pytest.raises(
         DTypeError,
         match=r"sigmoid: q is int8 but sigmoid accepts "
-        r"float32, float16, float64 .* nn\.cast\(q, 'float32'\)",
+        r"float32, float16, bfloat16, float64 .* nn\.cast\(q, 'float32'\)",
     ):
         nn.sigmoid(i8)
     with pytest.raises(DTypeError, match=r"mean: q is int8"):
