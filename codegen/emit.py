@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import cgen as c
 
-from codegen import accumulate
+from codegen import accumulate, pack
 from codegen.cexpr import (
     BF16,
     GATHER_HOST,
@@ -176,6 +176,10 @@ class CEmitter:
                 then = c.Block(self.body(n.then))
                 orelse = c.Block(self.body(n.orelse)) if n.orelse else None
                 out.append(c.If(loops.to_c(n.cond), then, orelse))
+            elif isinstance(n, loops.Mark) and n.name.startswith(pack.MARK):
+                self._accumulators += 1
+                packed = pack.emit(self, n, self._accumulators)
+                out.extend(packed if packed is not None else self.body(n.body))
             elif isinstance(n, loops.Mark) and n.name.startswith(accumulate.MARK):
                 self._accumulators += 1
                 tiled = accumulate.emit(self, n, self._accumulators)

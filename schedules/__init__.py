@@ -26,6 +26,7 @@ from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
 from schedules.bands import interchange, merge_bands, permute, shift, skew, split_band
 from schedules.fusion import distribute, fuse, reorder
+from schedules.host.pack import pack
 from schedules.host.register import accumulate
 from schedules.host.scheduler import auto, auto_found
 from schedules.legality import first_violation
@@ -48,6 +49,7 @@ TRANSFORMATIONS.update(
             interchange,
             map_vector,
             merge_bands,
+            pack,
             parallel,
             place,
             permute,
@@ -82,6 +84,7 @@ __all__ = [
     "interchange",
     "map_vector",
     "merge_bands",
+    "pack",
     "parallel",
     "place",
     "permute",

@@ -74,11 +74,14 @@ DEFAULT_PARAM = 1024
 
 @dataclass(frozen=True)
 class Cache:
-    """Per-core data cache capacities in bytes."""
+    """Per-core data cache capacities in bytes, and the bytes of one SIMD register
+    the C compiler targets (16 for SSE, 32 for AVX2, 64 for AVX-512): the width of
+    the register tiles' vectors (:mod:`schedules.host.register`)."""
 
     l1: int = 32 * 1024
     l2: int = 512 * 1024
     l3: int = 8 * 1024 * 1024
+    vector: int = 32
 
     @property
     def tile_budget(self) -> int:
@@ -87,7 +90,8 @@ class Cache:
 
 @lru_cache(maxsize=1)
 def host_cache() -> Cache:
-    """The host's L1d and L2 sizes from sysfs (defaults when unreadable)."""
+    """The host's L1d, L2 and L3 sizes from sysfs and its widest SIMD register
+    from ``/proc/cpuinfo`` (defaults when unreadable)."""
     found: dict[int, int] = {}
     base = Path("/sys/devices/system/cpu/cpu0/cache")
     for d in sorted(base.glob("index*")):
@@ -99,13 +103,36 @@ def host_cache() -> Cache:
             continue
         if kind in ("Data", "Unified") and level in (1, 2, 3):
             found[level] = size
-    return Cache(found.get(1, Cache.l1), found.get(2, Cache.l2), found.get(3, Cache.l3))
+    return Cache(
+        found.get(1, Cache.l1),
+        found.get(2, Cache.l2),
+        found.get(3, Cache.l3),
+        host_vector_bytes(),
+    )
+
+
+def host_vector_bytes(cpuinfo: str | None = None) -> int:
+    """Bytes of the host's widest SIMD register from the flags of ``cpuinfo``
+    (default: ``/proc/cpuinfo``): 64 with AVX-512F, 32 with AVX, else 16 on
+    x86, and :attr:`Cache.vector` where the flags are unreadable."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return Cache.vector
+    m = re.search(r"^flags\s*:(.*)$", cpuinfo, re.M)
+    if m is None:
+        return Cache.vector
+    flags = set(m.group(1).split())
+    if "avx512f" in flags:
+        return 64
+    return 32 if "avx" in flags else 16
 
 
 def parse_cache(text: str, base: Cache | None = None, what: str = "cache") -> Cache:
-    """A :class:`Cache` from ``"l1=48K,l2=2M,l3=32M"`` (any of the three; the
-    others from ``base``, default this host's, :func:`host_cache`); ``what``
-    names the argument in the error.
+    """A :class:`Cache` from ``"l1=48K,l2=2M,l3=32M,vector=64"`` (any of them;
+    the others from ``base``, default this host's, :func:`host_cache`);
+    ``what`` names the argument in the error.
 
     Raises:
         ArgumentError: a part that is not ``l1``, ``l2`` or ``l3`` ``=`` a
@@ -117,15 +144,18 @@ def parse_cache(text: str, base: Cache | None = None, what: str = "cache") -> Ca
     for part in text.split(","):
         key, _, value = part.strip().partition("=")
         key, value = key.strip().lower(), value.strip().upper()
-        ok = key in ("l1", "l2", "l3") and re.fullmatch(r"[1-9][0-9]*[KMG]?", value)
+        ok = key in ("l1", "l2", "l3", "vector") and re.fullmatch(
+            r"[1-9][0-9]*[KMG]?", value
+        )
         if not ok:
             raise ArgumentError(
                 f"{what} {part.strip()!r} is not a cache size because a size reads "
-                "LEVEL=BYTES with LEVEL l1, l2 or l3 and BYTES a positive number "
-                "with an optional K, M or G. Write e.g. l2=2M,l3=32M."
+                "LEVEL=BYTES with LEVEL l1, l2 or l3 (or vector, the bytes of a "
+                "SIMD register) and BYTES a positive number with an optional K, M "
+                "or G. Write e.g. l2=2M,l3=32M."
             )
         sizes[key] = _bytes(value)
-    return Cache(sizes["l1"], sizes["l2"], sizes["l3"])
+    return Cache(**sizes)
 
 
 def _bytes(text: str) -> int:

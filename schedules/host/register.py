@@ -43,15 +43,21 @@ from polyc.ir import tree
 from polyc.ir.kernel import Kernel, access_map
 from schedules import stree
 from schedules.bands import merge_bands, permute, split_band
-from schedules.common import step
+from schedules.common import positive_int, step
 from schedules.fusion import distribute
 from schedules.host.cache_model import Model, _member_row, access_kind
+from schedules.host.pack import pack_panels
 from schedules.host.parallel import band_at, is_coincident
 from schedules.legality import finish
 from schedules.tiling import tile
 
-#: rows of the micro-tile (unrolled and jammed)
+#: rows of the micro-tile (unrolled and jammed) with 256-bit vectors (AVX2); see
+#: :func:`rows_of_tile` for other widths
 MR = 4
+#: SIMD registers the accumulators of a register tile take (half of AVX-512's 32,
+#: all of AVX2's 16: gcc keeps the operands of the update in the others or
+#: reloads them)
+ACCUMULATORS = 16
 #: bytes of a row of the micro-tile (the vector loop): four 256-bit vectors
 ROW_BYTES = 128
 MARK = "@accumulate"
@@ -244,9 +250,10 @@ def _register_tile(kernel: Kernel, name: str, model: Model, done: set[str]) -> K
         return kernel
     p, r, c, nr = roles
     members = nb.members
+    mr = rows_of_tile(model.cache.vector)
     tiled = _try(
         lambda: tile(
-            kernel, name, {members[p]: MR, members[c]: nr}, name=f"{name}_reg"
+            kernel, name, {members[p]: mr, members[c]: nr}, name=f"{name}_reg"
         ),
         None,
     )
@@ -266,7 +273,32 @@ def _register_tile(kernel: Kernel, name: str, model: Model, done: set[str]) -> K
     if out is None:
         return kernel
     done.update((kband, micro, f"{name}_reg"))
-    return _try(lambda: accumulate(out, kband), kernel)
+    vector = model.cache.vector
+    marked = _try(lambda: accumulate(out, kband, vector=vector), None)
+    if marked is None:
+        return kernel
+    if others:  # loops between the tiles and the reduction: no panel to share
+        return marked
+    reg = f"{name}_reg"
+    done.add(f"{reg}_rows")
+    return pack_panels(marked, reg, model, _extent(marked, kband), _extent(marked, reg))
+
+
+def _extent(kernel: Kernel, band: str) -> int | None:
+    """The most values the first loop of band ``band`` takes for fixed enclosing
+    loops, None when that is not a constant (:func:`_sizes`)."""
+    try:
+        return _sizes(kernel, band)[0]
+    except ScheduleError:
+        return None
+
+
+def rows_of_tile(vector: int) -> int:
+    """``MR``, the rows of a register tile, for SIMD registers of ``vector``
+    bytes: :data:`ACCUMULATORS` registers hold the tile, each row of it
+    :data:`ROW_BYTES` bytes (AVX-512: 8 rows of two registers; AVX2: 4 of four),
+    between 2 and 8 rows."""
+    return max(2, min(8, ACCUMULATORS // max(1, ROW_BYTES // vector)))
 
 
 def _roles(model: Model, outer, nb: stree.Named, name: str):
@@ -297,18 +329,20 @@ def _roles(model: Model, outer, nb: stree.Named, name: str):
     dom = stree.domain(band)
     p, r = rows[-1], reds[-1]
     if (
-        model.extent(band.member(p), dom) < MR
+        model.extent(band.member(p), dom) < rows_of_tile(model.cache.vector)
         or model.extent(band.member(last), dom) < nr
     ):
         return None
     return p, r, last, nr
 
 
-def accumulate(kernel: Kernel, band: str) -> Kernel:
+def accumulate(kernel: Kernel, band: str, *, vector: int | None = None) -> Kernel:
     """Hold the accumulators of a reduction loop in registers: mark band ``band``
     (one member, the reduction loop, above one band of two members: the vector
     loop, then the rows) with ``@accumulate(NR, MR)``, ``NR`` and ``MR`` the tile
-    sizes of the two loops below. ::
+    sizes of the two loops below; with ``vector`` (bytes of a SIMD register),
+    ``@accumulate(NR, MR, vector)``: the accumulators are that many bytes wide
+    vectors where the body allows (:func:`codegen.accumulate.vector_plan`). ::
 
         accumulate(k, "S1")
 
@@ -324,6 +358,7 @@ def accumulate(kernel: Kernel, band: str) -> Kernel:
             of the two loops below for fixed enclosing loops, or move with the
             marked loop, or the statement reads its target array elsewhere, or
             more than one statement runs below the band.
+        ArgumentError: ``vector`` is not a positive integer.
     """
     op = "accumulate"
     root = stree.from_isl(kernel.schedule)
@@ -347,7 +382,10 @@ def accumulate(kernel: Kernel, band: str) -> Kernel:
                 f"because {why}. Keep the loop as it is."
             )
         sizes = _sizes(kernel, inner.name)
-        attr = f"{MARK}({sizes[0]}, {sizes[1]})"
+        if vector is not None:
+            positive_int(op, "vector", vector)
+            sizes = (*sizes, vector)
+        attr = f"{MARK}({', '.join(str(n) for n in sizes)})"
     attrs = tuple(a for a in nb.attrs if not a.startswith(MARK)) + (attr,)
     new_nb = stree.Named(nb.name, nb.members, attrs, nb.band)
     new = stree.replace_at(root, path, lambda _n: new_nb.node())
@@ -355,7 +393,7 @@ def accumulate(kernel: Kernel, band: str) -> Kernel:
         kernel,
         new,
         path,
-        step(op, band),
+        step(op, band, vector=vector),
         f'band "{band}" cannot be marked',
         "Keep the loop as it is.",
     )

@@ -50,9 +50,8 @@ def test_auto_tiles_matmul_and_marks_the_outer_tile_loop_parallel():
     # then the register tile of the product (the zero init apart)
     assert steps[4:] == ["distribute", "tile", "permute", "split_band", "accumulate"]
     text = compile_c(a)[2].text
-    assert (
-        "#pragma omp parallel for" in text and "_pc_acc1[4][8]" in text
-    )  # j tiles of 8
+    # j tiles of 8: a row of the register tile is one 32-byte vector of int32
+    assert "#pragma omp parallel for" in text and "_pc_vec1 _pc_acc1[4][1];" in text
 
 
 def test_auto_parallelises_a_time_tiled_stencil_along_a_wavefront():

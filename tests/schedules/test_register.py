@@ -12,7 +12,8 @@ import schedules as S
 from polyc.errors import IllegalTransformError, ScheduleError
 from polyc.integrations.c_source import compile_c as rewrite
 from polyc.ops import polybench as ex
-from schedules.host.cache_model import Cache
+from schedules.host.cache_model import Cache, host_cache
+from schedules.host.register import rows_of_tile
 from tests.support.cfront_corpus import build_and_run
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same, compile_c
@@ -101,8 +102,13 @@ def test_products_from_c_are_register_tiled_and_keep_their_bits(tmp_path):
         (region,) = out.regions
         steps = [s.name for s in region.kernel.history]
         assert steps.count("accumulate") == (1 if name == "gemm_reg" else 2), steps
-        assert re.search(r"double _pc_acc\d+\[4\]\[16\];", out.text)
-        assert "#pragma GCC unroll 4" in out.text
+        # the accumulators are vectors of this host's SIMD width (gcc keeps them
+        # in registers; a scalar array it spilled on every iteration)
+        vb = host_cache().vector
+        mr, nv = rows_of_tile(vb), 128 // vb
+        assert re.search(rf"_pc_vec\d+ _pc_acc\d+\[{mr}\]\[{nv}\];", out.text)
+        assert f"vector_size({vb})" in out.text
+        assert f"#pragma GCC unroll {mr}" in out.text
         rewritten[name] = out.text
     runs = build_and_run(
         {"original": (SOURCES, []), "rewritten": (rewritten, ["-fopenmp"])}, tmp_path
@@ -128,10 +134,16 @@ def test_2mm_products_leave_their_initialisations_and_tile_whole():
 def test_host_build_of_a_register_tiled_matmul_equals_the_interpreter(dtype, nr):
     k = ex.matmul(None, dtype)
     a = S.auto(k, cache=HOST, params={"N": 512})
-    assert a.history[-1].name == "accumulate"
+    assert [s.name for s in a.history][-4:] == [
+        "accumulate",
+        "permute",
+        "split_band",
+        "pack",
+    ]
     tile = next(s for s in a.history if s.kwargs == (("name", "S0_S1_1_reg"),))
     assert tile.args[1] == {"i": 4, "j": nr}  # 128 bytes of a row
-    assert f"_pc_acc1[4][{nr}]" in compile_c(a)[2].text
+    # HOST's vectors are 32 bytes: a row of the tile is 4 of them
+    assert "_pc_vec1 _pc_acc1[4][4];" in compile_c(a)[2].text
     # 70 = 2 full register tiles of 32 columns and a partial one; 37 rows
     assert_same(k, a, N=70)
     assert_same(k, a, N=37)
@@ -206,8 +218,9 @@ def test_correlation_product_gets_its_own_band_and_register_tile(tmp_path):
     out = rewrite(source["correlation"], schedule="auto", include_dirs=[CORPUS])
     (region,) = out.regions
     assert region.step == "program-order"
-    marks = re.findall(r"@accumulate\(\d+, \d+\)", str(region.kernel.schedule))
-    assert marks == ["@accumulate(16, 4)"]
+    marks = re.findall(r"@accumulate\(\d+, \d+, \d+\)", str(region.kernel.schedule))
+    vb = host_cache().vector
+    assert marks == [f"@accumulate(16, {rows_of_tile(vb)}, {vb})"]
     merged = [s.args for s in region.kernel.history if s.name == "merge_bands"]
     assert len(merged) >= 2
     runs = build_and_run(
