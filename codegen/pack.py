@@ -46,6 +46,9 @@ from polyc.ir import loops
 MARK = "@pack"
 #: alignment of the buffers (a cache line, and an AVX-512 register)
 ALIGN = 64
+#: the largest buffer placed on the stack (a thread's stack is a few MiB); a mark
+#: asking for more is emitted as the loops are
+MAX_BYTES = 1 << 20
 
 
 def panel_rows(name: str) -> int | None:
@@ -79,6 +82,9 @@ def emit(emitter, node: loops.Mark, counter: int) -> list[c.Generable] | None:
     if not moving or any(re.search(rf"\b{v}\b", t) for t in texts for v in inside):
         return None
     nr = plan.nv * plan.vl
+    itemsize = emitter.kernel.arrays[stmt.target.array].dtype.itemsize
+    if kc * nr * itemsize > MAX_BYTES:
+        return None
     k0, l0 = f"_pc_pk{counter}_k0", f"_pc_pk{counter}_l0"
     ready = f"_pc_pk{counter}_ready"
     names = {

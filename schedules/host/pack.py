@@ -21,10 +21,12 @@ bits are the same.
 
 When it pays (a stated rule, not a fitted one): the reduction loop takes a known
 number ``KC`` >= :data:`MIN_PANEL_ROWS` of values per cache tile (the buffer has a
-constant size), a column has at least two row tiles (the copy is reused), and
-the panel's ``KC`` rows, a matrix row apart, span more than the L1 cache (below
-that they stay in L1 as they are: a small matrix, or rows that are already
-``NR`` elements long). Measured by hand on matmul 1024^3 in doubles (see
+constant size), the packed panel (``KC x NR`` elements) fits in the L1 cache
+(where the micro-kernels of a column reuse it; this also bounds the buffer on
+the stack), a column has at least two row tiles (the copy is reused), and the
+panel's ``KC`` rows, a matrix row apart, span more than the L1 cache (below that
+they stay in L1 as they are: a small matrix, or rows that are already ``NR``
+elements long). Measured by hand on matmul 1024^3 in doubles (see
 :mod:`codegen.pack`): 0.058 s without the copy, 0.046 s with it.
 """
 
@@ -87,12 +89,21 @@ def pack(kernel: Kernel, band: str, rows: int) -> Kernel:
     return _mark(kernel, band, f"{MARK}({rows})", op, "copy its panels", rows)
 
 
-def pays(model: Model, stmt, panel_rows: int | None, row_tiles: int | None) -> bool:
+def pays(
+    model: Model,
+    stmt,
+    panel_rows: int | None,
+    row_tiles: int | None,
+    row_bytes: int,
+) -> bool:
     """Whether packing the panels of ``stmt``'s register tiles pays (the module
     docstring's rule): ``panel_rows`` values of the reduction loop per cache tile
     (None: not a constant), ``row_tiles`` register tiles in a column (None: not a
-    constant, as many as the whole extent)."""
+    constant, as many as the whole extent), ``row_bytes`` bytes in a row of a
+    register tile (the packed panel is ``panel_rows`` such rows)."""
     if panel_rows is None or panel_rows < MIN_PANEL_ROWS:
+        return False
+    if panel_rows * row_bytes > model.cache.l1:
         return False
     if row_tiles is not None and row_tiles < 2:
         return False
@@ -103,8 +114,8 @@ def pays(model: Model, stmt, panel_rows: int | None, row_tiles: int | None) -> b
         if not ld.index[-1].names() & lanes:
             continue
         arr = model.kernel.arrays[ld.array]
-        row_bytes = int(arr.shape[-1].evaluate(model.values)) * arr.dtype.itemsize
-        if panel_rows * row_bytes > model.cache.l1:
+        stride = int(arr.shape[-1].evaluate(model.values)) * arr.dtype.itemsize
+        if panel_rows * stride > model.cache.l1:
             return True
     return False
 
@@ -115,11 +126,13 @@ def pack_panels(
     model: Model,
     panel_rows: int | None,
     row_tiles: int | None,
+    row_bytes: int,
 ) -> Kernel:
     """``kernel`` with the register tiles of band ``reg`` (two members: the row
     tile loop, then the column tile loop, above the reduction band marked
     ``@accumulate``, which takes ``panel_rows`` values per cache tile, with
-    ``row_tiles`` values of the row tile loop: see :func:`pays`) reordered and
+    ``row_tiles`` values of the row tile loop, rows of ``row_bytes``: see
+    :func:`pays`) reordered and
     packed where :func:`pays`; unchanged where it does not or a step is
     refused."""
     root = stree.from_isl(kernel.schedule)
@@ -127,7 +140,8 @@ def pack_panels(
     names = stree.statements(nb.band)
     if len(nb.members) != 2 or len(names) != 1:
         return kernel
-    if not pays(model, kernel.statement(names[0]), panel_rows, row_tiles):
+    stmt = kernel.statement(names[0])
+    if not pays(model, stmt, panel_rows, row_tiles, row_bytes):
         return kernel
     assert panel_rows is not None
     rows_t, cols_t = nb.members

@@ -281,7 +281,9 @@ def _register_tile(kernel: Kernel, name: str, model: Model, done: set[str]) -> K
         return marked
     reg = f"{name}_reg"
     done.add(f"{reg}_rows")
-    return pack_panels(marked, reg, model, _extent(marked, kband), _extent(marked, reg))
+    return pack_panels(
+        marked, reg, model, _extent(marked, kband), _extent(marked, reg), ROW_BYTES
+    )
 
 
 def _extent(kernel: Kernel, band: str) -> int | None:

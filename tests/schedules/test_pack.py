@@ -97,14 +97,15 @@ def test_a_small_product_is_not_packed():
 
 def test_pays_follows_the_rule():
     k = ex.matmul(None, "float64")
-    model = Model(k, {"N": 1024}, WIDE)
+    model = Model(k, {"N": 1024}, Cache(l1=48 * 1024))
     stmt = next(s for s in k.statements if s.depth == 3)
-    assert pays(model, stmt, 128, 16)
-    assert not pays(model, stmt, None, 16)  # no constant KC: no buffer size
-    assert not pays(model, stmt, 8, 16)  # fewer rows than MIN_PANEL_ROWS
-    assert not pays(model, stmt, 128, 1)  # one row tile: no reuse
-    small = Model(k, {"N": 2}, WIDE)  # 16 rows of 16 bytes fit in L1
-    assert not pays(small, stmt, 16, 16)
+    assert pays(model, stmt, 128, 16, 128)
+    assert not pays(model, stmt, None, 16, 128)  # no constant KC: no buffer size
+    assert not pays(model, stmt, 8, 16, 128)  # fewer rows than MIN_PANEL_ROWS
+    assert not pays(model, stmt, 128, 1, 128)  # one row tile: no reuse
+    assert not pays(model, stmt, 512, 16, 128)  # the panel (64 KiB) is past L1
+    small = Model(k, {"N": 16}, Cache(l1=48 * 1024))  # 16 rows of 128 bytes fit
+    assert not pays(small, stmt, 16, 16, 128)
 
 
 def test_a_body_the_vectors_cannot_take_keeps_the_scalar_tile():
