@@ -154,3 +154,17 @@ def test_the_vector_width_comes_from_the_cpu_flags_and_can_be_set():
     assert host_vector_bytes("flags\t: fpu sse2\n") == 16
     assert host_vector_bytes("processor : 0\n") == Cache.vector
     assert parse_cache("vector=16", base=WIDE) == Cache(4096, 128 * 1024, 1 << 20, 16)
+
+
+def test_a_panel_too_large_for_the_stack_is_not_copied():
+    # a hand-set mark asking for 2^20 rows (16 MiB of buffer) runs the loops as
+    # they are, with the same bits
+    k = ex.matmul(None, "float64")
+    a = S.pack(S.auto(k, cache=WIDE8, params={"N": 256}), "S0_S1_1_reg_rows", 1 << 20)
+    text = compile_c(a)[2].text
+    assert "_pc_pack" not in text and "_pc_vec" in text
+    inputs = inputs_for(k, seed=5, N=53)
+    want = run_c(k, {x: v.copy() for x, v in inputs.items()}, N=53)
+    got = run_c(a, {x: v.copy() for x, v in inputs.items()}, N=53)
+    for name in want:
+        assert want[name].tobytes() == got[name].tobytes(), name
