@@ -12,10 +12,20 @@ side by side:
   OMP_NUM_THREADS=1, so the column measures the schedule, not threads);
 - the original with ``clang-19 -O3 -march=native -mllvm -polly`` where installed.
 
-The three run in turns, ``--repeat`` rounds; it reports the best time of each, the
+For the matrix products (:data:`BLAS`: matmul, 2mm, doitgen) two more, in the same
+turns: polyc's output built with ``-ffp-contract=fast`` (``polyc_fma``: gcc fuses
+each multiply-add into an FMA, one rounding instead of two, so its checksum is
+compared within a relative 1e-12, not bit for bit), and the same products through
+numpy's BLAS on one thread (``blas``: OpenBLAS, ``OPENBLAS_NUM_THREADS=1``, the
+same inputs, timed around the calls only; BLAS sums in its own order, so its
+checksum's relative difference is reported too), the baseline a hardware
+engineer compares a matrix product with.
+
+The builds run in turns, ``--repeat`` rounds; it reports the best time of each, the
 speedups over the baseline and whether every
-build's checksum equals the baseline's, writes ``bench/results/host_c.json``, prints
-the markdown table and regenerates it in docs/results.md.
+build's checksum equals the baseline's, writes ``bench/results/host_c.json`` (with
+``--only``, the rows of the other kernels already in it are kept), prints the
+markdown tables and regenerates them in docs/results.md.
 """
 
 from __future__ import annotations
@@ -23,8 +33,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -50,17 +62,77 @@ KERNELS = [
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 
 
-def _compile(cc: list[str], src: Path, exe: Path, repeat: int) -> float:
+#: the same products through numpy's BLAS: the C file's inputs (its ``init``), the
+#: kernel as numpy calls, and the array its checksum reads; ``{N}``-style names
+#: are the file's ``#define``s
+BLAS = {
+    "matmul": (
+        "i, j = np.indices((N, N))\n"
+        "A = ((i * j + 1) % N) / N\nB = ((i + 2 * j) % N) / N\n"
+        "C = np.zeros((N, N))",
+        "C += A @ B",
+        "C",
+    ),
+    "2mm": (
+        "i, j = np.indices((N, N))\n"
+        "A = ((i * j + 1) % N) / N\nB = (i * (j + 1) % N) / N\n"
+        "C = ((i * (j + 3) + 1) % N) / N\nD = (i * (j + 2) % N) / N",
+        "tmp = (1.5 * A) @ B\nD = 1.2 * D + tmp @ C",
+        "D",
+    ),
+    "doitgen": (
+        "r, q, s = np.indices((NR, NQ, NP))\nA = ((r * q + s) % NP) / NP\n"
+        "i, j = np.indices((NP, NP))\nC4 = (i * j % NP) / NP",
+        "A = (A.reshape(NR * NQ, NP) @ C4).reshape(NR, NQ, NP)",
+        "A",
+    ),
+}
+#: the relative difference of checksums allowed where sums round differently
+#: (FMA contraction, BLAS's own order)
+TOLERANCE = 1e-12
+
+
+def _compile(
+    cc: list[str], src: Path, exe: Path, repeat: int, extra: tuple[str, ...] = ()
+) -> float:
     start = time.perf_counter()
-    cmd = [*cc, *FLAGS, f"-DREPEAT={repeat}", f"-I{SOURCES}", str(src), "-o", str(exe)]
-    subprocess.run([*cmd, "-lm"], check=True, capture_output=True, text=True)
+    cmd = [*cc, *FLAGS, *extra, f"-DREPEAT={repeat}", f"-I{SOURCES}", str(src)]
+    subprocess.run(
+        [*cmd, "-o", str(exe), "-lm"], check=True, capture_output=True, text=True
+    )
     return time.perf_counter() - start
 
 
+def _blas_script(name: str, work: Path, repeat: int) -> Path:
+    """A Python program that runs kernel ``name``'s products through numpy
+    ``repeat`` times and prints the best time and the C file's checksum."""
+    defines = re.findall(
+        r"^#define (\w+) (\d+)$", (SOURCES / f"{name}.c").read_text(), re.M
+    )
+    init, call, out = BLAS[name]
+    lines = ["import time", "import numpy as np"]
+    lines += [f"{k} = {v}" for k, v in defines]
+    lines += [
+        "best = 1e30",
+        f"for _ in range({repeat}):",
+        *("    " + x for x in init.splitlines()),
+        "    t0 = time.perf_counter()",
+        *("    " + x for x in call.splitlines()),
+        "    best = min(best, time.perf_counter() - t0)",
+        f"p = np.ascontiguousarray({out}).ravel()",
+        "s = float(np.sum(p * (1 + np.arange(p.size) % 7)))",
+        "print(f'time {best:.6f}\\nchecksum {s!r}')",
+    ]
+    path = work / f"{name}_blas.py"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def _run(exe: Path) -> tuple[float, float]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    cmd = [sys.executable, str(exe)] if exe.suffix == ".py" else [str(exe)]
     out = subprocess.run(
-        [str(exe)], check=True, capture_output=True, text=True, env=env
+        cmd, check=True, capture_output=True, text=True, env=env
     ).stdout
     values = dict(line.split() for line in out.splitlines() if line.strip())
     return float(values["time"]), float(values["checksum"])
@@ -102,6 +174,11 @@ def run_kernel(name: str, work: Path, repeat: int, schedule: str, polly) -> dict
             builds["polly"] = work / f"{name}.polly"
         except subprocess.CalledProcessError as err:
             row["polly_error"] = f"compile failed ({err.returncode})"
+    if name in BLAS:
+        builds["polyc_fma"] = work / f"{name}.polyc_fma"
+        fma = ("-ffp-contract=fast",)  # after FLAGS' off: the last one counts
+        _compile(["gcc", "-fopenmp"], rewritten, builds["polyc_fma"], 1, fma)
+        builds["blas"] = _blas_script(name, work, 1)
     best: dict[str, float] = {}
     sums: dict[str, float] = {}
     for _ in range(repeat):
@@ -120,6 +197,13 @@ def run_kernel(name: str, work: Path, repeat: int, schedule: str, polly) -> dict
             row[f"{key}_s"] = best[key]
             row[f"{key}_checksum_equal"] = sums[key] == sums["gcc"]
             row[f"{key}_speedup"] = best["gcc"] / best[key]
+    for key in ("polyc_fma", "blas"):
+        if key in best:
+            row[f"{key}_s"] = best[key]
+            diff = abs(sums[key] - sums["gcc"]) / max(abs(sums["gcc"]), 1e-300)
+            row[f"{key}_checksum_rel_diff"] = diff
+            row[f"{key}_checksum_close"] = diff <= TOLERANCE
+    row["load_average"] = os.getloadavg()[0]
     return row
 
 
@@ -175,6 +259,34 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def blas_table(rows: list[dict]) -> str:
+    """The docs/results.md table of the matrix products against numpy's BLAS on
+    one thread: polyc's output (bit for bit, no FMA) and with FMA contraction,
+    each as a multiple of BLAS's time."""
+    lines = [
+        "| kernel | BLAS, 1 thread (s) | polyc + gcc -O3 (s) | x BLAS "
+        "| polyc + FMA (s) | x BLAS | checksum rel. diff.: FMA, BLAS |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if "blas_s" not in r:
+            continue
+        blas = r["blas_s"]
+        fma = r.get("polyc_fma_s")
+        lines.append(
+            f"| {LABELS.get(r['kernel'], r['kernel'])} | {blas:.4f} | "
+            f"{r['polyc_s']:.4f} | {r['polyc_s'] / blas:.2f}x | "
+            + (
+                f"{fma:.4f} | {fma / blas:.2f}x | "
+                f"{r['polyc_fma_checksum_rel_diff']:.1e}, "
+                if fma is not None
+                else "- | - | -, "
+            )
+            + f"{r['blas_checksum_rel_diff']:.1e} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, choices=KERNELS)
@@ -194,6 +306,13 @@ def main(argv: list[str] | None = None) -> int:
             row = run_kernel(name, Path(tmp), args.repeat, schedule, polly)
             print(json.dumps(row), flush=True)
             rows.append(row)
+    path = RESULTS / "host_c.json"
+    if args.only and path.exists():  # the other kernels' rows of an earlier run
+        ran = {r["kernel"] for r in rows}
+        kept = [
+            r for r in json.loads(path.read_text())["rows"] if r["kernel"] not in ran
+        ]
+        rows = sorted(kept + rows, key=lambda r: KERNELS.index(r["kernel"]))
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "benchmark": "host_c",
@@ -202,9 +321,9 @@ def main(argv: list[str] | None = None) -> int:
         "polly": polly is not None,
         "rows": rows,
     }
-    path = RESULTS / "host_c.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(table(rows))
+    print(blas_table(rows))
     results_md.regenerate_for(path)
     return 0
 

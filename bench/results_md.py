@@ -110,6 +110,7 @@ SECTIONS: tuple[Section, ...] = (
         doc="torch.md",
     ),
     Section("host_c", "host_c.json", "bench.host_c", "table", key="rows"),
+    Section("host_c_blas", "host_c.json", "bench.host_c", "blas_table", key="rows"),
     Section("host_c_corpus", "host_c_corpus.json", "bench.host_c_corpus", "table"),
     Section("sched", "schedules.json", "bench.sched", "render", doc="schedules.md"),
     Section(
