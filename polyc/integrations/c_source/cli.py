@@ -48,7 +48,8 @@ def add_compile_parser(sub) -> None:
         metavar="l1=SIZE,l2=SIZE,l3=SIZE",
         help="with --schedule auto: the cache capacities the cost model tiles and "
         "chooses for, e.g. l2=2M (default: this machine's, from "
-        "/sys/devices/system/cpu/cpu0/cache)",
+        "/sys/devices/system/cpu/cpu0/cache), and vector=BYTES, the SIMD register "
+        "the products' register tiles use (default: from /proc/cpuinfo)",
     )
     p.add_argument(
         "--wavefront",
