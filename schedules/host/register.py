@@ -7,7 +7,7 @@ member ``l`` (``X[f]`` moves by one element) and a row member ``p`` (``X[f]``
 moves by a row) is register-tiled::
 
     for p: for r: for l:                for p_t (step MR): for l_t (step NR):
-      X[p][l] += A[p][r] * B[r][l]   ->   for r:            # @accumulate(NR, MR)
+      X[p][l] += A[p][r] * B[r][l]   ->   for r:         # @accumulate(NR, MR, VB)
                                             for l in NR:     # the vector loop
                                               for p in MR:   # unrolled and jammed
                                                 X[p][l] += A[p][r] * B[r][l]
@@ -24,14 +24,21 @@ target is a bijection of the loops below the mark that does not depend on the
 marked loop. The arithmetic and its order are unchanged, so results are the same
 bit for bit.
 
-Sizes: ``MR`` = 4 rows and ``NR`` = 128 bytes of a row (16 doubles, 32 floats): four
-rows of four 256-bit vectors, 16 accumulator registers. Chosen from a hand
-experiment (not a benchmark of this repository; one run each, machine loaded) on
-PolyBench's gemm at LARGE (1000 x 1100 x 1200 doubles, gcc -O3 -march=native, the
-micro-kernel written by hand in the form this module emits): MR x NR = 4 x 16 and
-8 x 16 took 0.10-0.11 s, 4 x 8 0.55 s (gcc does not vectorise it), 4 x 32 0.15 s,
-the cache-tiled nest without register tiles 0.28 s. bench.host_c_corpus measures
-the result.
+Sizes: ``NR`` = 128 bytes of a row (16 doubles, 32 floats) and ``MR`` rows so that
+the tile fills :data:`ACCUMULATORS` = 16 SIMD registers of the host's width
+(:attr:`~schedules.host.cache_model.Cache.vector`, :func:`rows_of_tile`): 4 rows of
+four 256-bit vectors (AVX2), 8 rows of two 512-bit ones (AVX-512). The scheduler
+marks ``@accumulate(NR, MR, VB)`` with that width, so that the code generator
+holds the accumulators in vectors of it (:mod:`codegen.accumulate`). 4 x 16 was
+chosen from a hand experiment (not a benchmark of this repository; one run each,
+machine loaded) on PolyBench's gemm at LARGE (1000 x 1100 x 1200 doubles, gcc -O3
+-march=native, the micro-kernel written by hand in the scalar form): MR x NR =
+4 x 16 and 8 x 16 took 0.10-0.11 s, 4 x 8 0.55 s (gcc does not vectorise it),
+4 x 32 0.15 s, the cache-tiled nest without register tiles 0.28 s; in the vector
+form on AVX-512 (matmul 1024^3, by hand), 8 x 16 in 512-bit vectors 0.058 s
+against 4 x 16 in 256-bit ones 0.071 s. Where packing pays, the tiles' ``B``
+panels are then copied into contiguous buffers (:mod:`schedules.host.pack`).
+bench.host_c_corpus measures the result.
 """
 
 from __future__ import annotations
