@@ -17,6 +17,11 @@
    Every outermost permutable band is tiled with sizes from :mod:`schedules.host.cache_model`
    (cache footprint of a tile), after ordering its members so that the innermost
    point loop is the one with contiguous accesses.
+   A stencil (Jacobi, heat, FDTD) whose time step does not fit gets time tiles
+   (:mod:`schedules.host.stencil`); an in-place one whose innermost loop carries
+   a recurrence (Gauss-Seidel) runs each time step as wavefronts with a
+   dependence-free innermost loop (:mod:`schedules.host.gauss_seidel`); either
+   is kept without asking the chain.
 3. The outermost loop that carries no dependence is marked ``@parallel``: a
    coincident tile loop moved to the front, or, for a band with none (a time-tiled
    stencil), the inner tile loop of a wavefront (the outer tile loop skewed by the
@@ -59,6 +64,7 @@ from schedules.apply import apply_schedule
 from schedules.bands import merge_bands, permute
 from schedules.host import chain, profit
 from schedules.host.cache_model import MIN_PARALLEL_WORK, Cache, Model
+from schedules.host.gauss_seidel import STEP_WAVEFRONTS, step_wavefronts
 from schedules.host.matvec import matvec_tiles
 from schedules.host.parallel import (
     attempt,
@@ -183,6 +189,9 @@ def auto_found(
             if parallel and wavefront:
                 tiled = parallel_tiles(tiled, TILES, model)
             return Found(tiled, chain.TIME_TILES, (chain.TIME_TILES,), ())
+        waves = step_wavefronts(kernel, model)
+        if waves is not None:
+            return Found(waves, STEP_WAVEFRONTS, (STEP_WAVEFRONTS,), ())
     attempts = chain.candidates(kernel, fusion, budget)
     failures = list(attempts.failures)
     finished: list[tuple[str, Kernel]] = []

@@ -130,14 +130,14 @@ def time_tiles(kernel: Kernel, model: Model) -> Kernel | None:
     found = stencil_of(kernel)
     if found is None or recurrent(kernel.original, model) > 0:
         return None
-    extents = _extents(kernel, found, model)
+    space = extents(kernel, found, model)
     item = sum(kernel.arrays[a].dtype.itemsize for a in found.arrays)
-    if item * float(np.prod(extents)) <= model.cache.tile_budget:
+    if item * float(np.prod(space)) <= model.cache.tile_budget:
         return None
     skews = skew_factors(kernel, found)
     if skews is None:
         return None
-    sizes = tile_sizes(found, skews, extents, item, model)
+    sizes = tile_sizes(found, skews, space, item, model)
     if sizes is None:
         return None
     root = stree.from_isl(kernel.original.schedule)
@@ -153,7 +153,7 @@ def skew_factors(kernel: Kernel, found: Stencil) -> list[int] | None:
     the statements in a step give."""
     from schedules.legality import dependences
 
-    hyper = {n: _hyperplanes(found, n) for n in found.time}
+    hyper = {n: hyperplanes(found, n) for n in found.time}
     distances: list[isl.Set] = []  # per dependence: its (tau, x...) distances
     for _, _, dep in dependences(kernel):
         src = dep.get_tuple_name(isl.dim_type.in_)
@@ -225,7 +225,7 @@ def _tile_band(
     return stree.Mark(tree.band_mark(TILES, names), band)
 
 
-def _hyperplanes(found: Stencil, name: str) -> isl.Map:
+def hyperplanes(found: Stencil, name: str) -> isl.Map:
     """``{ S[x] -> [tau, x1, ..., xd] }`` for statement ``name``."""
     affs = [found.time[name], *found.space[name]]
     out = isl.Map.from_pw_aff(affs[0])
@@ -236,16 +236,22 @@ def _hyperplanes(found: Stencil, name: str) -> isl.Map:
 
 def _min_along(deltas: isl.Set, s: int, pos: int) -> bool:
     """Whether ``s * delta_tau + delta_x`` (``x`` at ``pos``) is never negative."""
-    n = deltas.dim(isl.dim_type.set)
-    names = [f"d{i}" for i in range(n)]
-    params = deltas.get_space().params()
-    head = isl.Map(f"{{ [{', '.join(names)}] -> [{s} * d0 + d{pos}] }}")
-    proj = deltas.apply(head.align_params(params))
-    low = proj.dim_min_val(0)
+    coefs = [0] * deltas.dim(isl.dim_type.set)
+    coefs[0], coefs[pos] = s, 1
+    low = lowest(deltas, coefs)
     return not (low.is_neginfty() or low.is_nan() or low.is_neg())
 
 
-def _extents(kernel: Kernel, found: Stencil, model: Model) -> list[int]:
+def lowest(deltas: isl.Set, coefs: list[int]) -> isl.Val:
+    """The smallest value of ``sum_i coefs[i] * delta_i`` over ``deltas``."""
+    names = [f"d{i}" for i in range(len(coefs))]
+    combined = " + ".join(f"{c} * d{i}" for i, c in enumerate(coefs)) or "0"
+    params = deltas.get_space().params()
+    head = isl.Map(f"{{ [{', '.join(names)}] -> [{combined}] }}")
+    return deltas.apply(head.align_params(params)).dim_min_val(0)
+
+
+def extents(kernel: Kernel, found: Stencil, model: Model) -> list[int]:
     """Per space dimension, the largest extent of the written arrays (at the
     model's sizes)."""
     shapes = [kernel.arrays[a].concrete_shape(model.values) for a in found.arrays]

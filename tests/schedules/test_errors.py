@@ -252,7 +252,8 @@ def test_budget_error_when_isl_runs_out_of_operations():
         match=r"^auto: isl's scheduler ran past its budget of 100 operations because "
         r"seidel2d \(1 statements\)",
     ):
-        S.auto(ex.seidel2d(None, None), max_operations=100)
+        # untiled: with tiles, Seidel's time steps run as wavefronts without isl
+        S.auto(ex.seidel2d(None, None), max_operations=100, tile=False)
 
 
 def test_replay_of_an_unknown_step():

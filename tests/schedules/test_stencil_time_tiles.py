@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 import schedules as S
-from bench import host_c_corpus as hc
-from polyc.integrations.c_source import compile_c
 from polyc.ops import polybench as ex
 from schedules import stree
 from schedules.host import chain, stencil
@@ -19,6 +17,7 @@ from schedules.host.cache_model import Cache
 from schedules.host.profit import innermost_steps
 from schedules.host.scheduler import auto_found
 from schedules.host.stencil import TILES, stencil_of
+from tests.support.cfront_corpus import bench_checksums
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same
 from tests.support.sched import compile_c as generate
@@ -126,24 +125,12 @@ def test_time_tiled_corpus_stencils_compute_the_original_bits(
     monkeypatch.setattr(stencil, "INNER_SIZES", (16, 8))
     monkeypatch.setattr(stencil, "OUTER_SIZES", (8, 4))
     monkeypatch.setattr(stencil, "TIME_STEPS", (4, 2))
-    text = (CORPUS / f"{name}.c").read_text()
     runs, l2 = CORPUS_SIZES[name]
     cache = Cache(l1=1024, l2=l2, l3=4 * l2)
-    for n, sizes in enumerate(runs):
-        src = tmp_path / f"{name}{n}.c"
-        src.write_text(hc.prepare(name, text, sizes))
-        drv = tmp_path / f"{name}{n}_driver.c"
-        drv.write_text(hc.driver(name, text, sizes))
-        result = compile_c(src, schedule="auto", cache=cache, include_dirs=[CORPUS])
-        assert [r.step for r in result.regions] == [chain.TIME_TILES], sizes
-        out = tmp_path / f"{name}{n}.polyc.c"
-        out.write_text(result.text)
-        sums = []
-        for label, file in (("gcc", src), ("polyc", out)):
-            exe = tmp_path / f"{name}{n}.{label}"
-            hc._build(["gcc"], [file, drv], exe)
-            sums.append(hc._run(exe, 60.0)[1])
-        assert sums[0] == sums[1] and sums[0], (name, sizes)
+    for sizes in runs:
+        steps, original, polyc = bench_checksums(name, sizes, tmp_path, cache=cache)
+        assert steps == [chain.TIME_TILES], sizes
+        assert original == polyc and original, (name, sizes)
 
 
 def test_the_cli_passes_wavefront_to_the_scheduler(tmp_path):

@@ -162,3 +162,31 @@ def interpret_inputs(kernel, dumps: dict, known: dict[str, int]):
         inputs[a.name] = arr.reshape(-1)[: int(np.prod(shape))].reshape(shape)
         inputs[a.name] = inputs[a.name].astype(a.dtype.numpy)
     return inputs, params
+
+
+def bench_checksums(
+    name: str, sizes: dict[str, int], work: Path, **options
+) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """A corpus kernel through the corpus benchmark's driver at ``sizes``
+    (``bench.host_c_corpus``): ``(steps, original's checksums, polyc's)``, the
+    steps of ``--schedule auto`` for each region and every array's checksum (hex
+    floats) after the original and after polyc's output, each built with gcc.
+    ``options`` go to ``compile_c`` (``cache=``...)."""
+    from bench import host_c_corpus as hc
+    from polyc.integrations.c_source import compile_c
+
+    text = (CORPUS / f"{name}.c").read_text()
+    tag = "_".join(f"{k}{v}" for k, v in sorted(sizes.items()))
+    src = work / f"{name}_{tag}.c"
+    src.write_text(hc.prepare(name, text, sizes))
+    drv = work / f"{name}_{tag}_driver.c"
+    drv.write_text(hc.driver(name, text, sizes))
+    result = compile_c(src, schedule="auto", include_dirs=[CORPUS], **options)
+    out = work / f"{name}_{tag}.polyc.c"
+    out.write_text(result.text)
+    sums = []
+    for label, file in (("gcc", src), ("polyc", out)):
+        exe = work / f"{name}_{tag}.{label}"
+        hc._build(["gcc"], [file, drv], exe)
+        sums.append(hc._run(exe, 60.0)[1])
+    return [r.step for r in result.regions], sums[0], sums[1]
