@@ -25,7 +25,9 @@ for the original order, the same bits.
 
 Applies when (:func:`step_wavefronts`): the program is a stencil
 (:func:`schedules.host.stencil.stencil_of`) whose statements each run as their own
-part of a time step, at least one of whose innermost loops carries a recurrence;
+part of a time step, one of which depends on itself one element before along the
+last space dimension in the same step (a chain of latencies along its innermost
+loop; Floyd-Warshall's row that depends on one element of it is none);
 coefficients ``a_m`` in ``0..MAX_SKEW`` give every dependence inside one part of
 one step a distance of at least one along ``h`` (the smallest sum wins); and the
 cache lines of a few consecutive hyperplanes fit the tile budget (model, stated:
@@ -45,6 +47,7 @@ from schedules import stree
 from schedules.apply import apply_schedule
 from schedules.host.cache_model import Model
 from schedules.host.parallel import attempt
+from schedules.host.profit import LINE, recurrent
 from schedules.host.stencil import (
     MAX_SKEW,
     Stencil,
@@ -57,21 +60,17 @@ from schedules.host.stencil import (
 #: what :class:`schedules.host.scheduler.Found` names as its step when the
 #: scheduler ran a Gauss-Seidel stencil's time steps as wavefronts
 STEP_WAVEFRONTS = "step-wavefronts"
-#: bytes of one cache line (the model's unit for a diagonal's footprint)
-LINE = 64
 
 
 def step_wavefronts(kernel: Kernel, model: Model) -> Kernel | None:
     """``kernel`` with each time step run along hyperplanes (module docstring),
     checked by ``apply_schedule``; None when it does not apply or pay."""
-    from schedules.host.profit import recurrent
-
     found = stencil_of(kernel)
     if found is None or len(found.time) != found.steps:
         return None  # not a stencil, or statements sharing a part of a step
     if any(s.depth != 1 + found.rank for s in kernel.statements):
         return None  # [tau, h, x_1, ...] would not order every instance
-    if recurrent(kernel.original, model) == 0:
+    if recurrent(kernel.original, model) == 0 or not _chained(kernel, found):
         return None  # time tiles (or nothing) in the program's own order
     coefs = hyperplane(kernel, found)
     if coefs is None or not _fits(kernel, found, model):
@@ -102,6 +101,40 @@ def hyperplane(kernel: Kernel, found: Stencil) -> tuple[int, ...] | None:
         if all(_forward(d, coefs) for d in inside):
             return coefs
     return None
+
+
+def _chained(kernel: Kernel, found: Stencil) -> bool:
+    """Whether a statement depends on itself one element before along the last
+    space dimension in the same step, at (almost) every instance (Seidel's
+    ``A[i][j - 1] -> A[i][j]``): a chain of latencies. A dependence of a row on
+    one of its elements (Floyd-Warshall's ``path[i][k]``, read along ``j``, has
+    that distance only at ``j = k + 1``) is none: its loop runs at the speed of
+    the loads, which a diagonal walk only slows down."""
+    from schedules.legality import dependences
+
+    n = 1 + found.rank
+    src = [f"d{i}" for i in range(n)]
+    dst = [*src[:-1], f"{src[-1]} + 1"]
+    step = isl.Map(f"{{ [{', '.join(src)}] -> [{', '.join(dst)}] }}")
+    for _, _, dep in dependences(kernel):
+        name = dep.get_tuple_name(isl.dim_type.in_)
+        if name != dep.get_tuple_name(isl.dim_type.out):
+            continue
+        plane = hyperplanes(found, name)
+        pairs = dep.apply_domain(plane).apply_range(plane)
+        pairs = pairs.intersect_params(kernel.context)
+        chained = pairs.intersect(step.align_params(pairs.get_space().params()))
+        if chained.is_empty():
+            continue
+        if _equalities(chained.range()) == _equalities(pairs.range()):
+            return True
+    return False
+
+
+def _equalities(s: isl.Set) -> int:
+    """The equalities of ``s``'s affine hull (fewer: more dimensions)."""
+    hull = s.affine_hull()
+    return sum(c.is_equality() for c in hull.get_constraints())
 
 
 def _forward(deltas: isl.Set, coefs: tuple[int, ...]) -> bool:

@@ -5,7 +5,9 @@ atax and bicg it distributes the two products over ``A`` into two nests, the sec
 of which walks ``A`` column by column (0.37x of the program order's speed with gcc),
 and on doitgen it shifts the copy-back loop into the innermost reduction loop behind
 a guard. So the scheduler finishes every candidate of the chain (tiled and marked,
-see :mod:`schedules.host.scheduler`) and :func:`choose` compares them:
+see :mod:`schedules.host.scheduler`), adds the program as written (its own loops,
+parallel marks only) last, so that no rewrite the model judges worse than the
+input is kept, and :func:`choose` compares them:
 
 1. a candidate that runs fewer statement instances under a ``@parallel`` loop than
    another (by more than :data:`STRIDED_MARGIN`) is never taken;
@@ -13,16 +15,29 @@ see :mod:`schedules.host.scheduler`) and :func:`choose` compares them:
    streams more than :data:`MARGIN` times the other and neither schedule has a
    skewed loop (one that combines two iterators: the model's bounding boxes then
    cover whole diagonals);
-3. fewer statement instances whose innermost loop carries a recurrence (a
+3. fewer far strided accesses along the innermost loop per statement instance
+   (by more than :data:`STRIDED_MARGIN` per instance): strided accesses
+   to an array larger than the tile budget (half the L2) whose innermost loop
+   runs over more lines than the L1 holds (its trip count, a line per element).
+   Such a walk (down a column) fetches a line per element from beyond the L1,
+   and from beyond the L2 the first time, which the hardware prefetchers do not
+   see coming (it crosses a page per element); that costs more than the few
+   cycles of floating-point latency a recurrence adds to an instance. A short
+   walk (a point loop of a tile, 128 elements) finds its lines in the L1 again
+   at the next iteration around it. Cholesky: isl's
+   right-looking schedule reads ``A[j][k]`` down a column under its
+   recurrence-free innermost loop, 0.50x of gcc's time on the program order's
+   dot products at LARGE; trisolv's column sweep of ``L``, 0.45x;
+4. fewer statement instances whose innermost loop carries a recurrence (a
    dependence of the statement on itself), by more than :data:`STRIDED_MARGIN`:
    without ``-ffast-math`` the C compiler vectorises no such loop, while a
    dependence-free one vectorises even with strided accesses (isl's wavefront for
    Seidel-2D ran 3x faster than gcc on the original, whose ``j`` loop carries one);
 4. fewer guards in innermost loops that test the loop's own iterator (isl's AST
    for the schedule, see :func:`guards`);
-5. fewer strided accesses along the innermost loop, weighted by how many instances
+6. fewer strided accesses along the innermost loop, weighted by how many instances
    make them (by more than :data:`STRIDED_MARGIN`);
-6. the earlier candidate of the chain (isl's own schedule first).
+7. the earlier candidate of the chain (isl's own schedule first).
 
 Model of the bytes streamed (stated, not measured): the program runs as a sequence
 of top-level nests (the children of the outermost sequences and sets), each
@@ -54,6 +69,8 @@ MARGIN = 1.5
 STRIDED_MARGIN = 0.1
 #: cache line size in bytes
 LINE = 64
+#: the trip count :func:`_trip` assumes when isl finds no bound
+DEFAULT_TRIP = 1024
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,8 @@ class Score:
     streamed: float
     guards: int
     strided: float
+    #: far strided accesses per statement instance (criterion 3)
+    far_strided: float = 0.0
 
 
 def choose(kernels: list[Kernel], model: Model) -> int:
@@ -95,6 +114,10 @@ def better(a: Score, b: Score) -> bool:
             return True
         if b.streamed * MARGIN < a.streamed:
             return False
+    if a.far_strided < b.far_strided - STRIDED_MARGIN:
+        return True
+    if b.far_strided < a.far_strided - STRIDED_MARGIN:
+        return False
     if a.recurrent < b.recurrent * (1 - STRIDED_MARGIN):
         return True
     if b.recurrent < a.recurrent * (1 - STRIDED_MARGIN):
@@ -114,17 +137,27 @@ def score(kernel: Kernel, model: Model) -> Score:
         for name in stree.statements(n)
     }
     parallel = sum(_instances(model, kernel.statement(name)) for name in under)
-    inner = innermost_steps(kernel)
+    inner = _innermost(kernel)
     recurring = recurrent(kernel, model)
-    strided = 0.0
+    strided = far = work = 0.0
+    budget = model.cache.tile_budget
     for stmt in kernel.statements:
-        step = inner.get(stmt.name)
-        if step is None:
-            continue
         count = _instances(model, stmt)
+        work += count
+        if stmt.name not in inner:
+            continue
+        step, dim = inner[stmt.name]
+        run = None  # lines one run of the innermost loop walks, when strided
         for ld in (stmt.target, *stmt.reads):
-            if access_kind(ld.index, stmt.iterators, step) == "strided":
-                strided += count
+            if access_kind(ld.index, stmt.iterators, step) != "strided":
+                continue
+            strided += count
+            if kernel.arrays[ld.array].nbytes(model.values) <= budget:
+                continue
+            if run is None:
+                run = _trip(kernel, model, stmt.name, dim) * LINE
+            if run > model.cache.l1:
+                far += count
     return Score(
         parallel,
         devectorised(kernel, model),
@@ -133,6 +166,7 @@ def score(kernel: Kernel, model: Model) -> Score:
         streamed_bytes(kernel, model),
         guards(kernel),
         strided,
+        far / max(work, 1.0),
     )
 
 
@@ -367,6 +401,12 @@ def innermost_steps(kernel: Kernel) -> dict[str, np.ndarray]:
     statement's iterators (the others held fixed), or the one above it below an
     ``@accumulate`` mark, whose last loop the C compiler unrolls (the rows of a
     register tile). Statements outside any loop are left out."""
+    return {name: step for name, (step, _) in _innermost(kernel).items()}
+
+
+def _innermost(kernel: Kernel) -> dict[str, tuple[np.ndarray, int]]:
+    """:func:`innermost_steps`, each with the position of the innermost loop's
+    dimension in the statement's flat schedule."""
     from schedules.legality import statement_times
 
     root = stree.from_isl(kernel.schedule)
@@ -376,23 +416,40 @@ def innermost_steps(kernel: Kernel) -> dict[str, np.ndarray]:
         if isinstance(n, stree.Mark) and n.name.startswith("@accumulate")
         for name in stree.statements(n)
     }
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, tuple[np.ndarray, int]] = {}
     for name, m in statement_times(kernel.schedule).items():
         rows = _rows(m)
         if rows is None:
             continue
-        varying = [r for r in rows if np.any(r)]
+        varying = [d for d, r in enumerate(rows) if np.any(r)]
         if name in unrolled and len(varying) > 1:
             varying = varying[:-1]
         if not varying:
             continue
-        R = np.array(varying)
+        R = np.array([rows[d] for d in varying])
         rhs = np.zeros(len(varying))
         rhs[-1] = 1.0
         x, *_ = np.linalg.lstsq(R, rhs, rcond=None)
         if np.allclose(R @ x, rhs, atol=1e-9):
-            out[name] = x
+            out[name] = (x, varying[-1])
     return out
+
+
+def _trip(kernel: Kernel, model: Model, name: str, dim: int) -> int:
+    """The most iterations one run of dimension ``dim`` of statement ``name``'s
+    flat schedule makes (its outer dimensions fixed), at the model's sizes."""
+    from schedules.legality import statement_times
+
+    stmt = kernel.statement(name)
+    times = statement_times(kernel.schedule)[name].intersect_params(model.fixed)
+    region = times.intersect_domain(stmt.domain.intersect_params(model.fixed)).range()
+    if region.is_empty():
+        return 0
+    pairs = isl.Map.from_domain_and_range(region, region)
+    for d in range(dim):
+        pairs = pairs.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+    span = pairs.deltas().dim_max_val(dim)
+    return int(span.to_python()) + 1 if span.is_int() else DEFAULT_TRIP
 
 
 def _rows(m: isl.Map) -> list[np.ndarray] | None:

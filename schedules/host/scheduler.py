@@ -10,7 +10,8 @@
    time or finds nothing, the fallback chain of :mod:`schedules.host.chain` tries
    simpler schedulers, down to the program order; every candidate it returns is
    checked against the exact dependences, finished (steps 2 and 3) and
-   :mod:`schedules.host.profit` keeps the one that streams the fewest bytes.
+   :mod:`schedules.host.profit` keeps the best by its model, or the program as
+   written (:data:`AS_WRITTEN`) when no candidate beats it.
 2. When a band would need skewed (time) tiles but one iteration of it fits in the
    last-level cache, isl is asked again with outer coincidence, for a schedule whose
    space loops stay parallel and vectorisable (see :mod:`schedules.host.cache_model`).
@@ -78,6 +79,9 @@ from schedules.host.stencil import TILES, time_tiles
 from schedules.tiling import tile as tile_band
 
 FUSION = ("max", "smart", "none")
+#: what :class:`Found` names as its step when the chooser kept the program's own
+#: loops untiled (the input as written, with parallel marks)
+AS_WRITTEN = "as-written"
 
 
 @dataclass(frozen=True)
@@ -202,9 +206,17 @@ def auto_found(
             failures.append(f"{cand.step}: {err}")
             continue
         finished.append((cand.step, out))
+    if tile:
+        # never slower than the input, as far as the model sees: the program's
+        # own loops, untiled (parallel marks only), last so that it wins only
+        # when it is better than every rewrite by some criterion of the chooser
+        own = attempts.candidates[-1]
+        if own.step == "program-order":
+            out = _finish(kernel, own, fusion, budget, model, False, parallel)
+            finished.append((AS_WRITTEN, out))
     pick = profit.choose([k for _, k in finished], model) if len(finished) > 1 else 0
     step, out = finished[pick]
-    if tile:
+    if tile and step != AS_WRITTEN:
         out = register_tiles(out, model)
     return Found(out, step, tuple(s for s, _ in finished), tuple(failures))
 

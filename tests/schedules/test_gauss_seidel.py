@@ -67,3 +67,21 @@ def test_corpus_seidel2d_wavefronts_give_the_original_bits(sizes, tmp_path):
     steps, original, polyc = bench_checksums("seidel_2d", sizes, tmp_path, cache=HOST)
     assert steps == [STEP_WAVEFRONTS]
     assert original == polyc and original
+
+
+def test_a_row_that_depends_on_one_of_its_elements_is_no_chain(tmp_path):
+    # Floyd-Warshall: path[i][j] reads path[i][k], written in the same j loop at
+    # j = k: a recurrence by the chooser's count, but not a chain of latencies
+    # (the wavefront ran at 0.43x of gcc's speed at MEDIUM)
+    from bench import host_c_corpus as hc
+    from polyc.frontends.c.parse import parse_c
+    from tests.support.paths import CORPUS
+
+    src = tmp_path / "floyd.c"
+    text = (CORPUS / "floyd_warshall.c").read_text()
+    src.write_text(hc.prepare("floyd_warshall", text, {}))
+    (region,) = parse_c(src, include_dirs=[CORPUS])
+    k = region.kernel
+    model = Model(k, {"n": 500}, HOST)
+    assert stencil_of(k) is not None and profit.recurrent(k, model) > 0
+    assert gauss_seidel.step_wavefronts(k, model) is None
