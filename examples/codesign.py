@@ -80,8 +80,8 @@ def run(
     limit: int | None = None,
 ):
     """Run (or resume) the study into ``out``; returns the SweepResult. ``limit``:
-    only the first points of the (config by config, shuffled) order, a sample of
-    the grid with every model of each config."""
+    only the first points of the (config by config, array shape by array shape,
+    shuffled) order: whole configs, every model of each, of the first shapes."""
     points = config_major(
         polyc.sweep.grid(models(quick), [OBJECTIVE], [QUICK_GRID if quick else GRID])
     )
@@ -100,17 +100,29 @@ def run(
 
 def config_major(points: list, seed: int = 0) -> list:
     """``points`` (op-major, as :func:`polyc.sweep.grid` gives them) ordered by
-    config, the models of one config side by side, the configs in a fixed
-    shuffled order: a study stopped early (or still running) then holds whole
-    configs, every model of each, spread over the grid."""
+    config, the models of one config side by side. Configs of one array shape
+    and dataflow (here they differ only in SRAM capacity and DRAM bandwidth,
+    which do not change a layer's cost model: :mod:`schedules.accel.models`)
+    run one after the other, so that each worker's models serve its next
+    points; those groups and the configs within each in a fixed shuffled order.
+    A study stopped early (or still running) then holds whole configs, every
+    model of each, from the first groups."""
     import random
+
+    from accelerator.hardware.spec import model_view
 
     by_model: dict[object, list] = {}
     for p in points:
         by_model.setdefault(p.label, []).append(p)
-    per_config = list(zip(*by_model.values()))
-    random.Random(seed).shuffle(per_config)
-    return [p for same in per_config for p in same]
+    groups: dict[object, list] = {}
+    for same in zip(*by_model.values()):
+        groups.setdefault(model_view(same[0].config), []).append(same)
+    rng = random.Random(seed)
+    order = list(groups.values())
+    rng.shuffle(order)
+    for group in order:
+        rng.shuffle(group)
+    return [p for group in order for same in group for p in same]
 
 
 def main(argv: list[str] | None = None) -> int:

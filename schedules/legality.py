@@ -23,6 +23,7 @@ import islpy as isl
 
 from polyc.errors import IllegalTransformError
 from polyc.ir import tree
+from polyc.ir.deps import by_program
 from polyc.ir.kernel import Kernel, Step, accesses
 from schedules import stree
 
@@ -117,7 +118,11 @@ def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
                     out.append((kind, array, pairs))
         return out
 
-    return kernel.analysis("schedules.memory_dependences", compute)
+    # a function of the program's text, as its exact dependences are
+    return kernel.analysis(
+        "schedules.memory_dependences",
+        lambda k: by_program(k, "memory_dependences", compute),
+    )
 
 
 def _between(deps, names: set[str]) -> list[tuple[str, str, isl.Map]]:

@@ -6,7 +6,7 @@ runtime (``accelerator.sim.simulator.fill_spec``) and the roofline read it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from polyc.errors import ConfigError
@@ -296,6 +296,49 @@ def schedule_view(spec: Spec) -> Spec:
         ),
         area=None,
     )
+
+
+def evaluation_view(spec: Spec) -> Spec:
+    """:func:`schedule_view` without the SRAM levels' capacities: what a layer's
+    cost model reads to predict a candidate's cycles, bytes and footprint
+    (capacities only decide, afterwards, which candidates fit)."""
+    view = schedule_view(spec)
+    sram = [
+        replace(m, capacity_bytes=0) if m.kind == "sram" else m for m in view.memory
+    ]
+    return replace(view, memory=tuple(sram))
+
+
+def model_view(spec: Spec) -> Spec:
+    """:func:`evaluation_view` without DRAM's bandwidths: what a layer's cost
+    model (:class:`schedules.accel.model.LayerModel`) builds its expressions
+    from, bandwidths entering only their numeric evaluation. Points of a grid
+    that differ only in SRAM capacity and DRAM bandwidth share one model's
+    expressions (:mod:`schedules.accel.models`)."""
+    view = evaluation_view(spec)
+    rates = {"bytes_per_cycle": 0.0}
+    rates.update(read_bytes_per_cycle=None, write_bytes_per_cycle=None)
+    dram = [replace(m, **rates) if m.kind == "dram" else m for m in view.memory]
+    return replace(view, memory=tuple(dram))
+
+
+def view_id(spec: Spec, view: Callable[[Spec], Spec]) -> int:
+    """A number per distinct ``view(spec)`` (a view such as :func:`model_view`),
+    remembered per Spec object: a Spec hashes field by field, and the search
+    asks for every structure it models."""
+    known = _VIEW_IDS.get((id(spec), view))
+    if known is None or known[0] is not spec:
+        ids = _VIEWS.setdefault(view, {})
+        known = (spec, ids.setdefault(view(spec), len(ids)))
+        _VIEW_IDS[(id(spec), view)] = known
+        if len(_VIEW_IDS) > 256:
+            del _VIEW_IDS[next(iter(_VIEW_IDS))]
+    return known[1]
+
+
+#: (Spec object id, view) -> (the Spec, its view's number); per view, its numbers
+_VIEW_IDS: dict[tuple, tuple[Spec, int]] = {}
+_VIEWS: dict[Callable, dict[Spec, int]] = {}
 
 
 def _size(n: int) -> str:

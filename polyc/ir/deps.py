@@ -15,9 +15,12 @@ reported with the array it goes through.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeVar
 
 import islpy as isl
 
@@ -332,4 +335,47 @@ def _filter_source_tags(deps: isl.UnionMap, tags: set[str]) -> isl.UnionMap:
 
 
 def compute_deps(kernel: Kernel) -> Deps:
-    return Deps(kernel)
+    """The program's dependences, shared with every equal program
+    (:func:`by_program`) analysed under the same operation budget."""
+    return by_program(kernel, f"deps within {MAX_OPERATIONS}", Deps)
+
+
+def by_program(kernel: Kernel, name: str, compute: Callable[[Kernel], T]) -> T:
+    """``compute(kernel)``, an analysis ``name`` of the program alone, shared with
+    every kernel whose :func:`program_text` is the same: a compiler pass that
+    rebuilds a program (a scheduler's rewrites, once per hardware point of a
+    study) makes a new Kernel whose analyses start empty, and equal text is an
+    equal program. The :data:`_KEEP` most recent are kept."""
+    key = (name, program_text(kernel))
+    if key in _BY_TEXT:
+        _BY_TEXT.move_to_end(key)
+        return _BY_TEXT[key]
+    value = _BY_TEXT[key] = compute(kernel)
+    while len(_BY_TEXT) > _KEEP:
+        _BY_TEXT.popitem(last=False)
+    return value
+
+
+#: :func:`by_program`'s analyses by name and program text, the most recent last
+_BY_TEXT: OrderedDict[tuple[str, str], object] = OrderedDict()
+_KEEP = 64
+T = TypeVar("T")
+
+
+def program_text(kernel: Kernel) -> str:
+    """What a program's dependences are a function of, as text (memoised with
+    the program): its name (messages), context, program-order schedule, each
+    statement's domain and accesses, and its arrays' shapes, types and roles
+    (a gather reads a whole dimension; the live-out set is the outputs')."""
+
+    def compute(k: Kernel) -> str:
+        parts = [k.name, str(k.context), str(k.program_schedule)]
+        for s in k.statements:
+            parts.append(f"{s.name} {s.domain}")
+            parts += [f"  {'w' if w else 'r'} {m}" for _, w, m in accesses(k, s)]
+        parts += [
+            f"{a.name} {a.shape} {a.dtype} {a.role.value}" for a in k.arrays.values()
+        ]
+        return "\n".join(parts)
+
+    return kernel.analysis("ir.program_text", compute)

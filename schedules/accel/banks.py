@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 def _terms(model: LayerModel, stmt: Statement) -> dict | None:
     """Per operand role ("a", "b", "c"): its level and bytes per MAC call, with
     the call's steady cycles; None when no SRAM bank can limit the call."""
-    memo = model.__dict__.setdefault("_bank_terms", {})
+    memo = model._bank_terms
     if stmt.name in memo:
         return memo[stmt.name]
     from schedules.accel.tensorize import contraction

@@ -117,14 +117,13 @@ def search(
             STATS["disk"] += 1
         else:
             STATS["searched"] += 1
-            stored = tuple(_search.renamed(c, sig.names) for c in run())
+            stored = _search.renamed(tuple(run()), sig.names)
             entries = [*(entries or []), (sig.domains, stored)]
             _write(sig, entries)
         _MEMORY[sig.digest] = entries
     else:
         STATS["memory"] += 1
-    back = sig.inverse
-    return [_search.renamed(c, back) for c in stored]
+    return list(_search.renamed(stored, sig.inverse))
 
 
 def _known(sig: Signature) -> tuple | None:
@@ -246,13 +245,38 @@ def signature(
 ) -> Signature | None:
     """The layer's signature, or ``None`` when its names cannot be renamed safely
     (a name that is also an engine word, or not an identifier)."""
-    names = layer.canonical_names
-    if any(n in _WORDS or not _TOKEN.fullmatch(n) for n in names):
+    text = layer_text(kernel, layer, spec)
+    if text is None:
         return None
+    lines, names = text
+    # what the search reads of the hardware: not its name nor its energies and
+    # area (the objective re-ranks the result with those, after the cache)
+    lines.append(f"spec {schedule_view(spec)!r}")
+    lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
+    canonical = "\n".join(lines)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
+    domains = tuple(_renamer(names)(str(s.domain)) for s in layer.stmts)
+    return Signature(canonical, digest, names, domains)
 
+
+def _renamer(names: dict[str, str]) -> Callable[[str], str]:
     def rn(text: str) -> str:
         return _TOKEN.sub(lambda m: names.get(m.group(0), m.group(0)), text)
 
+    return rn
+
+
+def layer_text(
+    kernel: Kernel, layer: Layer, spec: Spec
+) -> tuple[list[str], dict[str, str]] | None:
+    """``(lines, names)``: the layer as the search sees it but for the hardware
+    (its statements, bounds, bodies, engines, arrays and whether the rest of the
+    kernel reads them), under canonical names, and each name's canonical one;
+    ``None`` when the names cannot be renamed safely (see :func:`signature`)."""
+    names = layer.canonical_names
+    if any(n in _WORDS or not _TOKEN.fullmatch(n) for n in names):
+        return None
+    rn = _renamer(names)
     lines = [f"depth {layer.depth}"]
     for s in layer.stmts:
         engines = ",".join(_search.engines(kernel, s, spec))
@@ -274,14 +298,7 @@ def signature(
             f"array {names[a]} {arr.dtype}{list(shape)} {arr.role.value}{where}"
         )
         lines.append(f"  read later {read_later(kernel, layer, a)}")
-    # what the search reads of the hardware: not its name nor its energies and
-    # area (the objective re-ranks the result with those, after the cache)
-    lines.append(f"spec {schedule_view(spec)!r}")
-    lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
-    canonical = "\n".join(lines)
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
-    domains = tuple(rn(str(s.domain)) for s in layer.stmts)
-    return Signature(canonical, digest, names, domains)
+    return lines, names
 
 
 def _lookup(sig: Signature, entries) -> tuple | None:
@@ -359,7 +376,8 @@ def _write(sig: Signature, entries: list) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{sig.digest}.", dir=folder)
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
+            # dumps, not dump: only a one-shot encoding runs json's C encoder
+            f.write(json.dumps(data))
         os.replace(tmp, folder / f"{sig.digest}.json")
         STATS["written"] += 1
     except OSError:

@@ -40,14 +40,14 @@ cycles per statement); :mod:`schedules.accel.terms` holds the numeric terms that
 
 from __future__ import annotations
 
-import functools
+import copy
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
 
-from accelerator.hardware.spec import OP_CLASSES, Spec
+from accelerator.hardware.spec import OP_CLASSES, Spec, evaluation_view, view_id
 from polyc.errors import PlacementError
 from polyc.ir import macmap
 from polyc.ir.expr import ops_count
@@ -143,6 +143,12 @@ class LayerModel:
     ):
         self.kernel, self.layer, self.spec, self.st = kernel, layer, spec, st
         self.level = spec.memory[level]
+        # what the model builds once (expressions, MAC mappings, bank terms):
+        # the models of other hardware points that share it (:meth:`on`) share
+        # these dicts
+        self._built: dict = {}
+        self._timings: dict = {}
+        self._bank_terms: dict = {}
         placed = levels.assign(layer, st, spec, level)
         if isinstance(placed, levels.Conflict):
             raise PlacementError(
@@ -160,23 +166,38 @@ class LayerModel:
             if ph is not None:
                 self._phases[ph.array] = ph
 
-    @functools.cached_property
+    def on(self, spec: Spec) -> LayerModel:
+        """This model for ``spec``, a description with the same
+        :func:`accelerator.hardware.spec.model_view` (other SRAM capacities or
+        DRAM bandwidths): the expressions and MAC mappings built so far and later
+        are shared, the evaluation reads ``spec``."""
+        other = copy.copy(self)  # the memo dicts stay this model's own objects
+        other.spec = spec
+        other.level = spec.memory[spec.level_index(self.level.name)]
+        return other
+
+    @property
     def buffers(self) -> dict[str, TileBuffer]:
         """Each array's buffer (:class:`TileBuffer`), built on first use: the
         search bounds a structure by its MAC work (:meth:`mac_floor`) first."""
-        return {name: self._buffer(name) for name in self.layer.arrays}
+        return self._once(
+            ("buffers",), lambda: {n: self._buffer(n) for n in self.layer.arrays}
+        )
 
-    @functools.cached_property
+    @property
     def resident(self) -> frozenset[str]:
         """The arrays the layer's engines use at their home (:func:`resident_arrays`)."""
-        return resident_arrays(self.kernel, self.layer, self.st, self.levels)
+        return self._once(
+            ("resident",),
+            lambda: resident_arrays(self.kernel, self.layer, self.st, self.levels),
+        )
 
     # tile sizes ----------------------------------------------------------------------
     def size(self, stmt: Statement, it: str, inside: bool = True):
         """The extent of ``it`` in one tile of ``stmt`` (the full range when the loop
         is not tiled or runs below the copy: ``inside=False``)."""
         key = ("size", stmt.name, it, inside)
-        memo = self.__dict__.setdefault("_built", {})
+        memo = self._built
         if key not in memo:  # inline _once: the model asks this ~50,000 times
             var = self._var(stmt, it)
             if var is None or not inside:
@@ -196,7 +217,7 @@ class LayerModel:
         """``build()``, built once per model: the model never changes once made
         (search caches it), and sympy takes longer to build its expressions than
         the whole grid takes to evaluate them."""
-        memo = self.__dict__.setdefault("_built", {})
+        memo = self._built
         if key not in memo:
             memo[key] = build()
         return memo[key]
@@ -416,7 +437,7 @@ class LayerModel:
     def _mac_timing(self, stmt: Statement):
         """The dataflow's timing of one MAC call of ``stmt``, over tile symbols
         (built once per statement: every :meth:`evaluate` asks for it)."""
-        memo = self.__dict__.setdefault("_timings", {})
+        memo = self._timings
         if stmt.name not in memo:
             memo[stmt.name] = self._timing_of(stmt)
         return memo[stmt.name]
@@ -621,6 +642,18 @@ class LayerModel:
             stream_slots = self.st.stream_slots
         args = [np.asarray(grid[s], dtype=float) for s in self.syms]
         n = len(args[0]) if args else 1
+        # a function of the hardware but for its SRAM capacities (which decide
+        # what fits, later): the points of a study that differ only in those
+        # share it, as they share this model (schedules.accel.models)
+        view = view_id(self.spec, evaluation_view)
+        key = ("estimate", view, n, tuple(a.tobytes() for a in args))
+        key += (tuple(staged), upper, stream_slots)
+        return self._once(
+            key,
+            lambda: _read_only(self._evaluate(args, n, staged, upper, stream_slots)),
+        )
+
+    def _evaluate(self, args, n: int, staged, upper, stream_slots: int) -> Estimate:
         moves = self._moves(args, n, tuple(staged), upper)
         sram = np.zeros(n)
         per_level: dict[int, np.ndarray] = {}
@@ -784,6 +817,16 @@ class LayerModel:
         for d, aff in enumerate(stmt.target.index):
             out *= pitch if aff.coefficient(w) else ext[d]
         return out
+
+
+def _read_only(est: Estimate) -> Estimate:
+    """``est`` with its arrays made read-only: the model keeps it for every
+    caller (one that changed it in place would change the others')."""
+    for value in vars(est).values():
+        for a in value.values() if isinstance(value, dict) else (value,):
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
+    return est
 
 
 def _arrays_of(stmt: Statement) -> set[str]:

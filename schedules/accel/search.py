@@ -24,7 +24,7 @@ from polyc.ir.kernel import (
     params_head,
 )
 from polyc.ir.macmap import Refusal
-from schedules.accel import levels, pipeline
+from schedules.accel import levels, models, pipeline
 from schedules.accel.evaluate import candidates
 from schedules.accel.layers import Layer
 from schedules.accel.memplan import ZERO_BYTES
@@ -514,7 +514,12 @@ def search(
 
     def floor(st: Structure) -> float:
         model = layer_model(kernel, layer, spec, st, level)
-        return model.mac_floor(_points(kernel, layer, st, model)[1])
+        # its points and MAC cycles are the model's (the slots change neither):
+        # once per model, whichever hardware point shares it
+        return model._once(
+            ("mac_floor",),
+            lambda: model.mac_floor(_points(kernel, layer, st, model)[1]),
+        )
 
     def checked(sts: list[Structure], known: list[Candidate], tops: bool):
         return searched(sts, keep, known, floor, ranked, _chosen, TIE, tops)
@@ -556,24 +561,33 @@ def search(
     return found[:keep]
 
 
-def renamed(obj, names: dict[str, str]):
-    """``obj`` (a :class:`Candidate` or any part of one) with every string in
-    ``names`` replaced: statement, array and iterator names (engine words are not
-    names). The search is invariant under renaming -- it orders by position, and
-    breaks its last ties by the structure under the layer's canonical names -- so
-    a layer that differs from another only in names gets the other's candidates,
-    renamed (what :mod:`schedules.accel.cache` relies on)."""
+def renamed(obj, names: dict[str, str], _memo: dict | None = None):
+    """``obj`` (a :class:`Candidate`, a tuple of them or any part of one) with
+    every string in ``names`` replaced: statement, array and iterator names
+    (engine words are not names). The search is invariant under renaming -- it
+    orders by position, and breaks its last ties by the structure under the
+    layer's canonical names -- so a layer that differs from another only in
+    names gets the other's candidates, renamed (what :mod:`schedules.accel.cache`
+    relies on). Parts that several candidates share (their structure) are
+    renamed once per call."""
     if isinstance(obj, str):
         return names.get(obj, obj)
+    if _memo is None:
+        _memo = {}
     if isinstance(obj, tuple):
-        return tuple(renamed(x, names) for x in obj)
+        return tuple(renamed(x, names, _memo) for x in obj)
     fields = _FIELDS.get(type(obj))
     if fields is None:
         if not dataclasses.is_dataclass(obj):
             return obj
         fields = _FIELDS[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
-    # the class itself, as dataclasses.replace would call it (no field is init=False)
-    return type(obj)(**{f: renamed(getattr(obj, f), names) for f in fields})
+    done = _memo.get(id(obj))
+    if done is None:
+        # the class itself, as dataclasses.replace would call it (no field is
+        # init=False); the object is kept so that its id stays its own
+        new = type(obj)(**{f: renamed(getattr(obj, f), names, _memo) for f in fields})
+        done = _memo[id(obj)] = (obj, new)
+    return done[1]
 
 
 #: the field names of each dataclass :func:`renamed` has met (it runs per candidate)
@@ -771,7 +785,9 @@ def layer_model(kernel, layer, spec, st: Structure, level) -> LayerModel:
     changed: it holds the structure with the default slots."""
     shape = replace(st, stream_slots=STREAM_SLOTS)
     key = ("accel.model", layer.index, layer.name, spec, shape)
-    return kernel.analysis(key, lambda k: LayerModel(k, layer, spec, shape, level))
+    return kernel.analysis(
+        key, lambda k: models.layer_model(k, layer, spec, shape, level)
+    )
 
 
 def formula(kernel: Kernel, layer: Layer, spec: Spec, cand: Candidate) -> str:

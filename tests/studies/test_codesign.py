@@ -4,6 +4,7 @@ power per point."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import re
@@ -519,7 +520,7 @@ def test_a_study_of_model_factories_resumes_when_its_script_is_imported(tmp_path
     assert [r["status"] for r in result] == ["ok", "ok"]
 
 
-def test_example_study_runs_config_by_config_and_a_limit_keeps_whole_configs():
+def test_example_study_runs_config_by_config_shape_by_shape_and_a_limit_keeps_whole_configs():
     import importlib.util
 
     from tests.support.paths import ROOT
@@ -538,7 +539,15 @@ def test_example_study_runs_config_by_config_and_a_limit_keeps_whole_configs():
         and pair[0].config is pair[1].config
         for pair in pairs
     )
-    # shuffled, the same every time: the first configs are spread over the grid
+    # shuffled, the same every time
     assert example.config_major(points) == ordered
-    first = {p.config.mac_array.rows for p in ordered[:40]}
-    assert first == {8, 16, 32, 64}
+    # the configs of one array shape and dataflow one after the other (a
+    # worker's layer models serve its next points), each group whole: 7 SRAM
+    # sizes x 4 DRAM bandwidths, both models
+    shapes = [(p.config.mac_array.rows, p.config.mac_array.dataflow) for p in ordered]
+    runs = [shapes[0]] + [b for a, b in itertools.pairwise(shapes) if a != b]
+    assert len(runs) == len(set(runs)) == 8
+    first = ordered[:56]
+    assert len(set(shapes[:56])) == 1
+    assert len({p.config.name for p in first}) == 28
+    assert {p.config.mac_array.rows for p in ordered} == {8, 16, 32, 64}
