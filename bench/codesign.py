@@ -47,6 +47,8 @@ FIELDS = (
 POINT_PARTS = ("kernel_s", "schedule_s", "compile_s", "run_s", "functional_s")
 #: compile_s by stage
 COMPILE_STAGES = ("compile_schedule_s", "compile_codegen_s", "compile_build_s")
+#: a point's CPU seconds: its worker's and the C compiler's (polyc.sweep's task)
+CPU_PARTS = ("cpu_s", "child_cpu_s")
 
 
 class LoadSampler:
@@ -117,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = meta.get("runs") or [{"wall_s": meta.get("wall_s"), "ran": len(result)}]
     seconds = {
         k: sum((r.get("timing") or {}).get(k) or 0.0 for r in result.records)
-        for k in (*POINT_PARTS, *COMPILE_STAGES)
+        for k in (*POINT_PARTS, *COMPILE_STAGES, *CPU_PARTS)
     }
     payload = {
         "machine": machine(),
@@ -221,7 +223,16 @@ def _where(payload: dict) -> str:
     }
     rest = total - sum(parts.values())
     text = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in parts.items())
-    return f" Point work: {text}, the rest {100 * rest / total:.0f}%."
+    out = f" Point work: {text}, the rest {100 * rest / total:.0f}%."
+    cpu = sec.get("cpu_s", 0) + sec.get("child_cpu_s", 0)
+    if cpu:  # recorded since the sweep's records hold CPU seconds
+        n = len(payload["points"])
+        out += (
+            f" CPU: {cpu / 60:.1f} min ({cpu / n:.2f} s per point, gcc "
+            f"{100 * sec.get('child_cpu_s', 0) / cpu:.0f}%), {cpu / 120:.1f} min "
+            "on two idle cores."
+        )
+    return out
 
 
 def best(payload: dict) -> str:

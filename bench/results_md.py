@@ -169,6 +169,13 @@ SECTIONS: tuple[Section, ...] = (
         "codesign-best", "codesign.json", "bench.codesign", "best", doc="codesign.md"
     ),
     Section(
+        "codesign-speed",
+        "codesign_speed.json",
+        "bench.codesign_speed",
+        "table",
+        doc="codesign.md",
+    ),
+    Section(
         "fidelity-errors",
         "fidelity.json",
         "bench.peers.report",

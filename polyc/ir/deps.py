@@ -345,7 +345,10 @@ def by_program(kernel: Kernel, name: str, compute: Callable[[Kernel], T]) -> T:
     every kernel whose :func:`program_text` is the same: a compiler pass that
     rebuilds a program (a scheduler's rewrites, once per hardware point of a
     study) makes a new Kernel whose analyses start empty, and equal text is an
-    equal program. The :data:`_KEEP` most recent are kept."""
+    equal program. The :data:`_KEEP` most recent are kept;
+    ``POLYC_SHARED_ANALYSES=0`` computes each kernel's own."""
+    if not shared_analyses():
+        return compute(kernel)
     key = (name, program_text(kernel))
     if key in _BY_TEXT:
         _BY_TEXT.move_to_end(key)
@@ -354,6 +357,13 @@ def by_program(kernel: Kernel, name: str, compute: Callable[[Kernel], T]) -> T:
     while len(_BY_TEXT) > _KEEP:
         _BY_TEXT.popitem(last=False)
     return value
+
+
+def shared_analyses() -> bool:
+    """Whether analyses are shared across kernels and hardware points
+    (:func:`by_program`, :mod:`schedules.accel.models`): unless
+    ``$POLYC_SHARED_ANALYSES`` is ``0``."""
+    return os.environ.get("POLYC_SHARED_ANALYSES", "1") not in ("0", "off", "no")
 
 
 #: :func:`by_program`'s analyses by name and program text, the most recent last

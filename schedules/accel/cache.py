@@ -30,7 +30,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -39,11 +38,10 @@ from pathlib import Path
 import islpy as isl
 
 from accelerator.hardware.spec import Spec, schedule_view
-from polyc.ir.expr import describe
 from polyc.ir.kernel import Kernel
 from schedules.accel import search as _search
 from schedules.accel.layers import Layer
-from schedules.accel.resident import read_later
+from schedules.accel.layertext import layer_text, renamer
 from schedules.accel.structure import Structure
 from schedules.accel.tilevars import PrivateTile, SharedTile
 
@@ -52,9 +50,6 @@ FORMAT = 1
 #: what this process did: ``memory`` and ``disk`` hits, ``searched`` layers,
 #: ``uncached`` layers (names the signature cannot rename), ``written`` files
 STATS: Counter = Counter()
-#: engine words in a candidate: a name equal to one of them is not renamed
-_WORDS = frozenset({"mac", "vector", "scalar", "fold", "mac_out"})
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MEMORY: dict[str, list] = {}
 #: the sources whose code decides a search's result (their digest is in the key)
 _SOURCES = ("schedules/accel", "schedules", "polyc/ir", "accelerator/hardware")
@@ -245,7 +240,7 @@ def signature(
 ) -> Signature | None:
     """The layer's signature, or ``None`` when its names cannot be renamed safely
     (a name that is also an engine word, or not an identifier)."""
-    text = layer_text(kernel, layer, spec)
+    text = layer_text(kernel, layer, lambda s: _search.engines(kernel, s, spec))
     if text is None:
         return None
     lines, names = text
@@ -255,50 +250,8 @@ def signature(
     lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
     canonical = "\n".join(lines)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
-    domains = tuple(_renamer(names)(str(s.domain)) for s in layer.stmts)
+    domains = tuple(renamer(names)(str(s.domain)) for s in layer.stmts)
     return Signature(canonical, digest, names, domains)
-
-
-def _renamer(names: dict[str, str]) -> Callable[[str], str]:
-    def rn(text: str) -> str:
-        return _TOKEN.sub(lambda m: names.get(m.group(0), m.group(0)), text)
-
-    return rn
-
-
-def layer_text(
-    kernel: Kernel, layer: Layer, spec: Spec
-) -> tuple[list[str], dict[str, str]] | None:
-    """``(lines, names)``: the layer as the search sees it but for the hardware
-    (its statements, bounds, bodies, engines, arrays and whether the rest of the
-    kernel reads them), under canonical names, and each name's canonical one;
-    ``None`` when the names cannot be renamed safely (see :func:`signature`)."""
-    names = layer.canonical_names
-    if any(n in _WORDS or not _TOKEN.fullmatch(n) for n in names):
-        return None
-    rn = _renamer(names)
-    lines = [f"depth {layer.depth}"]
-    for s in layer.stmts:
-        engines = ",".join(_search.engines(kernel, s, spec))
-        its = ", ".join(names[it] for it in s.iterators)
-        lines.append(f"stmt {names[s.name]}[{its}] on {engines}")
-        lo_hi = ", ".join(
-            f"{layer.lo(s, it)}..{layer.lo(s, it) + layer.extent(s, it) - 1}"
-            for it in s.iterators
-        )
-        lines.append(f"  bounds {lo_hi}")
-        lines.append(
-            f"  {describe(s.target, names.get, rn)} = {describe(s.body, names.get, rn)}"
-        )
-    for a in layer.arrays:
-        arr = kernel.arrays[a]
-        shape = arr.concrete_shape({})
-        where = f" home {arr.home}" if arr.home else ""
-        lines.append(
-            f"array {names[a]} {arr.dtype}{list(shape)} {arr.role.value}{where}"
-        )
-        lines.append(f"  read later {read_later(kernel, layer, a)}")
-    return lines, names
 
 
 def _lookup(sig: Signature, entries) -> tuple | None:

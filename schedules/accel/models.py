@@ -8,7 +8,7 @@ size; that is most of a layer's search. Neither reads an SRAM level's capacity
 enters the numeric evaluation, :mod:`schedules.accel.terms`): what they read of
 the hardware is its :func:`accelerator.hardware.spec.model_view`. So a model is
 kept per process, keyed by the layer's text as the search cache sees it
-(:func:`schedules.accel.cache.layer_text`, under the layer's own names: the
+(:func:`schedules.accel.layertext.layer_text`, under the layer's own names: the
 expressions name its tile symbols), its statements' domains, the structure, the
 engines' level and the model view; a layer of another point with the same key
 gets that model :meth:`~schedules.accel.model.LayerModel.on` its own
@@ -17,19 +17,21 @@ fits) runs per point as before, so every point's search returns what it returns
 with a model of its own (``tests/schedules/accel/test_shared_models.py`` checks
 whole compiles over a small grid both ways).
 
-``POLYC_SHARED_MODELS=0`` turns it off; :data:`STATS` counts ``built`` and
+``POLYC_SHARED_ANALYSES=0`` turns it off (``bench/codesign_speed.py`` compares); :data:`STATS` counts ``built`` and
 ``shared`` models; at most :data:`SIZE` are kept, the least recently used
 dropped first.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 
 from accelerator.hardware.spec import Spec, model_view, view_id
-from polyc.ir.kernel import Kernel
+from polyc.ir.deps import shared_analyses
+from polyc.ir.kernel import Kernel, Statement
 from schedules.accel.layers import Layer
+from schedules.accel.layertext import layer_text
 from schedules.accel.model import LayerModel
 from schedules.accel.structure import Structure
 
@@ -41,16 +43,24 @@ _MODELS: OrderedDict = OrderedDict()
 
 
 def enabled() -> bool:
-    return os.environ.get("POLYC_SHARED_MODELS", "1") not in ("0", "off", "no")
+    """``$POLYC_SHARED_ANALYSES`` is not ``0`` (it turns off the dependences'
+    sharing too, :func:`polyc.ir.deps.by_program`)."""
+    return shared_analyses()
 
 
 def layer_model(
-    kernel: Kernel, layer: Layer, spec: Spec, shape: Structure, level: int
+    kernel: Kernel,
+    layer: Layer,
+    spec: Spec,
+    shape: Structure,
+    level: int,
+    engines: Callable[[Kernel, Statement, Spec], list[str]],
 ) -> LayerModel:
     """The model of ``layer`` under ``shape`` for ``spec``: one built for another
     description of the same model view, on ``spec``, when this process has it;
-    else a new one (kept for the next)."""
-    key = _key(kernel, layer, spec, shape, level) if enabled() else None
+    else a new one (kept for the next). ``engines``: the engines the search
+    offers a statement (:func:`schedules.accel.search.engines`), part of the key."""
+    key = _key(kernel, layer, spec, shape, level, engines) if enabled() else None
     if key is None:
         return LayerModel(kernel, layer, spec, shape, level)
     base = _MODELS.get(key)
@@ -65,11 +75,9 @@ def layer_model(
     return base if base.spec is spec else base.on(spec)
 
 
-def _key(kernel, layer, spec, shape, level) -> tuple | None:
-    from schedules.accel.cache import layer_text
-
+def _key(kernel, layer, spec, shape, level, engines) -> tuple | None:
     def compute(k: Kernel):
-        text = layer_text(k, layer, spec)
+        text = layer_text(k, layer, lambda s: engines(k, s, spec))
         if text is None:
             return None
         lines, names = text

@@ -786,7 +786,7 @@ def layer_model(kernel, layer, spec, st: Structure, level) -> LayerModel:
     shape = replace(st, stream_slots=STREAM_SLOTS)
     key = ("accel.model", layer.index, layer.name, spec, shape)
     return kernel.analysis(
-        key, lambda k: models.layer_model(k, layer, spec, shape, level)
+        key, lambda k: models.layer_model(k, layer, spec, shape, level, engines)
     )
 
 

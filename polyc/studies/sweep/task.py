@@ -107,6 +107,7 @@ def _run(task: Task, record: dict) -> None:
     import polyc
 
     timing = record["timing"]
+    cpu0 = _cpu()
     t0 = time.perf_counter()
     kernel = _cached(("op", task.op.key), task.op.build)
     record["kernel"] = kernel.name
@@ -154,6 +155,10 @@ def _run(task: Task, record: dict) -> None:
     )
     if task.run != "functional" and functional:  # both runs: the second's time
         timing["functional_s"] = t5 - t4
+    # CPU seconds, which a loaded machine stretches less than wall time: this
+    # process's and its children's (the C compiler), one point at a time
+    cpu1 = _cpu()
+    timing.update(cpu_s=cpu1[0] - cpu0[0], child_cpu_s=cpu1[1] - cpu0[1])
     # compile_s by stage (a reused compile has no schedule or codegen work)
     for stage in ("schedule", "codegen", "build"):
         timing[f"compile_{stage}_s"] = compiled.stage_seconds.get(stage, 0.0)
@@ -179,6 +184,15 @@ def _run(task: Task, record: dict) -> None:
                 error_type="VerificationError",
                 error=result.message("sweep", run=f"on {task.spec.name}"),
             )
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds so far: this process's, and its finished children's."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 def _simulated(run: str, functional: bool) -> str:

@@ -131,25 +131,13 @@ def test_a_grid_compiled_with_shared_models_equals_one_compiled_without(
     )
     fast = _compile_all(specs)
     assert models.STATS["shared"] > 0, "the points shared models"
-    monkeypatch.setenv("POLYC_SHARED_MODELS", "0")
-    monkeypatch.setattr(deps_module, "_BY_TEXT", _Unshared())
+    monkeypatch.setenv("POLYC_SHARED_ANALYSES", "0")
     models.clear()
     slow = _compile_all(specs)
     assert len({c for c, _ in slow}) > 1, "the points schedule differently"
     for (c_fast, r_fast), (c_slow, r_slow), spec in zip(fast, slow, specs):
         assert c_fast == c_slow, spec.name
         assert r_fast == r_slow, spec.name
-
-
-class _Unshared(dict):
-    """A memo of program analyses that never holds anything (each program
-    analysed anew)."""
-
-    def __setitem__(self, key, value):
-        pass
-
-    def __contains__(self, key):
-        return False
 
 
 def test_equal_programs_share_their_dependences_and_others_do_not():
