@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench import results_md, zoo
+from bench import zoo
 from bench.common import RESULTS
 from bench.compile_time import fresh_cache
 from bench.int8 import _list, _slim, side_by_side
-from bench.models import _once, _write, measure
+from bench.models import _once, measure, publish
 
 MODELS = ("hf-bert", "hf-llama", "hf-gpt2", "hf-vit")
 CONFIGS = ("edge-npu", "datacenter")
@@ -49,11 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                             row.update(eager_ulps(m, row["config"]))
                 payload["runs"].extend(_slim(r) for r in rows)
     path = Path(args.out) if args.out else PATH
-    _write(path, payload)
-    print(table(payload))
-    print(f"wrote {path}")
-    if path.resolve() == PATH.resolve():
-        results_md.regenerate_for(path)
+    publish(path, payload, table(payload), PATH)
     return 0
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench import results_md, zoo
+from bench import zoo
 from bench.common import RESULTS
 from bench.compile_time import fresh_cache
-from bench.models import _once, _write, measure
+from bench.models import _once, measure, publish
 
 #: edge-npu as shipped (the vector unit requantizes), with its MAC array's output
 #: path requantizing (``[mac_array] requantize = true``), and datacenter (whose
@@ -56,11 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                         row["int8_steps"] = reference_steps(m, spec(row["config"]))
                 payload["runs"].extend(_slim(r) for r in rows)
     path = Path(args.out) if args.out else PATH
-    _write(path, payload)
-    print(table(payload))
-    print(f"wrote {path}")
-    if path.resolve() == PATH.resolve():
-        results_md.regenerate_for(path)
+    publish(path, payload, table(payload), PATH)
     return 0
 
 

@@ -147,6 +147,17 @@ def _write(path: Path, payload: dict) -> Path:
     return path
 
 
+def publish(path: Path, payload: dict, text: str, default: Path) -> None:
+    """A bench's last step: ``payload`` written to ``path``, its table ``text``
+    printed, and the docs' tables regenerated when ``path`` is the bench's
+    ``default`` results file."""
+    _write(path, payload)
+    print(text)
+    print(f"wrote {path}")
+    if path.resolve() == default.resolve():
+        results_md.regenerate_for(path)
+
+
 def _read(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 

@@ -24,9 +24,9 @@ import re
 import warnings
 from pathlib import Path
 
-from bench import results_md, zoo
+from bench import zoo
 from bench.common import RESULTS
-from bench.models import _write
+from bench.models import _write, publish
 
 PATH = RESULTS / "torch_parity.json"
 CONFIG = "edge-npu"
@@ -54,10 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             print(_line(row), flush=True)
             payload["rows"].append(row)
             _write(path, payload)
-    print(table(payload))
-    print(f"wrote {path}")
-    if path.resolve() == PATH.resolve():
-        results_md.regenerate_for(path)
+    publish(path, payload, table(payload), PATH)
     return 0
 
 
