@@ -240,7 +240,7 @@ def test_a_split_layers_epilogue_waits_behind_the_vector_units_part(rng):
     the vector unit's part, then the MAC part's epilogue. With the epilogue
     before the vector part, the vector unit waited for the array in every tile
     and the layer took 1.9x its prediction (11,442 cycles simulated, 5,956
-    predicted); now 6,685 against 5,972 (the halo zeroing of each slot's first
+    predicted); now 5,952 against 5,655 (the halo zeroing of each slot's first
     fill is not in the model)."""
     torch = pytest.importorskip("torch")
 
