@@ -181,17 +181,19 @@ def _free(kernel: Kernel, stmt: Statement, spec: Spec) -> bool:
     if spec.mac_array.requantize and requant.match(stmt.body) is not None:
         return True
     body = stmt.body
-    if stmt.reduction is None and (
-        (isinstance(body, Load) and body.dtype == stmt.target.dtype)
-        or (isinstance(body, Const) and body.value == 0)
-    ):
-        return True  # data movement: the DMA engines copy and zero-fill
-    if not (isinstance(body, Const) and body.value == 0):
-        return False
-    return any(
-        s.target.array == stmt.target.array and _mac_dtype(s, spec)
-        for s in kernel.statements
-        if s is not stmt
+    if isinstance(body, Const) and body.value == 0:
+        # a zero fill the DMA engines do (which covers the zero init a MAC
+        # contraction folds into its calls), or one that contraction folds
+        return stmt.reduction is None or any(
+            s.target.array == stmt.target.array and _mac_dtype(s, spec)
+            for s in kernel.statements
+            if s is not stmt
+        )
+    # a copy: the DMA engines move it
+    return (
+        stmt.reduction is None
+        and isinstance(body, Load)
+        and body.dtype == stmt.target.dtype
     )
 
 
