@@ -19,6 +19,9 @@ from polyc.errors import CodegenError
 from polyc.ir import loops
 from polyc.ir import marks as pm
 
+#: values a slot's halo record holds per dimension (:meth:`CopyEmitter._zero_halo`)
+HALO_FIELDS = 3
+
 
 def _args(n: loops.Call) -> list[str]:
     return [loops.to_c(a) for a in n.args]
@@ -139,6 +142,8 @@ class CopyEmitter:
                 lines.append(c.If(cond, c.Block([call])))
         if not self.zeroes_once(b):
             return lines
+        # per dimension the widths below and above the array and the box's
+        # extent less one: HALO_FIELDS values
         values = [
             v
             for d in range(nd)
@@ -166,6 +171,28 @@ class CopyEmitter:
                 ),
             ),
             c.If("!pc_zs", c.Block(lines)),
+        ]
+
+    def halo_record(self, b: pm.BufferMark) -> list[c.Generable]:
+        """The declaration of the halo each slot of ``b`` holds
+        (:meth:`_zero_halo`), for the kernel's prologue; none when ``b``'s
+        slots do not keep one."""
+        if not self.zeroes_once(b):
+            return []
+        fields = HALO_FIELDS * len(b.extent)
+        return [c.Line(f"long {names.halo_key(b.name)}[{b.slots}][{fields}];")]
+
+    def unknown_halos(self, b: pm.BufferMark) -> list[c.Generable]:
+        """Every slot of ``b`` marked as holding no known halo, where ``b`` is
+        allocated (before its first copy); nothing when its slots keep none."""
+        if not self.zeroes_once(b):
+            return []
+        n = b.slots * HALO_FIELDS * len(b.extent)
+        key = names.halo_key(b.name)
+        return [
+            c.Line(
+                f"for (long pc_q = 0; pc_q < {n}; pc_q++) ((long *){key})[pc_q] = -1;"
+            )
         ]
 
     def zeroes_once(self, b: pm.BufferMark) -> bool:

@@ -82,9 +82,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             out.append(c.Line(f"long {names.slot(b.name)} = -1;"))
             for d in range(len(b.extent)):
                 out.append(c.Line(f"long {names.origin(b.name, d)} = 0;"))
-            if self.zeroes_once(b):  # reset where the buffer is allocated
-                key = names.halo_key(b.name)
-                out.append(c.Line(f"long {key}[{b.slots}][{3 * len(b.extent)}];"))
+            out += self.halo_record(b)  # reset where the buffer is allocated
         for scope in self.info.scopes:
             for a in scope.allocations:
                 if a.name not in self.info.buffers:
@@ -181,8 +179,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 ptr = names.pointer(a.name)
                 pre.append(c.Statement(f"{ptr} = ({t} *)pc_ptr({CTX}, {bid})"))
                 pre.append(c.Statement(f"{names.slot(a.name)} = -1"))
-                if self.zeroes_once(b):  # a slot's halo is unknown until zeroed
-                    pre += _unknown_halos(b)
+                pre += self.unknown_halos(b)
         post = self.flush()
         post += [
             c.Statement(f"pc_free({CTX}, {names.buffer(a.name)})")
@@ -508,14 +505,3 @@ def load(kernel, source: CSource, mode: str, *, checks: bool = True):
     module = direct.load(kernel, source, checks=checks)
     module.mode = mode
     return module
-
-
-def _unknown_halos(b) -> list[c.Generable]:
-    """Mark every slot of clamped buffer ``b`` as holding no known halo
-    (:meth:`codegen.accel.copies.CopyEmitter._zero_halo`): where it is
-    allocated, before its first copy."""
-    key = names.halo_key(b.name)
-    n = b.slots * 3 * len(b.extent)
-    return [
-        c.Line(f"for (long pc_q = 0; pc_q < {n}; pc_q++) ((long *){key})[pc_q] = -1;")
-    ]
