@@ -171,6 +171,33 @@ static void pc_mac_bytes(const pc_spec *sp, int64_t m, int64_t n, int64_t k, int
   bytes[3] = (double)mn; /* the accumulators read in, when the call accumulates */
 }
 
+/* The bytes and energy of a MAC call at each operand's level: what the array
+ * moves (pc_mac_bytes, the figures its timing charges the banks), not the
+ * operands' footprints. The streamed operand is read once per fold of the
+ * dimension it does not span, and the partial sums that leave the array between
+ * K folds are written once per K fold and read back before every K fold but the
+ * first: a call over 64 columns on a 16-column array reads its input four
+ * times, as ZigZag and Timeloop count an operand's reads per iteration of the
+ * loops above the level that holds it. The accumulators a call adds to are read
+ * once more. */
+static void pc_mac_account(pc_ctx *ctx, const pc_range *acc, int64_t m, int64_t n,
+                           int64_t k, int accumulate, int esz, int asz) {
+  double bytes[4];
+  pc_mac_bytes(&ctx->spec, m, n, k, esz, asz, bytes);
+  int64_t mn = m * n * asz, written = mn;
+  if (ctx->spec.dataflow != PC_DF_OUTPUT_STATIONARY)
+    written = pc_cdiv(k, ctx->spec.rows) * mn;
+  pc_account_bytes(ctx, &acc[0], (int64_t)bytes[0]);
+  pc_account_bytes(ctx, &acc[1], (int64_t)bytes[1]);
+  pc_account_bytes(ctx, &acc[2], written);
+  if ((int64_t)bytes[2] > written) {
+    pc_range back = acc[2];
+    back.is_write = 0;
+    pc_account_bytes(ctx, &back, (int64_t)bytes[2] - written);
+  }
+  if (accumulate) pc_account_bytes(ctx, &acc[3], (int64_t)bytes[3]);
+}
+
 static void pc_mac_submit(pc_ctx *ctx, int64_t m, int64_t n, int64_t k, double rate,
                           const pc_range *acc, int nacc, int64_t macs, int esz,
                           int asz, const char *label) {
@@ -258,10 +285,7 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   st->macs += macs;
   st->mac_array_macs += macs;
   st->energy_mac += (double)macs * sp->mac_pj[in_type[mode]];
-  pc_account_bytes(ctx, &acc[0], m * k * in_size[mode]);
-  pc_account_bytes(ctx, &acc[1], k * n * in_size[mode]);
-  pc_account_bytes(ctx, &acc[2], m * n * acc_size[mode]);
-  if (accumulate) pc_account_bytes(ctx, &acc[3], m * n * acc_size[mode]);
+  pc_mac_account(ctx, acc, m, n, k, accumulate, in_size[mode], acc_size[mode]);
 }
 
 /* The MAC array's output path (config [mac_array] requantize): the int8
