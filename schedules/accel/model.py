@@ -52,7 +52,7 @@ from polyc.errors import PlacementError
 from polyc.ir import macmap
 from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
-from schedules.accel import banks, exprs, levels, terms
+from schedules.accel import banks, estimates, exprs, levels, terms
 from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer, density, touches
 from schedules.accel.memplan import ZERO_BYTES
@@ -644,13 +644,16 @@ class LayerModel:
         n = len(args[0]) if args else 1
         # a function of the hardware but for its SRAM capacities (which decide
         # what fits, later): the points of a study that differ only in those
-        # share it, as they share this model (schedules.accel.models)
+        # share it, as they share this model (schedules.accel.models), while
+        # the estimates kept stay within their budget (schedules.accel.estimates)
         view = view_id(self.spec, evaluation_view)
-        key = ("estimate", view, n, tuple(a.tobytes() for a in args))
+        key = ("estimate", view, n, estimates.grid_digest(args))
         key += (tuple(staged), upper, stream_slots)
-        return self._once(
+        return estimates.kept(
+            self._built,
             key,
-            lambda: _read_only(self._evaluate(args, n, staged, upper, stream_slots)),
+            view,
+            lambda: self._evaluate(args, n, staged, upper, stream_slots),
         )
 
     def _evaluate(self, args, n: int, staged, upper, stream_slots: int) -> Estimate:
@@ -817,16 +820,6 @@ class LayerModel:
         for d, aff in enumerate(stmt.target.index):
             out *= pitch if aff.coefficient(w) else ext[d]
         return out
-
-
-def _read_only(est: Estimate) -> Estimate:
-    """``est`` with its arrays made read-only: the model keeps it for every
-    caller (one that changed it in place would change the others')."""
-    for value in vars(est).values():
-        for a in value.values() if isinstance(value, dict) else (value,):
-            if isinstance(a, np.ndarray):
-                a.flags.writeable = False
-    return est
 
 
 def _arrays_of(stmt: Statement) -> set[str]:
