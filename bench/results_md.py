@@ -176,6 +176,16 @@ SECTIONS: tuple[Section, ...] = (
         doc="codesign.md",
     ),
     Section(
+        "full-size", "full_size.json", "bench.full_size", "table", doc="codesign.md"
+    ),
+    Section(
+        "full-size-runs",
+        "full_size.json",
+        "bench.full_size",
+        "functional_table",
+        doc="codesign.md",
+    ),
+    Section(
         "fidelity-errors",
         "fidelity.json",
         "bench.peers.report",

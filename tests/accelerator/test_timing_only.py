@@ -105,3 +105,29 @@ def test_the_model_suites_small_models_cost_the_same_timing_only(name):
     feeds = {f"arg{n}": x.numpy() for n, x in enumerate(inputs)}
     full, _ = _same_report(compiled, feeds)
     assert full.mac_array_macs > 0
+
+
+def test_a_resnet50_stages_bottleneck_blocks_cost_the_same_timing_only():
+    """ResNet-50's bottleneck blocks (transformers' ResNetBottleNeckLayer: 1x1
+    reduce, 3x3, 1x1 expand, batch norms, ReLUs, the residual add) as a stage
+    starts: a strided block with its projection shortcut, then one with the
+    identity, at an eighth of stage 2's channels (32 -> 64, 16 in the middle)
+    on a 16x16 image."""
+    import torch
+    from transformers.models.resnet.modeling_resnet import ResNetBottleNeckLayer
+
+    from bench import zoo
+    from polyc.frontends.torch.models import randomize_batch_norms
+
+    zoo.transformers_module()
+    torch.manual_seed(0)
+    stage = torch.nn.Sequential(
+        ResNetBottleNeckLayer(32, 64, stride=2), ResNetBottleNeckLayer(64, 64)
+    )
+    stage = randomize_batch_norms(stage).eval()
+    x = torch.randn(1, 32, 16, 16)
+    kernel = polyc.from_torch(stage, (x,))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    full, _ = _same_report(compiled, {"arg0": x.numpy()})
+    assert full.mac_array_macs > 0
+    assert full.dram_bytes > 0 and full.energy_pj > 0
