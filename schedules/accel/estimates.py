@@ -6,13 +6,13 @@ cycles, bytes and footprints at every candidate tile size of a structure (an
 grid), a function of the hardware's
 :func:`~accelerator.hardware.spec.evaluation_view`; the points of a study that
 differ only in SRAM capacity share it (:mod:`schedules.accel.models`). Each is
-kept in its model's memo, and all of them together here, least recently used
-first: when they hold more than :data:`BUDGET` bytes the oldest are dropped
-from their memos (a later point that asks again evaluates again, to the same
-values). A full-size model makes this matter: one compile of ResNet-50 at
-224x224 evaluates 7.6 million candidates, 0.86 GB of estimates per DRAM
-bandwidth, and a process that kept them all grew by that much at every new
-bandwidth of a study.
+kept in its model's memo, and all of them together here, by view, within
+:data:`BUDGET` bytes (:func:`kept` says which go first); a later point that
+asks for one not kept evaluates again, to the same values. A full-size model
+makes this matter: one compile of ResNet-50 at 224x224 evaluates 7.6 million
+candidates, 0.86 GB of estimates per evaluation view, and a process that kept
+them all grew by that much at every new DRAM bandwidth of a study (the example
+study's ResNet-18 and encoder make 13 MB).
 
 An estimate's key holds its grid by a digest of the grid's values (BLAKE2b,
 256 bits), not the values themselves, which took a quarter as much memory
@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 #: bytes of estimates kept per process (a ResNet-50 compile at 224x224 makes
-#: about 1.1 GB per evaluation view; ResNet-18 at 32x32, 16 wide, a few MB)
+#: about 1.1 GB per evaluation view; the example study's two models 13 MB)
 BUDGET = 1 << 30
 #: ``kept``, ``reused``, ``unkept`` (the budget was full of the same view's)
 #: and ``dropped`` (with their view) estimates in this process
