@@ -158,12 +158,12 @@ def _rss_mb() -> tuple[float, float]:
 
 
 def _counts() -> dict:
-    from schedules.accel import cache, estimates, models
+    from schedules.accel import cache, estimate_cache, models
 
     return {
         "search": dict(cache.STATS),
         "models": dict(models.STATS),
-        "estimates": dict(estimates.STATS),
+        "estimates": dict(estimate_cache.STATS),
     }
 
 

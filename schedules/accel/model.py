@@ -52,7 +52,7 @@ from polyc.errors import PlacementError
 from polyc.ir import macmap
 from polyc.ir.expr import ops_count
 from polyc.ir.kernel import Kernel, Statement
-from schedules.accel import banks, estimates, exprs, levels, terms
+from schedules.accel import banks, estimate_cache, exprs, levels, terms
 from schedules.accel.evaluate import numeric
 from schedules.accel.layers import Layer, density, touches
 from schedules.accel.memplan import ZERO_BYTES
@@ -645,11 +645,11 @@ class LayerModel:
         # a function of the hardware but for its SRAM capacities (which decide
         # what fits, later): the points of a study that differ only in those
         # share it, as they share this model (schedules.accel.models), while
-        # the estimates kept stay within their budget (schedules.accel.estimates)
+        # the estimates kept stay within their budget (schedules.accel.estimate_cache)
         view = view_id(self.spec, evaluation_view)
-        key = ("estimate", view, n, estimates.grid_digest(args))
+        key = ("estimate", view, n, estimate_cache.grid_digest(args))
         key += (tuple(staged), upper, stream_slots)
-        return estimates.kept(
+        return estimate_cache.kept(
             self._built,
             key,
             view,

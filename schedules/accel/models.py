@@ -30,7 +30,7 @@ from collections.abc import Callable
 from accelerator.hardware.spec import Spec, model_view, view_id
 from polyc.ir.deps import shared_analyses
 from polyc.ir.kernel import Kernel, Statement
-from schedules.accel import estimates
+from schedules.accel import estimate_cache
 from schedules.accel.layers import Layer
 from schedules.accel.layertext import layer_text
 from schedules.accel.model import LayerModel
@@ -97,4 +97,4 @@ def _key(kernel, layer, spec, shape, level, engines) -> tuple | None:
 def clear() -> None:
     """Forget the models kept, and their estimates (tests)."""
     _MODELS.clear()
-    estimates.clear()
+    estimate_cache.clear()

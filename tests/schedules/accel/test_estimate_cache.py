@@ -1,5 +1,5 @@
 """The layer models' estimates kept across hardware points within a byte budget
-(schedules/accel/estimates.py): past it the other evaluation views' go first,
+(schedules/accel/estimate_cache.py): past it the other evaluation views' go first,
 then a view's new estimates are not kept, and a point that asks again for one
 not kept gets the same values; a grid compiled under a
 budget that keeps almost nothing gives every point the C and the report it
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import accelerator
-from schedules.accel import estimates, models
+from schedules.accel import estimate_cache, models
 from schedules.accel.model import Estimate
 from tests.schedules.accel.test_shared_models import _compile_all
 
@@ -24,11 +24,11 @@ def fresh(tmp_path, monkeypatch):
     monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
     monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
     models.clear()
-    estimates.clear()
-    estimates.STATS.clear()
+    estimate_cache.clear()
+    estimate_cache.STATS.clear()
     yield
     models.clear()
-    estimates.clear()
+    estimate_cache.clear()
 
 
 def _estimate(n: int, value: float) -> Estimate:
@@ -39,7 +39,7 @@ def test_past_the_budget_other_views_go_and_then_new_estimates_stay_unkept(
     fresh, monkeypatch
 ):
     # an estimate of 100 points holds 4 arrays of 800 bytes
-    monkeypatch.setattr(estimates, "BUDGET", 2 * 3200)
+    monkeypatch.setattr(estimate_cache, "BUDGET", 2 * 3200)
     memo: dict = {}
     built = []
 
@@ -48,12 +48,12 @@ def test_past_the_budget_other_views_go_and_then_new_estimates_stay_unkept(
             built.append(key)
             return _estimate(100, value)
 
-        return estimates.kept(memo, (key,), view, make)
+        return estimate_cache.kept(memo, (key,), view, make)
 
     one = ask("a", 0, 1.0)
     assert not one.cycles.flags.writeable  # shared: read-only
     ask("b", 0, 2.0)
-    assert estimates.used() == 2 * 3200
+    assert estimate_cache.used() == 2 * 3200
     # the budget is full of view 0's: a third is not kept, and the first two
     # stay (dropping the oldest would push out the next one a scan asks for)
     ask("c", 0, 3.0)
@@ -63,13 +63,13 @@ def test_past_the_budget_other_views_go_and_then_new_estimates_stay_unkept(
     # another view makes room: all of view 0 goes at once
     ask("d", 1, 4.0)
     assert set(memo) == {("d",)}
-    assert estimates.used() == 3200
+    assert estimate_cache.used() == 3200
     again = ask("a", 0, 1.0)  # built again, the same values
     np.testing.assert_array_equal(again.cycles, np.full(100, 1.0))
     assert built == ["a", "b", "c", "d", "a"]
     assert set(memo) == {("a",), ("d",)}  # room for both
-    assert estimates.STATS["dropped"] == 2
-    assert estimates.STATS["unkept"] == 1
+    assert estimate_cache.STATS["dropped"] == 2
+    assert estimate_cache.STATS["unkept"] == 1
 
 
 def test_a_grid_under_a_tiny_budget_compiles_as_with_every_estimate_kept(
@@ -83,14 +83,14 @@ def test_a_grid_under_a_tiny_budget_compiles_as_with_every_estimate_kept(
         },
     )
     kept = _compile_all(specs)
-    assert estimates.STATS["reused"] > 0, "SRAM sizes reuse estimates"
-    assert estimates.STATS["dropped"] == 0
+    assert estimate_cache.STATS["reused"] > 0, "SRAM sizes reuse estimates"
+    assert estimate_cache.STATS["dropped"] == 0
     models.clear()
-    estimates.clear()
-    monkeypatch.setattr(estimates, "BUDGET", 1)
+    estimate_cache.clear()
+    monkeypatch.setattr(estimate_cache, "BUDGET", 1)
     tight = _compile_all(specs)
-    assert estimates.STATS["unkept"] > 0
-    assert estimates.used() == 0  # none kept
+    assert estimate_cache.STATS["unkept"] > 0
+    assert estimate_cache.used() == 0  # none kept
     for (c_kept, r_kept), (c_tight, r_tight), spec in zip(kept, tight, specs):
         assert c_kept == c_tight, spec.name
         assert r_kept == r_tight, spec.name
@@ -99,9 +99,11 @@ def test_a_grid_under_a_tiny_budget_compiles_as_with_every_estimate_kept(
 def test_a_grid_digest_tells_grids_apart():
     a = [np.arange(4.0), np.ones(4)]
     b = [np.arange(4.0), np.full(4, 2.0)]
-    assert estimates.grid_digest(a) == estimates.grid_digest([x.copy() for x in a])
-    assert estimates.grid_digest(a) != estimates.grid_digest(b)
+    assert estimate_cache.grid_digest(a) == estimate_cache.grid_digest(
+        [x.copy() for x in a]
+    )
+    assert estimate_cache.grid_digest(a) != estimate_cache.grid_digest(b)
     # the same values split differently between the symbols
-    assert estimates.grid_digest([np.arange(2.0)]) != estimates.grid_digest(
+    assert estimate_cache.grid_digest([np.arange(2.0)]) != estimate_cache.grid_digest(
         [np.arange(1.0), np.arange(1.0, 2.0)]
     )
