@@ -34,7 +34,8 @@ from schedules.accel.routes import Route, Routes
 from schedules.accel.work import Work, engines
 
 if TYPE_CHECKING:
-    from schedules.accel.model import LayerModel, TileBox, TileBuffer
+    from schedules.accel.estimate import TileBox
+    from schedules.accel.model import LayerModel, TileBuffer
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import pytest
 import polyc
 from accelerator import load_config
 from polyc import ops
+from schedules.accel import estimate, ranking, search
 from schedules.accel import model as model_module
-from schedules.accel import ranking, search
 from schedules.accel.layers import per_statement, split
 
 
@@ -73,7 +73,7 @@ def test_the_second_slots_reuse_the_first_evaluation_exactly():
     shared = search.layer_model(kernel, layer, spec, st, level)
     first = shared.evaluate(grid(shared), stream_slots=3)
     second = shared.evaluate(grid(shared), stream_slots=2)
-    model_module._LAST_MOVES.clear()
+    estimate._LAST_MOVES.clear()
     alone = model_module.LayerModel(kernel, layer, spec, st, level)
     again = alone.evaluate(grid(alone), stream_slots=2)
     for a, b in ((second, again),):
