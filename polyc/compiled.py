@@ -257,7 +257,7 @@ class Compiled:
                 f"{cand.cycles:,.0f} cycles ({busy}); {lc.tried} candidates fit"
             )
             if cand.staged:
-                from schedules.accel.search import upper_level
+                from schedules.accel.space import upper_level
 
                 top = self.spec.memory[upper_level(self.spec)].name
                 out.append(

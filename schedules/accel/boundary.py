@@ -31,7 +31,8 @@ from collections.abc import Iterable, Sequence
 
 from accelerator.hardware.spec import Spec
 from schedules.accel.layers import Layer
-from schedules.accel.search import EDGES, Candidate, engine_level
+from schedules.accel.search import EDGES, Candidate
+from schedules.accel.space import engine_level
 
 
 def written(layer: Layer) -> frozenset[str]:

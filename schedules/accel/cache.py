@@ -40,6 +40,7 @@ import islpy as isl
 from accelerator.hardware.spec import Spec, schedule_view
 from polyc.ir.kernel import Kernel
 from schedules.accel import search as _search
+from schedules.accel import space
 from schedules.accel.layers import Layer
 from schedules.accel.layertext import layer_text, renamer
 from schedules.accel.structure import Structure
@@ -240,7 +241,7 @@ def signature(
 ) -> Signature | None:
     """The layer's signature, or ``None`` when its names cannot be renamed safely
     (a name that is also an engine word, or not an identifier)."""
-    text = layer_text(kernel, layer, lambda s: _search.engines(kernel, s, spec))
+    text = layer_text(kernel, layer, lambda s: space.engines(kernel, s, spec))
     if text is None:
         return None
     lines, names = text

@@ -24,7 +24,7 @@ kernel (role ``temp``: never an input or an output) that fits a home on chip:
   search and not by the cost model (when it was added, hf-llama ran 5% slower
   with it, as the model predicted);
 - the rest, where an SRAM level sits right above every level an engine reaches
-  (:func:`schedules.accel.search.upper_level`: datacenter's ``shared``), there,
+  (:func:`schedules.accel.space.upper_level`: datacenter's ``shared``), there,
   at most :data:`SHARE` of it, in the kernel's array order. Each layer's buffers
   are still copied in and out by DMA, now from and to the home (the level's
   latency and bandwidth, no DRAM bytes), and the cost model charges them so
@@ -113,7 +113,7 @@ def assign(kernel: Kernel, spec: Spec) -> Kernel:
     """``kernel`` with a home for each intermediate that fits (see the module
     docstring); unchanged where the config has no SRAM level above the
     engines' or the sizes are symbolic."""
-    from schedules.accel.search import upper_level
+    from schedules.accel.space import upper_level
 
     if kernel.params:
         return kernel

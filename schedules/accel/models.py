@@ -60,7 +60,7 @@ def layer_model(
     """The model of ``layer`` under ``shape`` for ``spec``: one built for another
     description of the same model view, on ``spec``, when this process has it;
     else a new one (kept for the next). ``engines``: the engines the search
-    offers a statement (:func:`schedules.accel.search.engines`), part of the key."""
+    offers a statement (:func:`schedules.accel.space.engines`), part of the key."""
     key = _key(kernel, layer, spec, shape, level, engines) if enabled() else None
     if key is None:
         return LayerModel(kernel, layer, spec, shape, level)

@@ -52,6 +52,7 @@ from schedules.accel import (
     pipeline,
     search,
     share,
+    space,
 )
 from schedules.accel.layers import (
     Layer,
@@ -308,7 +309,7 @@ def _split_for_levels(kernel, layers, options, spec):
             continue
         if any("mac" in dict(c.structure.engine).values() for c in options[i]):
             continue
-        conflict = search.level_conflict(kernel, layer, spec)
+        conflict = space.level_conflict(kernel, layer, spec)
         if conflict is not None:
             return i, conflict
     return None
@@ -531,7 +532,7 @@ def _vertical(k: Kernel, layer: Layer, cand: search.Candidate, private) -> Kerne
 def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
     st = cand.structure
     folded = {
-        search.folds_into(layer, s).name: s.name
+        space.folds_into(layer, s).name: s.name
         for s in layer.stmts
         if st.engine_of(s.name) == "fold"
     }
@@ -582,7 +583,7 @@ def _placements(
                 )
             continue
         if array in cand.staged:  # whole, once, above the tile loops
-            upper = spec.memory[search.upper_level(spec)].name
+            upper = spec.memory[space.upper_level(spec)].name
             top = _outermost(layer, where)
             k = place(k, top, array, upper, config=spec, depth=0, slots=1, plan=False)
         pad = _pitch(k, st, array)
@@ -611,7 +612,7 @@ def _to_place(k: Kernel, layer: Layer, cand: search.Candidate, spec):
     """The level each array of the layer is reached in, and the arrays that get
     a buffer, in placement order: an intermediate at its home in the engines'
     level needs none."""
-    at = levels.assign(layer, cand.structure, spec, search.engine_level(spec))
+    at = levels.assign(layer, cand.structure, spec, space.engine_level(spec))
     home = resident_arrays(k, layer, cand.structure, at)
     return at, [a for a in _place_order(layer) if a not in home]
 

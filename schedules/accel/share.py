@@ -35,7 +35,7 @@ from polyc.errors import PolycError
 from polyc.ir.affine import var
 from polyc.ir.kernel import Kernel, Role
 from schedules import stree
-from schedules.accel import cache, search
+from schedules.accel import cache, space
 from schedules.accel.layers import Layer, own_program, split, top_children
 from schedules.accel.split import _program_order, split_layer
 from schedules.accel.tensorize import contraction
@@ -176,7 +176,7 @@ def _one_contraction(kernel: Kernel, layer: Layer, spec: Spec):
     if len(cons) != 1:
         return None
     s = cons[0]
-    if search.engines(kernel, s, spec) != ["mac", "vector"]:
+    if space.engines(kernel, s, spec) != ["mac", "vector"]:
         return None
     return s, contraction(s)
 

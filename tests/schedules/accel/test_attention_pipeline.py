@@ -16,7 +16,7 @@ from polyc import compute as pc
 from polyc.errors import IllegalTransformError
 from polyc.ops import nn
 from schedules import replay
-from schedules.accel import pipeline, scheduler, search
+from schedules.accel import pipeline, scheduler, search, space
 from schedules.accel.layers import sub_kernel
 from schedules.bands import shift
 
@@ -64,7 +64,7 @@ def _variant(compiled, ahead: bool):
     st = cand.structure
     early = pipeline.ahead(lc.layer, dict(st.engine)) if ahead else ()
     st = replace(st, ahead=early)
-    model = search.layer_model(kernel, lc.layer, spec, st, search.engine_level(spec))
+    model = search.layer_model(kernel, lc.layer, spec, st, space.engine_level(spec))
     grid = {
         sym: np.array([size], dtype=float)
         for sym, (_, size) in zip(model.syms, cand.sizes)

@@ -19,7 +19,7 @@ from codegen.accel.direct import build_runtime
 from polyc import ops
 from polyc.errors import SimulationError
 from polyc.ir import macmap
-from schedules.accel import search
+from schedules.accel import space
 from tests.support.macmap_conv import conv_operands, conv_tile
 
 
@@ -113,13 +113,13 @@ def test_compact_rows_match_the_interpreter(config):
 def _compile(kernel, monkeypatch, compact: bool):
     monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
     monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
-    groups = search.mac_groups
+    groups = space.mac_groups
 
     def only(*args, **kwargs):
         out = groups(*args, **kwargs)
         return [g for g in out if len(g[0][0]) < 2 or g[1] != compact]
 
-    monkeypatch.setattr(search, "mac_groups", only)
+    monkeypatch.setattr(space, "mac_groups", only)
     return polyc.compile(kernel, config="edge-npu")
 
 

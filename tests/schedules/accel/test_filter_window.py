@@ -29,7 +29,7 @@ from codegen.accel.direct import build_runtime
 from polyc import ops
 from polyc.errors import SimulationError
 from polyc.ir import macmap
-from schedules.accel import scheduler, search
+from schedules.accel import scheduler, search, space
 from schedules.accel.layers import split
 from tests.support.macmap_conv import conv_operands, conv_tile
 
@@ -57,10 +57,10 @@ def _window_schedule(kernel, spec):
     layers = split(kernel)
     (i,) = [i for i, lay in enumerate(layers) if any(s.name == "S1" for s in lay.stmts)]
     wide = replace(spec, mac_array=replace(spec.mac_array, rows=1 << 20))
-    level = search.engine_level(spec)
+    level = space.engine_level(spec)
     capacity = search.capacities(kernel, layers[i], spec)
     best = []
-    for st in search.structures(kernel, layers[i], wide, False, all_orders=False):
+    for st in space.structures(kernel, layers[i], wide, False, all_orders=False):
         if st.groups and st.groups_of("S1")[2] == WINDOW:
             best += search._best(kernel, layers[i], spec, st, level, capacity, 1)
     assert best, "no realisable window mapping"
@@ -159,7 +159,7 @@ def test_search_offers_the_window_only_where_a_row_of_taps_is_short():
     many = ops.conv2d((1, 16, 8, 8), (8, 16, 3, 3), bias=False)  # 3 x 16 = 48
     for kernel, rows, offered in ((few, 32, True), (few, 9, False), (many, 32, False)):
         s1 = kernel.statement("S1")
-        ks = [g[0][2] for g in search.mac_groups(layer(kernel), s1, rows)]
+        ks = [g[0][2] for g in space.mac_groups(layer(kernel), s1, rows)]
         assert (WINDOW in ks) is offered, (kernel.name, rows)
 
 
@@ -177,7 +177,7 @@ def test_many_mappings_do_not_cut_the_contractions_own_alternatives():
     lay = next(x for x in split(kernel) if any(s.name == "S1" for s in x.stmts))
     ks = {
         st.groups_of("S1")[2]
-        for st in search.structures(kernel, lay, spec, False, all_orders=False)
+        for st in space.structures(kernel, lay, spec, False, all_orders=False)
         if st.engine_of("S1") == "mac"
     }
     assert ks == {("rc",), ("rw", "rc"), WINDOW}

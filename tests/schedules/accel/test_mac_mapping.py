@@ -30,8 +30,9 @@ from polyc import ops
 from polyc.ir import macmap
 from polyc.ir.affine import Aff, var
 from schedules.accel import scheduler as accel
-from schedules.accel import search
+from schedules.accel import search, space
 from schedules.accel.layers import split
+from schedules.accel.tensorize import contraction
 from tests.support.macmap_conv import conv_operands, conv_tile
 
 CONFIGS = ("tiny", "edge-npu", "datacenter")
@@ -119,9 +120,7 @@ def test_convolution_compiles_tensorized_and_correct(name, config):
         np.testing.assert_allclose(
             got[out], ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max())
         )
-    contractions = [
-        s.name for s in kernel.statements if search.contraction(s) is not None
-    ]
+    contractions = [s.name for s in kernel.statements if contraction(s) is not None]
     assert contractions and _statements_on_mac(compiled) == contractions
     assert "@tensorize" in str(compiled.kernel.schedule)
 
@@ -226,10 +225,8 @@ def test_build_refuses_a_candidate_codegen_could_not_emit():
     cand = search.search(kernel, layer, spec)[0]
     st = cand.structure
     s1 = kernel.statement("S1")
-    con = search.contraction(s1)
-    window, layouts = search._filter_rows(
-        s1, con, search._channels_last(layer, s1, con)
-    )
+    con = contraction(s1)
+    window, layouts = space._filter_rows(s1, con, space._channels_last(layer, s1, con))
     m, n, _ = st.groups_of("S1")
     bad = replace(
         cand, structure=replace(st, groups=(("S1", (m, n, window)),), layouts=layouts)

@@ -12,7 +12,7 @@ import sympy as sp
 import polyc
 from accelerator.hardware.config import load_config
 from polyc import ops
-from schedules.accel import search
+from schedules.accel import search, space
 from schedules.accel.model import LayerModel
 from schedules.accel.routes import Route
 from schedules.accel.tilevars import PrivateTile, SharedTile, loop_extent, tile_var
@@ -39,12 +39,12 @@ def test_tile_variables_name_their_loops(gemm):
     assert [loop_extent(layer, v) for v in (i, j, k)] == [64, 48, 80]
     assert [v.label(layer) for v in (i, j, k)] == ["i", "j", "k(S1)"]
     assert k.symbol(layer) == sp.Symbol("T_S1_k", positive=True, integer=True)
-    assert sorted([k, j, i], key=lambda v: search._position(layer, v)) == [i, j, k]
+    assert sorted([k, j, i], key=lambda v: space._position(layer, v)) == [i, j, k]
 
 
 def test_each_array_has_one_buffer_record(gemm):
     kernel, layer, spec, st = gemm
-    model = LayerModel(kernel, layer, spec, st, search.engine_level(spec))
+    model = LayerModel(kernel, layer, spec, st, space.engine_level(spec))
     assert set(model.buffers) == {"A", "B", "out"}
     a, out = model.buffers["A"], model.buffers["out"]
     # out is zeroed by the layer's init: stored, never loaded
@@ -87,7 +87,7 @@ def test_placement_cuts_a_copy_where_the_cost_model_does():
     from schedules.accel.placement import chunks
 
     spec = load_config("datacenter")
-    level = search.engine_level(spec)
+    level = space.engine_level(spec)
     route = Route.between(spec, spec.dram, spec.memory[level])
     for rows, want in ((64, 3), (8, 1)):
         mark = pm.BufferMark(
@@ -114,7 +114,7 @@ def test_placement_cuts_a_copy_where_the_cost_model_does():
 
 def test_a_route_takes_the_slower_end_and_enough_channels(gemm):
     _, _, spec, _ = gemm
-    level = spec.memory[search.engine_level(spec)]
+    level = spec.memory[space.engine_level(spec)]
     route = Route.between(spec, spec.dram, level)
     assert route.latency == max(spec.dram.latency_cycles, level.latency_cycles)
     assert route.rate == min(spec.dma.bytes_per_cycle, level.bytes_per_cycle)
@@ -133,7 +133,7 @@ def test_stream_slots_change_the_buffers_and_how_far_loads_run_ahead(gemm):
     shares DRAM with the tiles ahead). The 16-tile candidate, paced by its loads,
     gets faster; the 32-tile one, whose compute hides its loads, does not move."""
     kernel, layer, spec, st = gemm
-    model = LayerModel(kernel, layer, spec, st, search.engine_level(spec))
+    model = LayerModel(kernel, layer, spec, st, space.engine_level(spec))
     grid = {s: np.array([16.0, 32.0]) for s in model.syms}
     three = model.evaluate(grid, stream_slots=3)
     two = model.evaluate(grid, stream_slots=2)
@@ -148,7 +148,7 @@ def test_a_cached_layer_model_is_not_changed_by_its_next_user(gemm):
     used to set the cached model's structure to each user's in turn, so a model
     already handed out changed under its holder."""
     kernel, layer, spec, st = gemm
-    level = search.engine_level(spec)
+    level = space.engine_level(spec)
     first = search.layer_model(kernel, layer, spec, st, level)
     held = first.st
     second = search.layer_model(kernel, layer, spec, replace(st, stream_slots=2), level)

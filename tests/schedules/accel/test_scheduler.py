@@ -173,18 +173,18 @@ def test_a_stride_2_conv_fuses_output_rows_over_a_compact_output(rng):
 def test_a_stride_2_conv_reads_its_input_in_phases(rng, monkeypatch):
     """Without the compact M (the mapping withheld from the search), fused
     output rows over a padded output need the input in phases."""
-    from schedules.accel import search
+    from schedules.accel import space
     from schedules.accel.memplan import buffers
     from tests.support.placecheck import check
 
     monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
     monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
-    groups = search.mac_groups
+    groups = space.mac_groups
 
     def no_compact_m(*args, **kwargs):
         return [g for g in groups(*args, **kwargs) if len(g[0][0]) < 2 or g[1]]
 
-    monkeypatch.setattr(search, "mac_groups", no_compact_m)
+    monkeypatch.setattr(space, "mac_groups", no_compact_m)
     # float32: the interpreter's order of fp16 roundings is not the array's
     kernel = ops.conv2d(
         (1, 32, 28, 28), (64, 32, 3, 3), bias=False, stride=2, padding=1
@@ -206,7 +206,7 @@ def test_a_stride_2_conv_reads_its_input_in_phases(rng, monkeypatch):
 
 def test_the_level_keeps_a_zero_block_only_for_layers_that_leave_their_arrays():
     from schedules.accel.layers import split
-    from schedules.accel.search import may_leave
+    from schedules.accel.space import may_leave
 
     for kernel, leaves in (
         (ops.matmul(64, 64, 64), False),

@@ -11,7 +11,7 @@ import pytest
 import polyc
 from accelerator import load_config
 from polyc import ops
-from schedules.accel import estimate, ranking, search
+from schedules.accel import estimate, ranking, search, space
 from schedules.accel import model as model_module
 from schedules.accel.layers import per_statement, split
 
@@ -63,8 +63,8 @@ def test_the_second_slots_reuse_the_first_evaluation_exactly():
     spec = load_config("edge-npu")
     kernel, layers = _layers(ops.matmul(64, 48, 80))
     layer = layers[0]
-    level = search.engine_level(spec)
-    st = next(search.structures(kernel, layer, spec, private=False))
+    level = space.engine_level(spec)
+    st = next(space.structures(kernel, layer, spec, private=False))
     grid_values = np.array([8.0, 16.0, 32.0, 64.0])
 
     def grid(model):

@@ -15,7 +15,7 @@ import accelerator
 import polyc
 from accelerator.hardware.spec import model_view, schedule_view
 from polyc.ir import deps as deps_module
-from schedules.accel import models, search
+from schedules.accel import models, search, space
 from schedules.accel.bias import defer_all
 from schedules.accel.layers import per_statement, split
 from schedules.accel.model import LayerModel
@@ -89,10 +89,10 @@ def test_a_model_on_another_point_evaluates_as_that_points_own_model(fresh):
     [other] = accelerator.vary(other, {"memory.dram.bytes_per_cycle": [64]})
     kernel, _ = per_statement(defer_all(_net(), base))
     layers = [la for la in split(kernel) if not la.opaque]
-    level = search.engine_level(base)
+    level = space.engine_level(base)
     checked = 0
     for layer in layers:
-        for st in list(search.structures(kernel, layer, base, False, False))[:6]:
+        for st in list(space.structures(kernel, layer, base, False, False))[:6]:
             shared = LayerModel(kernel, layer, base, st, level)
             _, grid = search._points(kernel, layer, st, shared)
             shared.evaluate(grid)  # built for the first point

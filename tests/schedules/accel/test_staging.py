@@ -12,7 +12,7 @@ import polyc
 from accelerator import load_config
 from polyc import ops
 from schedules.accel import scheduler as accel
-from schedules.accel.search import upper_level
+from schedules.accel.space import upper_level
 
 TOLERANCE = 0.25  # as tests/schedules/accel/test_scheduler.py
 

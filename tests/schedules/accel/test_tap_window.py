@@ -2,10 +2,10 @@
 
 A depthwise convolution's input channel is its output's (``input[n, o + rc, ...]``),
 so its taps cannot fuse with the channels the way a dense convolution's do
-(:func:`schedules.accel.search._channels_last`), and the MAC array ran it with one
+(:func:`schedules.accel.space._channels_last`), and the MAC array ran it with one
 row of taps on its rows (3 of edge-npu's 16 for a 3x3 filter, 7 of datacenter's 64
 for ConvNeXt's 7x7) and the filter rows around the calls. The search now also
-offers the whole window as K (:func:`schedules.accel.search._taps`): A reads it
+offers the whole window as K (:func:`schedules.accel.space._taps`): A reads it
 with two strides, the input row's pitch and the tap's, B steps the filter row by
 the tap's span. Numbers are compared with ``polyc.interpret`` on the
 untransformed kernel.
@@ -18,7 +18,7 @@ import pytest
 
 import polyc
 from accelerator.hardware.config import load_config
-from schedules.accel import search
+from schedules.accel import space
 from schedules.accel.layers import per_statement, split
 from schedules.accel.split import split_layer
 from tests.support.depthwise import depthwise, normal_inputs
@@ -33,10 +33,10 @@ def test_the_search_offers_the_window_where_a_row_of_taps_leaves_rows_idle():
     kernel = depthwise(8, 8)
     layer = _layer(kernel, "S1")
     s = kernel.statement("S1")
-    ks = {groups[2] for groups, *_ in search.mac_groups(layer, s, 16)}
+    ks = {groups[2] for groups, *_ in space.mac_groups(layer, s, 16)}
     assert ("rh", "rw") in ks
     # an array no taller than a row of taps gains nothing from it
-    assert ("rh", "rw") not in {g[2] for g, *_ in search.mac_groups(layer, s, 3)}
+    assert ("rh", "rw") not in {g[2] for g, *_ in space.mac_groups(layer, s, 3)}
 
 
 def test_the_mac_part_of_a_split_depthwise_runs_the_window_and_is_right(rng):
@@ -72,9 +72,9 @@ def test_a_split_layer_keeps_its_structures_under_the_cap_on_combinations(
     its = tuple(s.iterators[1] for s in k.statements)
     both = split_layer(k, stmts, its, 3, 4)
     (layer,) = [la for la in split(both) if len(la.stmts) == 2 * len(stmts)]
-    monkeypatch.setattr(search, "MAX_ENGINE_COMBOS", 1)
+    monkeypatch.setattr(space, "MAX_ENGINE_COMBOS", 1)
     spec = load_config("edge-npu")
-    structures = list(search.structures(both, layer, spec, False, False))
+    structures = list(space.structures(both, layer, spec, False, False))
     assert structures
     assert all(dict(st.engine)[n] != "fold" for st in structures for n in stmts[:1]), (
         "the vector part's init folds into nothing"
