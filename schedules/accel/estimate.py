@@ -234,30 +234,37 @@ class GridEvaluation:
             _GRID_MEMO[:] = [grid, {}]
         return _GRID_MEMO[1]
 
-    def mac_floor(self, grid: dict[sp.Symbol, np.ndarray]) -> float:
-        """A lower bound of :meth:`evaluate`'s cycles over ``grid``: the fewest
-        cycles the MAC statements' calls take back to back at their steady time
-        (the banks' stretch and the first loads only add to the MAC array's
-        time, and a layer takes at least that: :func:`terms.overlap`); zero
-        without MAC statements."""
+    def floor(self, grid: dict[sp.Symbol, np.ndarray]) -> float:
+        """A lower bound of :meth:`evaluate`'s cycles over ``grid``: at each
+        point, the larger of the MAC array's and the vector unit's busy time,
+        fewest over the grid. The MAC statements' calls back to back at their
+        steady time (the banks' stretch and the first loads only add to the
+        MAC array's time), and the vector statements' operations, summed as
+        :func:`schedules.accel.work.engines` sums them (the same values): a
+        layer takes at least its busiest engine's time (:func:`terms.overlap`:
+        the fill, the drain and the stalls only add to it); zero without MAC
+        or vector statements."""
         args = [np.asarray(grid[s], dtype=float) for s in self.syms]
         n = len(args[0]) if args else 1
         env = dict(zip(self.syms, args))
         memo = self._memo(args, n)
-        total = np.zeros(n)
+        total, vec = np.zeros(n), np.zeros(n)
         for s in self.layer.stmts:
-            if self.st.engine_of(s.name) == "mac":
+            engine = self.st.engine_of(s.name)
+            if engine == "mac":
                 cycles = numeric(self.mac_cycles(s)[0], env, memo)
                 total = total + numeric(self.tiles(s), env, memo) * cycles
-        return float(total.min())
+            elif engine == "vector":
+                tiles = _values_of(self.tiles(s), env, memo, n)
+                vec += tiles * _values_of(self.vector_cycles(s), env, memo, n)
+        return float(np.maximum(total, vec).min())
 
     def _compute_values(self, args, n: int) -> dict:
         env = dict(zip(self.syms, args))
         memo = self._memo(args, n)
         out = {}
         for e in self._once("distinct", lambda: dict.fromkeys(self._expressions())):
-            v = numeric(e, env, memo)
-            out[e] = np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy()
+            out[e] = _values_of(e, env, memo, n).copy()
         return out
 
     def _pitched_outputs(self) -> set[str]:
@@ -275,3 +282,9 @@ class GridEvaluation:
         for d, aff in enumerate(stmt.target.index):
             out *= pitch if aff.coefficient(w) else ext[d]
         return out
+
+
+def _values_of(e: sp.Expr, env: dict, memo: dict, n: int) -> np.ndarray:
+    """``e`` at the ``n`` points of ``env``, as :meth:`GridEvaluation._values`
+    gives it to :func:`schedules.accel.work.engines`."""
+    return np.broadcast_to(np.asarray(numeric(e, env, memo), dtype=float), (n,))

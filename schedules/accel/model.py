@@ -140,7 +140,7 @@ class LayerModel(GridEvaluation):
     @property
     def buffers(self) -> dict[str, TileBuffer]:
         """Each array's buffer (:class:`TileBuffer`), built on first use: the
-        search bounds a structure by its MAC work (:meth:`mac_floor`) first."""
+        search bounds a structure by its engines' work (:meth:`floor`) first."""
         return self._once(
             ("buffers",), lambda: {n: self._buffer(n) for n in self.layer.arrays}
         )

@@ -12,8 +12,8 @@ class than those ``keep``, whatever comes later: ``round(b) - round(a) >= b -
 a - 1 > 0``), and two structures (by their key, the order of their tile loops
 aside) have a candidate below ``lowest``.
 
-:func:`searched` takes the structures by a lower bound of their cycles (the MAC
-array's busy time: every prediction is at least that,
+:func:`searched` takes the structures by a lower bound of their cycles (the busier
+of the MAC array and the vector unit: every prediction is at least that,
 :func:`schedules.accel.terms.overlap`), skips those that cannot change the
 result, models the others (``lowest``: their fewest cycles that fit), and
 checks the MAC mappings of those that still can, by ``lowest`` (each before

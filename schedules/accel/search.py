@@ -92,8 +92,8 @@ def search(
         # its points and MAC cycles are the model's (the slots change neither):
         # once per model, whichever hardware point shares it
         return model._once(
-            ("mac_floor",),
-            lambda: model.mac_floor(_points(kernel, layer, st, model)[1]),
+            ("floor",),
+            lambda: model.floor(_points(kernel, layer, st, model)[1]),
         )
 
     def checked(sts: list[Structure], known: list[Candidate], tops: bool):
@@ -226,7 +226,13 @@ def _ranked(kernel, layer, spec, st: Structure, level, capacity, upper) -> Ranke
 
 def _points(kernel, layer, st: Structure, model: LayerModel):
     """``(mesh, grid)``: the tile sizes ``st`` tries, one row per point (its free
-    variables' values, the last fastest), and per symbol its column."""
+    variables' values, the last fastest), and per symbol its column; read-only,
+    built once per model (the structures that share it differ in their slots
+    alone, which change no point; its floor asks first, its ranking next)."""
+    return model._once(("points",), lambda: _grid(kernel, layer, st, model))
+
+
+def _grid(kernel, layer, st: Structure, model: LayerModel):
     values = []
     exact = {
         (name, it) for name, g in st.groups for it in g[2][1:]
@@ -267,8 +273,11 @@ def _points(kernel, layer, st: Structure, model: LayerModel):
         values = [v[-cap:] for v in values]
     if values:
         # every combination, the last variable fastest (itertools.product's order)
-        axes = np.meshgrid(*(np.asarray(v, dtype=float) for v in values), indexing="ij")
+        axes = np.meshgrid(
+            *(np.asarray(v, dtype=float) for v in values), indexing="ij", copy=False
+        )
         mesh = np.stack(axes, axis=-1).reshape(-1, len(values))
+        mesh.flags.writeable = False  # shared by the model's structures
         grid = {sym: mesh[:, i] for i, sym in enumerate(model.syms)}
     else:
         mesh = np.zeros((1, 0))

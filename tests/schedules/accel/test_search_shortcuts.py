@@ -29,11 +29,26 @@ def _conv():
     return polyc.from_torch(conv.eval(), (torch.randn(1, 8, 12, 12),), name="conv")
 
 
+def _softmax():
+    from polyc.ops import kernels
+
+    return kernels.softmax((64, 128), dim=-1)
+
+
+def _layer_norm():
+    from polyc.ops import kernels
+
+    return kernels.layer_norm((32, 256), 256)
+
+
 CASES = [
     (lambda: ops.matmul(64, 48, 80), "edge-npu"),
     (lambda: ops.matmul(64, 48, 80), "datacenter"),
     (_conv, "edge-npu"),
     (_conv, "hw-a"),
+    # vector work only: the floor is the vector unit's
+    (_softmax, "edge-npu"),
+    (_layer_norm, "datacenter"),
 ]
 
 
@@ -85,3 +100,29 @@ def test_the_second_slots_reuse_the_first_evaluation_exactly():
         }
     # the slots do change what the buffers take
     assert (first.sram_bytes >= second.sram_bytes).all()
+
+
+@pytest.mark.parametrize("build, config", CASES)
+def test_the_floor_bounds_every_structure_by_its_busiest_engine(build, config):
+    """The bound the search skips structures by is at most the fewest cycles
+    of every structure (each point modelled, fitting or not), and a layer
+    with vector work alone has one (the MAC array's time alone gave it 0, so
+    every structure of a softmax was modelled)."""
+    spec = load_config(config)
+    kernel, layers = _layers(build())
+    level = space.engine_level(spec)
+    vector_only = 0
+    for layer in layers:
+        for private in (False, True):
+            for st in space.structures(kernel, layer, spec, private):
+                model = search.layer_model(kernel, layer, spec, st, level)
+                _, grid = search._points(kernel, layer, st, model)
+                floor = model.floor(grid)
+                cycles = model.evaluate(grid, stream_slots=st.stream_slots).cycles
+                assert 0 <= floor <= cycles.min()
+                engines = {e for _, e in st.engine}
+                if engines == {"vector"}:
+                    vector_only += 1
+                    assert floor > 0
+    if build in (_softmax, _layer_norm):
+        assert vector_only
