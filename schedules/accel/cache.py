@@ -193,46 +193,61 @@ def jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-#: what a forked worker searches: (kernel, layers, spec, stage, keep)
-_JOB: tuple | None = None
-
-
 def _in_workers(
     kernel, layers, indices, spec, stage, keep, meanwhile=None
 ) -> dict[int, list]:
     """``{index: candidates}`` of the layers at ``indices``, searched in forked
     worker processes; a layer whose worker failed is missing (the caller's own
     search of it raises, or not, as it would have)."""
+
+    def task(n: int) -> list:
+        layer = layers[indices[n]]
+        return _search.search(kernel, layer, spec, keep=keep, stage=stage)
+
+    done = in_workers(task, len(indices), meanwhile)
+    return {indices[n]: found for n, found in done.items()}
+
+
+#: what a forked worker runs: ``task(n)`` for each ``n`` it is given
+_TASK: Callable[[int], object] | None = None
+
+
+def in_workers(
+    task: Callable[[int], object], count: int, meanwhile: Callable | None = None
+) -> dict[int, object]:
+    """``{n: task(n)}`` for ``n`` below ``count``, run in :func:`jobs` forked
+    worker processes (they share the caller's objects through fork; a result
+    comes back pickled). ``meanwhile`` is called while they work. A task that
+    raised is missing (the caller runs it itself, and so meets its error); all
+    are where no worker can start (in a pool's worker, or without fork)."""
     import multiprocessing
     import pickle
 
-    global _JOB
+    global _TASK
     if multiprocessing.current_process().daemon:
-        return {}  # a pool's worker may not have children: search in turn
+        return {}  # a pool's worker may not have children: run in turn
     try:
         context = multiprocessing.get_context("fork")
-    except ValueError:  # no fork on this platform: search in turn
+    except ValueError:  # no fork on this platform: run in turn
         return {}
-    _JOB = (kernel, layers, spec, stage, keep)
+    _TASK = task
     try:
-        with context.Pool(min(jobs(), len(indices))) as pool:
-            running = pool.map_async(_work, indices, chunksize=1)
+        with context.Pool(min(jobs(), count)) as pool:
+            running = pool.map_async(_work, range(count), chunksize=1)
             if meanwhile is not None:
                 meanwhile()
             done = running.get()
     finally:
-        _JOB = None
-    return {i: pickle.loads(r) for i, r in zip(indices, done) if r is not None}
+        _TASK = None
+    return {n: pickle.loads(r)[0] for n, r in enumerate(done) if r is not None}
 
 
-def _work(index: int) -> bytes | None:
+def _work(n: int) -> bytes | None:
     import pickle
 
-    kernel, layers, spec, stage, keep = _JOB
     try:
-        found = _search.search(kernel, layers[index], spec, keep=keep, stage=stage)
-        return pickle.dumps(found)
-    except Exception:  # the parent's own search of the layer reports it
+        return pickle.dumps((_TASK(n),))
+    except Exception:  # the caller's own run of the task reports it
         return None
 
 

@@ -99,6 +99,7 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
     groups: list[tuple[str, ...]] = []
     done: set[str] = set()
     layers = _pieces(kernel)
+    known = _chosen_ahead(kernel, layers, spec, stage)
     while True:
         todo = [
             (layer, found)
@@ -108,9 +109,15 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
         ]
         if not todo:
             return Plan(kernel, tuple(groups), tuple(notes))
-        layer, (choose, stmts, iterator, point) = todo[0]
+        layer, found = todo[0]
+        choose, stmts, iterator, point = found
         done.add(layer.stmts[0].name)
-        chosen = choose(kernel, layer, spec, stage, stmts, iterator, point)
+        key = _key(kernel, layer, *found) if known else None
+        if key in known:
+            choice = known[key]
+        else:
+            choice = choose(kernel, layer, spec, stage, stmts, iterator, point)
+        chosen = _applied(kernel, stmts, iterator, choice)
         if chosen is None:
             continue  # the program is unchanged: so are its pieces
         kernel, note = chosen
@@ -121,6 +128,66 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
         # it (Plan.cuts): the statements after it start the next piece
         joined = frozenset(n for g in groups for n in g[1:])
         layers = _pieces(kernel, joined, frozenset(g[-1] for g in groups))
+
+
+def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
+    """The choices of the layers of ``layers`` that :func:`plan` may split,
+    made at once in worker processes (:func:`schedules.accel.cache.in_workers`)
+    where there are several and more than one job, by :func:`_key`; else
+    none. A choice is made on the layer as a program of its own
+    (:func:`_local`), so it is a function of what the key holds: :func:`plan`
+    takes it from there for a layer whose key it finds (the same choice as its
+    own), and chooses itself for the others (a layer that an earlier split
+    cut otherwise, a worker that failed)."""
+    tasks = [(la, found) for la in layers if (found := _candidate(kernel, la, spec))]
+    if len(tasks) < 2 or cache.jobs() < 2:
+        return {}
+
+    def task(n: int):
+        layer, (choose, stmts, iterator, point) = tasks[n]
+        return choose(kernel, layer, spec, stage, stmts, iterator, point)
+
+    done = cache.in_workers(task, len(tasks))
+    out = {}
+    for n, choice in done.items():
+        layer, found = tasks[n]
+        out[_key(kernel, layer, *found)] = choice
+    return out
+
+
+def _key(kernel: Kernel, layer: Layer, choose, stmts, iterator, point) -> tuple:
+    """What ``choose(kernel, layer, spec, stage, stmts, iterator, point)`` is
+    a function of (for one ``spec`` and ``stage``): its arguments, the layer's
+    statements (the objects: immutable, shared by the programs that keep
+    them) and the program :func:`_local` makes of them (its name, arrays with
+    their roles, parameters and context)."""
+    local = _local(kernel, layer)
+    arrays = tuple(sorted((name, repr(a)) for name, a in local.arrays.items()))
+    return (
+        choose.__name__,
+        stmts,
+        iterator,
+        point,
+        tuple(layer.stmts),
+        local.name,
+        arrays,
+        local.params,
+        str(local.context),
+    )
+
+
+def _applied(kernel: Kernel, stmts, iterator, choice):
+    """``(kernel, note)`` with ``choice`` (``(cut, how, note)`` of
+    :func:`_choose` or :func:`_choose_rows`, or None) applied: the statements
+    ``stmts`` split by ``split_layer(kernel, stmts, iterator, *cut, **how)``;
+    None for no choice or a split refused."""
+    if choice is None:
+        return None
+    cut, how, note = choice
+    try:
+        return split_layer(kernel, stmts, iterator, *cut, **dict(how)), note
+    except PolycError:
+        return None
 
 
 def _pieces(
@@ -260,10 +327,10 @@ def _odd_rows(kernel: Kernel, layer: Layer, spec: Spec):
 
 
 def _choose_rows(kernel, layer, spec, stage, stmts, iterator, at):
-    """``(kernel, note)`` with ``layer`` cut at ``iterator = at`` (its odd rows
-    apart, see :func:`_odd_rows`), or None when the unsplit layer is predicted as
-    fast (within :data:`MARGIN`). Searched on the layer as a program of its own,
-    as :func:`_choose` does."""
+    """``(cut, how, note)`` (:func:`_applied`) cutting ``layer`` at ``iterator
+    = at`` (its odd rows apart, see :func:`_odd_rows`), or None when the
+    unsplit layer is predicted as fast (within :data:`MARGIN`). Searched on the
+    layer as a program of its own, as :func:`_choose` does."""
     got = _unsplit(kernel, layer, spec, stage)
     if got is None or not dict(got[1].engines).get("mac"):
         return None
@@ -274,17 +341,13 @@ def _choose_rows(kernel, layer, spec, stage, stmts, iterator, at):
     cycles = found.cycles
     if cycles > unsplit * (1 - MARGIN):
         return None
-    try:
-        split_kernel = split_layer(kernel, stmts, iterator, at, vector="second")
-    except PolycError:
-        return None
     note = (
         f"{'+'.join(stmts)} split across the MAC array and the vector unit: rows "
         f"below {at} of {iterator[0]} on the MAC array, the rest on the vector "
         f"unit, predicted {cycles:,.0f} cycles against {unsplit:,.0f} on one "
         "engine"
     )
-    return split_kernel, note
+    return (at,), (("vector", "second"),), note
 
 
 def _channel(t, array: str, dim: int) -> str | None:
@@ -300,11 +363,11 @@ def _channel(t, array: str, dim: int) -> str | None:
 
 
 def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
-    """``(kernel, note)`` with the best split of ``layer``, or None when the
-    unsplit layer is predicted as fast (within :data:`MARGIN`). The points are
-    searched on the layer as a program of its own (:func:`_local`), whose
-    dependences are quick to compute; the chosen split is then applied to
-    ``kernel``."""
+    """``(cut, how, note)`` (:func:`_applied`) of the best split of ``layer``,
+    or None when the unsplit layer is predicted as fast (within
+    :data:`MARGIN`). The points are searched on the layer as a program of its
+    own (:func:`_local`), whose dependences are quick to compute; the chosen
+    split is then applied to ``kernel`` (:func:`plan`)."""
     rest = 0.0  # the predicted cycles of the layer's statements after ``stmts``
     if len(stmts) < len(layer.stmts):
         whole = _local(kernel, layer)
@@ -357,10 +420,6 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     if best is None or best[0] > unsplit * (1 - MARGIN):
         return None
     cycles, (period, p) = best
-    try:
-        split_kernel = split_layer(kernel, stmts, iterator, period - p, period)
-    except PolycError:
-        return None
     after = ""
     if rest:
         after = f" (with the {len(layer.stmts) - len(stmts)} statements after it "
@@ -370,7 +429,7 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
         f"{period - p} and {p} of every {period} along {iterator[0]}, predicted "
         f"{cycles:,.0f} cycles{after} against {unsplit:,.0f} on one engine"
     )
-    return split_kernel, note
+    return (period - p, period), (), note
 
 
 def _apart(local: Kernel, stmts, spec: Spec, stage: bool):

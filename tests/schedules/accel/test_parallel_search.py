@@ -67,3 +67,51 @@ def test_search_layers_gives_each_layer_its_own_search(fresh, monkeypatch):
     got = cache.search_layers(kernel, layers, spec)
     monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
     assert got == [search.search(kernel, layer, spec) for layer in layers]
+
+
+def _depthwise_pair():
+    """Two depthwise convolutions with their ReLU6, a pointwise one between:
+    two layers that schedules.accel.share may split across the engines."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(32, 32, 3, padding=1, groups=32),
+        nn.ReLU6(),
+        nn.Conv2d(32, 32, 1),
+        nn.Conv2d(32, 32, 3, padding=1, groups=32),
+        nn.ReLU6(),
+    ).eval()
+    return polyc.from_torch(model, (torch.randn(1, 32, 8, 8),))
+
+
+@pytest.mark.parametrize("cached", ["1", "0"])
+def test_depthwise_splits_chosen_in_workers_are_the_ones_chosen_in_turn(
+    tmp_path, monkeypatch, cached
+):
+    """schedules.accel.share chooses each layer's split on the layer as a
+    program of its own, in workers where it can (share._chosen_ahead): the
+    same splits, schedule and C as choosing them one after the other."""
+    from schedules.accel import share
+
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", cached)
+    spec = load_config("edge-npu")
+    ahead = []
+    chosen_ahead = share._chosen_ahead
+
+    def recorded(*args):
+        got = chosen_ahead(*args)
+        ahead.append(len(got))
+        return got
+
+    monkeypatch.setattr(share, "_chosen_ahead", recorded)
+    out = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("POLYC_JOBS", jobs)
+        monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path / jobs))
+        monkeypatch.setattr(cache, "_MEMORY", {})
+        choice = schedule(_depthwise_pair(), spec)
+        source, _ = placed.generate(choice.kernel)
+        cands = [lc.candidate for lc in choice.layers]
+        out[jobs] = (choice.shared, cands, source.text)
+    assert ahead == [0, 2]  # both layers chosen in the workers
+    assert out["2"] == out["1"]
+    assert out["1"][0]  # a layer was split
