@@ -162,9 +162,10 @@ def place(
         # the copies come from the buffer above, else the array's home
         outer = _enclosing_level(node, one.array) or kernel.arrays[one.array].home
         marks.append(replace(mark, chunks=chunks(spec, outer, level_index, mark)))
+    below = isltree.statements_of(node)
     node = _graft(node, marks, prefix)
     schedule = node.get_schedule()
-    _reachable(kernel, schedule, spec, marks, op)
+    _reachable(kernel, schedule, spec, marks, op, below)
     if plan == "check":
         memplan.check(spec, schedule, kernel=kernel)
     elif plan:
@@ -206,14 +207,21 @@ def _buffer_names(schedule: isl.Schedule) -> set[str]:
 
 
 def _reachable(
-    kernel: Kernel, schedule: isl.Schedule, spec: Spec, marks: list, op: str
+    kernel: Kernel,
+    schedule: isl.Schedule,
+    spec: Spec,
+    marks: list,
+    op: str,
+    below: set[str],
 ) -> None:
     """Refuse a new buffer (``marks``, now in ``schedule``) in a level that an
     engine already mapped onto it (a ``tensorize`` or ``map_vector`` before
     ``place``) cannot reach. A level no engine reaches (datacenter's ``shared``)
     is a staging level: an inner placement in an engine's level follows, so that
     case, and ``place`` before ``tensorize``, are checked when the schedule is
-    compiled."""
+    compiled. ``below``: the statements below the new marks; only the children
+    of the root sequence that run them are walked (the new buffers are active
+    nowhere else)."""
     from schedules.accel.levels import misplaced, reached, reached_by_all
 
     engines = reached(spec)
@@ -222,7 +230,7 @@ def _reachable(
     new = {m.name for m in marks}
     bad = [
         m
-        for m in misplaced(kernel.with_schedule(schedule), spec)
+        for m in misplaced(kernel.with_schedule(schedule), spec, below)
         if m.buffer in new and m.level in engines
     ]
     if bad:

@@ -252,6 +252,27 @@ def test_placing_an_operand_where_the_mac_array_cannot_read_it_is_refused():
         S.place(k, "S1_t", "A", "outbuf", config=spec)
 
 
+def test_a_refusal_in_the_second_loop_nest_of_a_program():
+    """``place`` walks only the children of the root sequence that run the
+    placed band's statements (the new buffers are active nowhere else): the
+    init's loop nest is another child, and the refusal is the same."""
+    k = ops.matmul(64, 64, 64, dtype="int8")
+    k = S.tile(k, "S0", {"i": 32, "j": 32})
+    k = S.tile(k, "S1", {"i": 32, "j": 32, "k": 32})
+    k = S.map_vector(S.tensorize(k, "S1"), "S0")
+    assert k.schedule.get_root().child(0).n_children() == 2  # S0's, then S1's
+    spec = three_sram()
+    k = S.place(k, "S1_t", "B", "wbuf", config=spec)
+    with pytest.raises(
+        PlacementError,
+        match=r"place: the buffer A_outbuf_0 of A is in level outbuf, which its "
+        r"engine cannot reach, because the MAC array reaches it as its input "
+        r"operand for S1 only in inbuf",
+    ):
+        S.place(k, "S1_t", "A", "outbuf", config=spec)
+    assert S.place(k, "S1_t", "A", "inbuf", config=spec).schedule is not None
+
+
 def test_a_hand_schedule_placed_before_tensorize_is_refused_at_compile():
     """``place`` before ``tensorize`` cannot know the roles yet: ``polyc.compile``
     refuses the schedule before any C is built or run."""
