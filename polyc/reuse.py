@@ -38,7 +38,7 @@ from polyc.ir.expr import describe
 from polyc.ir.kernel import Kernel
 
 #: bumped when what is stored changes
-FORMAT = 2
+FORMAT = 3
 #: ``memory`` and ``disk`` hits, ``stored`` compiles, ``unreadable`` files
 STATS: Counter = Counter()
 #: the sources whose code decides what a compile produces (digested into the key)
@@ -116,7 +116,9 @@ def load(kernel: Kernel, spec, checks: bool, objective: str = "cycles"):
         except OSError:
             return None
     try:
-        fmt, packed, layers, config, note, source, mode = pickle.loads(blob)
+        fmt, packed, program, layers, config, note, shared, source, mode = pickle.loads(
+            blob
+        )
         if fmt != FORMAT:
             return None
         data = dict(kernel.data)
@@ -125,7 +127,15 @@ def load(kernel: Kernel, spec, checks: bool, objective: str = "cycles"):
         def chosen() -> Kernel:
             return pickle.loads(packed).replace(data=data)
 
-        choice = _choice(kernel, spec, chosen, layers, config, note)
+        statement, searched = kernel.statement, kernel
+        if program is not None:  # the program the scheduler searched (see store)
+            named = {s.name: s for s in pickle.loads(program[0])}
+            statement = named.__getitem__
+            # loaded when a traffic formula is asked (isl parses it slowly)
+            searched = functools.cache(lambda: pickle.loads(program[1]))
+        choice = _choice(
+            statement, searched, spec, chosen, layers, config, note, shared
+        )
     except Exception:  # a stale or torn file may fail in any way: a miss
         STATS["unreadable"] += 1
         return None
@@ -151,8 +161,24 @@ def store(
     layers = None if choice is None else [_record(lc) for lc in choice.layers]
     config = None if choice is None else choice.config
     note = None if choice is None else choice.note
+    shared = None if choice is None else list(choice.shared)
     packed = pickle.dumps(chosen.replace(data={}))
-    blob = pickle.dumps((FORMAT, packed, layers, config, note, source, mode))
+    # the layers' statements are the program's, unless the scheduler split a
+    # layer across engines (schedules.accel.share): then the program it
+    # searched (its statements, and the history that names the split parts)
+    # is kept, to rebuild the layers and their traffic formulas from
+    program = None
+    names = {s.name for s in kernel.statements}
+    searched = None
+    if choice is not None:
+        searched = next((lc.context[0] for lc in choice.layers if lc.context), None)
+    if searched is not None and any(n not in names for r in layers for n in r.stmts):
+        program = (
+            pickle.dumps(searched.statements),
+            pickle.dumps(searched.replace(data={})),
+        )
+    blob = (FORMAT, packed, program, layers, config, note, shared, source, mode)
+    blob = pickle.dumps(blob)
     _MEMORY[digest] = blob
     folder = root()
     try:
@@ -190,9 +216,12 @@ def _record(lc) -> LayerRecord:
     )
 
 
-def _choice(kernel: Kernel, spec, chosen, layers, config, note):
+def _choice(statement, searched, spec, chosen, layers, config, note, shared):
     """The scheduler's :class:`~schedules.accel.scheduler.Choice`, rebuilt around
-    the statements of ``kernel`` (``None`` for a hand schedule)."""
+    the statements ``statement`` names (the program's, or those of the one the
+    scheduler searched when it split a layer); ``searched``: the program for
+    the traffic formulas, or a function that loads it; ``None`` for a hand
+    schedule."""
     if layers is None:
         return None
     from schedules.accel.layers import Layer
@@ -201,14 +230,15 @@ def _choice(kernel: Kernel, spec, chosen, layers, config, note):
     out = []
     for r in layers:
         # the scheduler's statements are the program's (it regroups loop chains
-        # into one nest per statement, never changes one)
-        stmts = tuple(kernel.statement(n) for n in r.stmts)
+        # into one nest per statement, never changes one) but for the parts of
+        # a layer split across engines
+        stmts = tuple(statement(n) for n in r.stmts)
         layer = Layer(r.index, stmts, r.bands, r.depth, r.opaque, r.children)
-        context = (kernel, spec) if r.candidate is not None else ()
+        context = (searched, spec) if r.candidate is not None else ()
         lc = LayerChoice(layer, r.candidate, r.tried, r.note, context, r.split_from)
         lc.extra_cycles = r.extra_cycles
         out.append(lc)
-    return Choice(chosen, config, out, note)
+    return Choice(chosen, config, out, note, shared)
 
 
 def _normal(s: isl.Set) -> str:

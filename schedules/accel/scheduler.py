@@ -85,7 +85,9 @@ class LayerChoice:
     candidate: search.Candidate | None
     tried: int = 0
     note: str = ""
-    context: tuple = ()  # (kernel, spec) to build the traffic formula on demand
+    # (kernel, spec) to build the traffic formula on demand; the kernel may be
+    # a function that loads it (a reused compile, polyc.reuse)
+    context: tuple = ()
     split_from: str = ""  # the fused group it was cut from, and why
     extra_cycles: float = 0.0  # predicted work outside the search (a gather DMA)
 
@@ -95,6 +97,8 @@ class LayerChoice:
         if self.candidate is None or not self.context:
             return ""
         kernel, spec = self.context
+        if not isinstance(kernel, Kernel):
+            kernel = kernel()
         return search.formula(kernel, self.layer, spec, self.candidate)
 
 
