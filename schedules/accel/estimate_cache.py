@@ -2,7 +2,7 @@
 
 :meth:`schedules.accel.model.LayerModel.evaluate` returns a layer's predicted
 cycles, bytes and footprints at every candidate tile size of a structure (an
-:class:`~schedules.accel.model.Estimate`: some twenty numpy arrays over the
+:class:`~schedules.accel.estimate.Estimate`: some twenty numpy arrays over the
 grid), a function of the hardware's
 :func:`~accelerator.hardware.spec.evaluation_view`; the points of a study that
 differ only in SRAM capacity share it (:mod:`schedules.accel.models`). Each is

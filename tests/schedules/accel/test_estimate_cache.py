@@ -12,7 +12,7 @@ import pytest
 
 import accelerator
 from schedules.accel import estimate_cache, models
-from schedules.accel.model import Estimate
+from schedules.accel.estimate import Estimate
 from tests.schedules.accel.test_shared_models import _compile_all
 
 
