@@ -50,6 +50,7 @@ from polyc.errors import IllegalTransformError, ScheduleError
 from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.bands import merge_bands, permute, split_band
+from schedules.fusion import fuse
 from schedules.host.cache_model import Model, access_kind
 from schedules.host.parallel import _work_per_entry, band_at, is_coincident
 from schedules.host.register import accumulate, each_innermost_band
@@ -184,3 +185,98 @@ def _try(fn, fallback=None):
         return fn()
     except (IllegalTransformError, ScheduleError):
         return fallback
+
+
+def fuse_row_tiles(kernel: Kernel, model: Model) -> Kernel:
+    """Fuse the tile loop of each band of rows of dot products (:func:`_row_tiles`)
+    with the neighbouring loops of its sequence that share an array with it, each
+    tiled by the same :data:`MR` rows first, so that the rows a tile of dot
+    products reads are read again by the next loop while they are in the cache
+    (atax's ``y[j] += A[i][j] * tmp[i]`` after ``tmp[i] += A[i][j] * x[j]``)::
+
+        for i: tmp[i] = 0                   for i_t:
+        for i_t: for j: # @accumulate         for i in 8 rows: tmp[i] = 0
+          for i in 8 rows:                    for j: # @accumulate
+            tmp[i] += A[i][j] * x[j]   ->       for i in 8 rows:
+        for i: for j:                             tmp[i] += A[i][j] * x[j]
+          y[j] += A[i][j] * tmp[i]            for i in 8 rows: for j:
+                                                y[j] += A[i][j] * tmp[i]
+
+    Distributed, the second nest streams ``A`` from memory again (the program
+    order's fused loop, without the register rows, keeps one chain of dependent
+    additions per dot product). Neighbours are taken one at a time, nearest
+    first, and each fusion is checked; a refused one (atax's ``y[i] = 0``, which
+    every tile reads whole) ends the run on that side, and so does a neighbour
+    whose outer loop does not run over as many rows as the tiles do (a column
+    walk already tiled by :data:`COLUMNS` for its parallel mark). No statement instance
+    changes its order relative to one it depends on, so the bits stay the same.
+    """
+    for name in _row_tile_bands(kernel):
+        kernel = _fuse_neighbours(kernel, name, model)
+    return kernel
+
+
+def _row_tile_bands(kernel: Kernel) -> list[str]:
+    """The one-member tile bands directly above an ``@accumulate`` band of
+    rows, children of a sequence."""
+    root = stree.from_isl(kernel.schedule)
+    out = []
+    for path, node in stree.walk(root):
+        nb = stree.named_at(node)
+        if nb is None or nb.band.n_member != 1 or not path:
+            continue
+        below = stree.named_at(nb.band.child)
+        parent = stree.at(root, path[:-1])
+        if (
+            below is not None
+            and any(a.startswith("@accumulate") for a in below.attrs)
+            and isinstance(parent, stree.Sequence_)
+        ):
+            out.append(nb.name)
+    return out
+
+
+def _fuse_neighbours(kernel: Kernel, name: str, model: Model) -> Kernel:
+    for side in (-1, 1):
+        while True:
+            fused = _fuse_next(kernel, name, side, model)
+            if fused is None:
+                break
+            kernel = fused
+    return kernel
+
+
+def _fuse_next(kernel: Kernel, name: str, side: int, model: Model) -> Kernel | None:
+    """Band ``name`` fused with its neighbour on ``side`` (tiled by ``MR`` on its
+    first member), or None when there is none that shares an array with it or
+    the fusion is refused."""
+    root = stree.from_isl(kernel.schedule)
+    path, nb = stree.find(root, name, "auto")
+    seq = stree.at(root, path[:-1]) if path else None
+    k = path[-1] + side if path else -1
+    if not isinstance(seq, stree.Sequence_) or not 0 <= k < len(seq.children):
+        return None
+    other = stree.named_at(seq.children[k])
+    if other is None or other.attrs:
+        return None
+    if not _arrays(kernel, other.band) & _arrays(kernel, nb.band):
+        return None
+    rows = model.extent(other.band.member(0), stree.domain(other.band))
+    tiles = model.extent(nb.band.member(0), stree.domain(nb.band))
+    if -(-rows // MR) != tiles:
+        return None
+    tiled = _try(lambda: tile(kernel, other.name, {other.members[0]: MR}), None)
+    if tiled is None:
+        return None
+    tile_band = f"{other.name}_t"
+    order = [tile_band, name] if side < 0 else [name, tile_band]
+    return _try(lambda: fuse(tiled, order, name=name), None)
+
+
+def _arrays(kernel: Kernel, node: stree.Node) -> set[str]:
+    """The arrays the statements of a subtree access."""
+    out = set()
+    for s in stree.statements(node):
+        stmt = kernel.statement(s)
+        out.update(ld.array for ld in (stmt.target, *stmt.reads))
+    return out

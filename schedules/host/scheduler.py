@@ -66,7 +66,7 @@ from schedules.bands import merge_bands, permute
 from schedules.host import chain, profit
 from schedules.host.cache_model import MIN_PARALLEL_WORK, Cache, Model
 from schedules.host.gauss_seidel import STEP_WAVEFRONTS, step_wavefronts
-from schedules.host.matvec import matvec_tiles
+from schedules.host.matvec import fuse_row_tiles, matvec_tiles
 from schedules.host.parallel import (
     attempt,
     band_at,
@@ -283,7 +283,7 @@ def _finish(
         # before the candidates are compared (the register tiles of the rows
         # leave no recurrence on the innermost loop, which profit counts) and
         # before the parallel marks (the tile loop of the rows is the one to mark)
-        out = matvec_tiles(out, model)
+        out = fuse_row_tiles(matvec_tiles(out, model), model)
     if parallel:
         out = mark_parallel_below(out, model)
     return out

@@ -141,8 +141,66 @@ def time_tiles(kernel: Kernel, model: Model) -> Kernel | None:
     if sizes is None:
         return None
     root = stree.from_isl(kernel.original.schedule)
-    tiles = _tile_band(found, skews, sizes, root)
-    return attempt(lambda: apply_schedule(kernel, stree.to_isl(tiles)), None)
+    fused = fused_rows(found, skews, root)
+    for inside in (fused, root) if fused is not None else (root,):
+        tiles = _tile_band(found, skews, sizes, inside)
+        out = attempt(lambda t=tiles: apply_schedule(kernel, stree.to_isl(t)), None)
+        if out is not None:
+            return out
+    return None
+
+
+def fused_rows(found: Stencil, skews: list[int], root: stree.Node) -> stree.Node | None:
+    """The inside of a tile with the statements of a time step fused along the
+    first space hyperplane (None for a stencil of rank 1, whose one space loop
+    would then hold no loop to vectorise, or when a statement's instances are
+    not one per time step and element)::
+
+        for t:                               for t:
+          for i: for j: S0(t, i, j)    ->      for h = s_1 * tau + i:
+          for i: for j: S1(t, i, j)              for j: S0(t, h - s_1 * tau_0, j)
+                                                 for j: S1(t, h - s_1 * tau_1, j)
+
+    A statement at row ``h`` reads what the statements before it in the step
+    wrote at rows up to ``h`` (the skew makes every distance along ``h``
+    non-negative), so the rows of a step run one after the other, each statement
+    over a row that is still in the L1, where the unfused tile streamed every
+    statement's block of the tile from the L2 (Polly fuses fdtd-2d the same way:
+    ``[t, t + i, k, j]``). The innermost loops stay the unskewed space loops.
+    ``apply_schedule`` checks it; :func:`time_tiles` falls back to the program's
+    order inside the tile when it is refused.
+    """
+    if found.rank < 2:
+        return None
+    domains: dict[str, isl.Set] = {}
+    stree.domain(root).foreach_set(lambda s: domains.__setitem__(s.get_tuple_name(), s))
+    position = {n: _position(found, n, domains[n]) for n in found.time}
+    rows: list[isl.UnionPwAff] = [None, None]  # type: ignore[list-item]
+    kids: list[stree.Node] = []
+    for name in sorted(found.time, key=position.__getitem__):
+        if not hyperplanes(found, name).is_injective():
+            return None
+        tau = found.time[name]
+        step = tau.add_constant_val(_val(-position[name])).scale_down_val(
+            _val(found.steps)
+        )
+        row = tau.scale_val(_val(skews[0])).add(found.space[name][0])
+        for p, pa in enumerate((step, row)):
+            upa = isl.UnionPwAff.from_pw_aff(pa)
+            rows[p] = upa if rows[p] is None else rows[p].union_add(upa)
+        inner = [isl.UnionPwAff.from_pw_aff(x) for x in found.space[name][1:]]
+        leaf = stree.Leaf(isl.UnionSet.from_set(domains[name]))
+        kids.append(stree.Band(stree.mupa_from(inner), leaf, True))
+    return stree.Band(stree.mupa_from(rows), stree.Sequence_(tuple(kids)), True)
+
+
+def _position(found: Stencil, name: str, domain: isl.Set) -> int:
+    """The statement's position ``k`` in its time step (``tau - K * t``)."""
+    tau = found.time[name]
+    k = tau.sub(
+        tau.scale_down_val(_val(found.steps)).floor().scale_val(_val(found.steps))
+    )
+    return int(k.intersect_domain(domain).max_val().to_python())
 
 
 def skew_factors(kernel: Kernel, found: Stencil) -> list[int] | None:

@@ -170,3 +170,42 @@ def test_polybench_fdtd2d_with_its_union_context_gets_time_tiles(tmp_path):
     assert found.step == chain.TIME_TILES
     assert S.first_violation(found.kernel, found.kernel.schedule) is None
     assert_same(k, found.kernel, c=False, tmax=4, nx=9, ny=7)
+
+
+def test_inside_a_time_tile_the_statements_of_a_step_are_fused_by_rows():
+    # below the tile band: one band (t, 2t + k + i) over both statements, then
+    # each statement's own j loop (Polly's [t, t + i, k, j] for fdtd-2d): the rows
+    # a statement reads were written at the same or an earlier row of the step,
+    # so each row of every statement runs while its neighbours are in the L1
+    # (the unfused tile streamed each statement's block of the tile from the L2)
+    k = ex.jacobi2d(None, None, "int32")
+    found = auto_found(k, cache=SMALL, params=PARAMS)
+    rows = stree.named_at(_tile_band(found.kernel).band.child)
+    assert rows is not None and rows.band.n_member == 2
+    assert set(stree.statements(rows.band)) == {"S0", "S1"}
+    step = str(rows.band.member(0)).replace(" ", "")
+    assert "S0[t,i,j]->[(t)]" in step and "S1[t,i,j]->[(t)]" in step, step
+    row = str(rows.band.member(1)).replace(" ", "")
+    assert "S0[t,i,j]->[(2t+i)]" in row and "S1[t,i,j]->[(1+2t+i)]" in row, row
+    assert isinstance(rows.band.child, stree.Sequence_)
+    assert_same(k, found.kernel, N=21, T=7)
+
+
+def test_a_stencil_of_one_space_dimension_keeps_its_steps_unfused():
+    # fused rows would leave no loop inside a row to vectorise
+    from polyc.lang.program import Program
+
+    p = Program("jacobi1d")
+    N, T = p.param("N"), p.param("T")
+    A = p.array("A", (N,), "int32", role="inout")
+    B = p.array("B", (N,), "int32", role="inout")
+    with p.loop("t", 0, T):
+        with p.loop("i", 1, N - 1) as i:
+            B[i] = A[i - 1] + A[i] + A[i + 1]
+        with p.loop("i", 1, N - 1) as i:
+            A[i] = B[i - 1] + B[i] + B[i + 1]
+    k = p.kernel()
+    found = stencil_of(k)
+    assert found is not None and found.rank == 1
+    root = stree.from_isl(k.schedule)
+    assert stencil.fused_rows(found, [1], root) is None
