@@ -179,7 +179,7 @@ def devectorised(kernel: Kernel, model: Model) -> float:
     original = kernel.original
     before = innermost_steps(original)
     after = innermost_steps(kernel)
-    recurring = _recurrent_statements(original)
+    recurring = recurrent_statements(original)
     total = 0.0
     for stmt in kernel.statements:
         old, new = before.get(stmt.name), after.get(stmt.name)
@@ -213,12 +213,13 @@ def recurrent(kernel: Kernel, model: Model) -> float:
     """Instances of the statements whose innermost loop carries a dependence of the
     statement on itself (a recurrence the C compiler does not vectorise)."""
     return sum(
-        _instances(model, kernel.statement(n)) for n in _recurrent_statements(kernel)
+        _instances(model, kernel.statement(n)) for n in recurrent_statements(kernel)
     )
 
 
-def _recurrent_statements(kernel: Kernel) -> set[str]:
-    """The statements :func:`recurrent` counts."""
+def recurrent_statements(kernel: Kernel) -> set[str]:
+    """The statements :func:`recurrent` counts: those whose innermost loop
+    carries a dependence of the statement on itself."""
     from schedules.legality import dependences, statement_times
 
     times = statement_times(kernel.schedule)

@@ -66,6 +66,7 @@ from schedules.bands import merge_bands, permute
 from schedules.host import chain, profit
 from schedules.host.cache_model import MIN_PARALLEL_WORK, Cache, Model
 from schedules.host.gauss_seidel import STEP_WAVEFRONTS, step_wavefronts
+from schedules.host.interleave import interleave_recurrences
 from schedules.host.matvec import fuse_row_tiles, matvec_tiles
 from schedules.host.parallel import (
     attempt,
@@ -284,6 +285,7 @@ def _finish(
         # leave no recurrence on the innermost loop, which profit counts) and
         # before the parallel marks (the tile loop of the rows is the one to mark)
         out = fuse_row_tiles(matvec_tiles(out, model), model)
+        out = interleave_recurrences(out, model)
     if parallel:
         out = mark_parallel_below(out, model)
     return out
