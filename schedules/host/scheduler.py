@@ -75,7 +75,7 @@ from schedules.host.parallel import (
     mark_parallel_below,
     parallel_tiles,
 )
-from schedules.host.register import register_tiles, separate_reductions
+from schedules.host.register import blocking, register_tiles, separate_reductions
 from schedules.host.stencil import TILES, time_tiles
 from schedules.tiling import tile as tile_band
 
@@ -200,6 +200,7 @@ def auto_found(
     attempts = chain.candidates(kernel, fusion, budget)
     failures = list(attempts.failures)
     finished: list[tuple[str, Kernel]] = []
+    kept: dict[str, chain.Candidate] = {}
     for cand in attempts.candidates:
         try:
             out = _finish(kernel, cand, fusion, budget, model, tile, parallel)
@@ -207,6 +208,7 @@ def auto_found(
             failures.append(f"{cand.step}: {err}")
             continue
         finished.append((cand.step, out))
+        kept[cand.step] = cand
     if tile:
         # never slower than the input, as far as the model sees: the program's
         # own loops, untiled (parallel marks only), last so that it wins only
@@ -218,7 +220,13 @@ def auto_found(
     pick = profit.choose([k for _, k in finished], model) if len(finished) > 1 else 0
     step, out = finished[pick]
     if tile and step != AS_WRITTEN:
-        out = register_tiles(out, model)
+        # the products' cache blocks after the choice: the chooser's byte model
+        # (a tile's footprint within half the L2) would count the L3-sized
+        # blocks of B as streamed from memory
+        blocked = _finish(
+            kernel, kept[step], fusion, budget, model, tile, parallel, True
+        )
+        out = register_tiles(blocked, model)
     return Found(out, step, tuple(s for s, _ in finished), tuple(failures))
 
 
@@ -245,8 +253,12 @@ def _finish(
     model: Model,
     tile: bool,
     parallel: bool,
+    blocks: bool = False,
 ) -> Kernel:
-    """A candidate applied (checked), then tiled and marked parallel."""
+    """A candidate applied (checked), then tiled and marked parallel; with
+    ``blocks``, the bands of products tiled by their cache blocks
+    (:func:`schedules.host.register.blocking`) instead of the footprint model's
+    sizes."""
     sched = cand.schedule
     if (
         tile
@@ -279,7 +291,7 @@ def _finish(
     if tile:
         out, merged = separate_reductions(out, model)
     for name in _outermost_bands(out):
-        out = _optimise_band(out, name, model, tile, parallel, name in merged)
+        out = _optimise_band(out, name, model, tile, parallel, name in merged, blocks)
     if tile:
         # before the candidates are compared (the register tiles of the rows
         # leave no recurrence on the innermost loop, which profit counts) and
@@ -328,6 +340,7 @@ def _optimise_band(
     tile: bool,
     parallel: bool,
     merged: bool = False,
+    blocks: bool = False,
 ) -> Kernel:
     kernel, chained = _contiguous_innermost(kernel, name, model)
     merged = merged or chained
@@ -348,6 +361,11 @@ def _optimise_band(
         kernel = permute(kernel, name, [nb.members[p] for p in order])
         outer, nb = band_at(kernel, name)
         sizes = {order.index(p): s for p, s in sizes.items()}
+    found = blocking(model, outer, nb) if blocks else None
+    if found is not None:  # a product: GotoBLAS's cache blocks
+        sizes = found
+    if not sizes:
+        return kernel
     by_member = {nb.members[p]: s for p, s in sorted(sizes.items())}
     tiled = attempt(lambda: tile_band(kernel, name, by_member), None)
     if tiled is None:

@@ -10,7 +10,7 @@ import schedules as S
 from polyc.frontends.c.parse import parse_c
 from polyc.ops import polybench as ex
 from schedules import stree
-from schedules.host import chain, profit
+from schedules.host import chain, profit, register
 from schedules.host.cache_model import (
     Cache,
     Model,
@@ -139,8 +139,11 @@ def test_a_vectorisable_wavefront_and_separate_tiled_products_are_kept():
 
 
 def test_the_cache_sizes_are_an_input_of_compile_c():
-    # the tile sizes of 2mm's products follow the L2 given (half of it per
-    # tile); left out, the cache is this machine's (sysfs)
+    # the cache blocks of 2mm's products follow the caches given
+    # (register.blocking): KC = L1 / 128 bytes of a panel row, MC = half the L2
+    # over a KC row of doubles (a multiple of the register tile's rows), NC =
+    # half the L3 over the same (past N = 1024 here: j is not tiled); left
+    # out, the cache is this machine's (sysfs)
     from polyc.integrations.c_source import compile_c
 
     def tiles(cache):
@@ -149,8 +152,10 @@ def test_the_cache_sizes_are_an_input_of_compile_c():
 
     small = tiles(parse_cache("l1=32K,l2=256K,l3=8M"))
     large = tiles(parse_cache("l1=48K,l2=4M,l3=32M"))
-    assert small[0] == {"i": 64, "k": 64, "j": 64}
-    assert large[0] == {"i": 256, "k": 256, "j": 256}
+    assert small[0] == {"i": 128 * 1024 // (256 * 8), "k": 256}
+    mr = register.rows_of_tile(parse_cache("l1=48K,l2=4M,l3=32M").vector)
+    mc = 2 * 1024 * 1024 // (384 * 8) // mr * mr
+    assert large[0] == {"i": mc, "k": 384}
     assert tiles(None) == tiles(host_cache())
     assert parse_cache("l2=1M", base=HOST) == Cache(32 * 1024, 1 << 20, 32 << 20)
 

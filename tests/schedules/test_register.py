@@ -231,3 +231,19 @@ def test_correlation_product_gets_its_own_band_and_register_tile(tmp_path):
     assert want.keys() == got.keys()
     for key in want:
         assert want[key].tobytes() == got[key].tobytes(), key
+
+
+def test_products_are_tiled_by_cache_blocks_from_the_caches():
+    # register.blocking: KC = 8 KiB of L1 / 128-byte panel rows = 64, MC = half
+    # the 64 KiB L2 over a KC row of doubles = 64, NC = half the 256 KiB L3 over
+    # the same = 256 (before: the footprint model's one size for all, 32 here)
+    from polyc.ops import polybench as ex
+    from schedules.host.cache_model import Cache
+
+    k = ex.matmul(None, "float64")
+    cache = Cache(l1=8 * 1024, l2=64 * 1024, l3=256 * 1024, vector=32)
+    out = S.auto(k, params={"N": 700}, cache=cache)
+    (first, *_) = [s.args[1] for s in out.history if s.name == "tile"]
+    assert first == {"i": 64, "k": 64, "j": 256}
+    assert "@pack(64)" in str(out.schedule)
+    assert_same(k, out, N=83)
