@@ -29,12 +29,12 @@ original 10.6 s, isl's distributed schedule 11.0 s, 8 rows 8.0 s, 16 rows
 
 from __future__ import annotations
 
-from polyc.errors import IllegalTransformError, ScheduleError
 from polyc.ir.kernel import Kernel
 from schedules import stree
 from schedules.bands import merge_bands, permute
 from schedules.fusion import distribute
 from schedules.host.cache_model import Model
+from schedules.host.matvec import _try
 from schedules.host.parallel import band_at, is_coincident
 from schedules.tiling import tile
 
@@ -111,11 +111,3 @@ def _interleave(kernel: Kernel, name: str, model: Model, recurring) -> Kernel:
         if permuted is not None:
             out, changed = permuted, True
     return out if changed else kernel
-
-
-def _try(fn):
-    """``fn()``, or None when a step is refused."""
-    try:
-        return fn()
-    except (IllegalTransformError, ScheduleError):
-        return None
