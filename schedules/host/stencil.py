@@ -65,12 +65,6 @@ OUTER_SIZES = (256, 128, 64, 32, 16, 8)
 INNER_SIZES = (256, 128)
 #: time tile sizes tried, in time steps
 TIME_STEPS = (64, 32, 16, 8, 4, 2)
-#: the fewest time steps' updates per element a tile touches (its reuse): below
-#: it the tiles' short loops and skewed bounds cost what they save. heat-3d at
-#: LARGE (n = 120; 4 steps of 16 x 8 x 120, a shadow of 26 x 18 x 120: 1.09)
-#: ran at 0.95x of gcc's CPU time on the untiled program (best of 5 in turns,
-#: load 7); fdtd-2d's tiles reach 8.4, jacobi-2d's more
-MIN_REUSE = 2.0
 
 
 @dataclass(frozen=True)
@@ -245,8 +239,7 @@ def tile_sizes(
 ) -> tuple[int, list[int]] | None:
     """``(tau, sigmas)``: the time tile in combined-time units (``K`` per step) and
     one size per space hyperplane, by the model of the module docstring; None
-    when no tile of two time steps or more fits the tile budget, or the best
-    one's reuse is below :data:`MIN_REUSE`."""
+    when no tile of two time steps or more fits the tile budget."""
     budget = model.cache.tile_budget
     d = found.rank
     best, best_score = None, 0.0
@@ -266,7 +259,7 @@ def tile_sizes(
                 score = work / float(np.prod(shadow))
                 if score > best_score * 1.0001:
                     best, best_score = (tau, sigmas), score
-    return best if best_score >= MIN_REUSE else None
+    return best
 
 
 def _tile_band(

@@ -13,7 +13,7 @@ import schedules as S
 from polyc.ops import polybench as ex
 from schedules import stree
 from schedules.host import chain, stencil
-from schedules.host.cache_model import Cache, Model
+from schedules.host.cache_model import Cache
 from schedules.host.profit import innermost_steps
 from schedules.host.scheduler import auto_found
 from schedules.host.stencil import TILES, stencil_of
@@ -25,16 +25,6 @@ from tests.support.sched import compile_c as generate
 #: 8 KiB per tile: Jacobi-2D's tiles at N = 64 are 2 time steps over 8 rows
 SMALL = Cache(l1=1024, l2=16 * 1024, l3=32 * 1024)
 PARAMS = {"N": 64, "T": 16}
-#: the reuse a tile must reach at real sizes (the tests below shrink the cache
-#: so that small problems get tiles, whose reuse is then small too)
-REUSE = stencil.MIN_REUSE
-#: the benchmarks' machine (docs/results.md)
-BENCH_MACHINE = Cache(l1=48 * 1024, l2=2 * 1024 * 1024, l3=480 * 1024 * 1024)
-
-
-@pytest.fixture(autouse=True)
-def _any_reuse(monkeypatch):
-    monkeypatch.setattr(stencil, "MIN_REUSE", 0.0)
 
 
 def _tile_band(kernel) -> stree.Named:
@@ -219,30 +209,3 @@ def test_a_stencil_of_one_space_dimension_keeps_its_steps_unfused():
     assert found is not None and found.rank == 1
     root = stree.from_isl(k.schedule)
     assert stencil.fused_rows(found, [1], root) is None
-
-
-@pytest.mark.parametrize(
-    ("name", "sizes", "tiled"),
-    [
-        ("heat_3d", {"tsteps": 500, "n": 120}, False),
-        ("fdtd_2d", {"TMAX": 500, "NX": 1000, "NY": 1200}, True),
-        ("jacobi_2d", {"tsteps": 500, "n": 1300}, True),
-    ],
-)
-def test_time_tiles_only_where_a_tile_reuses_what_it_touches(
-    name, sizes, tiled, monkeypatch
-):
-    # heat-3d at LARGE (n = 120): the best tile that fits, 4 steps of 16 x 8 x 120
-    # with a shadow of 26 x 18 x 120, updates each element it touches 1.09 times
-    # (0.95x of gcc's time on the program's loops); fdtd-2d's and jacobi-2d's
-    # tiles reuse theirs 8 times and more
-    from bench.host_c_corpus import prepare
-    from polyc.frontends.c.parse import parse_c
-
-    monkeypatch.setattr(stencil, "MIN_REUSE", REUSE)
-    text = prepare(name, (CORPUS / f"{name}.c").read_text(), sizes)
-    (region,) = parse_c(text, include_dirs=[CORPUS])
-    k = region.kernel
-    values = {p: v for p, v in sizes.items() if p in k.params}
-    found = stencil.time_tiles(k, Model(k, values or None, BENCH_MACHINE))
-    assert (found is not None) == tiled
