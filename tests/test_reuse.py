@@ -15,6 +15,7 @@ import polyc
 from polyc import reuse
 from polyc.ir import tree
 from schedules.accel import cache
+from tests.support.depthwise import depthwise_pair
 
 
 @pytest.fixture
@@ -131,16 +132,7 @@ def test_a_model_with_a_layer_split_across_engines_is_reused(fresh):
     rebuilding the choice around the program's statements failed, the stored
     compile counted as unreadable, and hf-mobilenetv2 compiled again in full
     (18.6 s, not under 1 s)."""
-    torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(32, 32, 3, padding=1, groups=32),
-        nn.ReLU6(),
-        nn.Conv2d(32, 32, 1),
-        nn.Conv2d(32, 32, 3, padding=1, groups=32),
-        nn.ReLU6(),
-    ).eval()
-    x = torch.randn(1, 32, 8, 8)
-    kernel = polyc.from_torch(model, (x,))
+    kernel, x = depthwise_pair()
     first = polyc.compile(kernel, config="edge-npu")
     assert first.choice.shared  # a layer was split: the case
     second = polyc.compile(kernel, config="edge-npu")

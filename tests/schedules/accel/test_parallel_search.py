@@ -14,6 +14,7 @@ from codegen.accel import placed
 from schedules.accel import cache, search
 from schedules.accel.layers import per_statement, split
 from schedules.accel.scheduler import schedule
+from tests.support.depthwise import depthwise_pair
 
 
 def _mlp():
@@ -69,20 +70,6 @@ def test_search_layers_gives_each_layer_its_own_search(fresh, monkeypatch):
     assert got == [search.search(kernel, layer, spec) for layer in layers]
 
 
-def _depthwise_pair():
-    """Two depthwise convolutions with their ReLU6, a pointwise one between:
-    two layers that schedules.accel.share may split across the engines."""
-    torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(32, 32, 3, padding=1, groups=32),
-        nn.ReLU6(),
-        nn.Conv2d(32, 32, 1),
-        nn.Conv2d(32, 32, 3, padding=1, groups=32),
-        nn.ReLU6(),
-    ).eval()
-    return polyc.from_torch(model, (torch.randn(1, 32, 8, 8),))
-
-
 @pytest.mark.parametrize("cached", ["1", "0"])
 def test_depthwise_splits_chosen_in_workers_are_the_ones_chosen_in_turn(
     tmp_path, monkeypatch, cached
@@ -108,7 +95,7 @@ def test_depthwise_splits_chosen_in_workers_are_the_ones_chosen_in_turn(
         monkeypatch.setenv("POLYC_JOBS", jobs)
         monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path / jobs))
         monkeypatch.setattr(cache, "_MEMORY", {})
-        choice = schedule(_depthwise_pair(), spec)
+        choice = schedule(depthwise_pair()[0], spec)
         source, _ = placed.generate(choice.kernel)
         cands = [lc.candidate for lc in choice.layers]
         out[jobs] = (choice.shared, cands, source.text)
