@@ -14,14 +14,10 @@ Writes ``bench/results/bfloat16.json`` and regenerates its table in docs/results
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from bench import zoo
 from bench.common import RESULTS
-from bench.compile_time import fresh_cache
-from bench.int8 import _list, _slim, side_by_side
-from bench.models import _once, measure, publish
+from bench.int8 import arguments, beside, side_by_side
+from bench.models import publish
 
 MODELS = ("hf-bert", "hf-llama", "hf-gpt2", "hf-vit")
 CONFIGS = ("edge-npu", "datacenter")
@@ -29,26 +25,13 @@ PATH = RESULTS / "bfloat16.json"
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", help=f"comma-separated (default {','.join(MODELS)})")
-    p.add_argument("--configs", help=f"comma-separated (default {','.join(CONFIGS)})")
-    p.add_argument("--out", help="write the JSON here instead of bench/results/")
-    args = p.parse_args(argv)
-    names = _list(args.models) or list(MODELS)
-    configs = _list(args.configs) or list(CONFIGS)
-    models = [zoo.model(n) for n in names]
-    payload = {"models": names, "configs": configs, "runs": []}
-    with fresh_cache():
-        payload["once_s"] = _once(models)
-        for m in models:
-            for dtype in ("float16", "bfloat16"):
-                rows = measure(m, dtype, configs, verify=False)
-                if dtype == "bfloat16":
-                    for row in rows:
-                        if row.get("status") == "ok":
-                            row.update(eager_ulps(m, row["config"]))
-                payload["runs"].extend(_slim(r) for r in rows)
-    path = Path(args.out) if args.out else PATH
+    names, configs, path = arguments(argv, __doc__, ",".join(MODELS), CONFIGS, PATH)
+
+    def ulps(m: zoo.Model, row: dict) -> None:
+        if row.get("status") == "ok":
+            row.update(eager_ulps(m, row["config"]))
+
+    payload = beside(names or list(MODELS), configs, "bfloat16", ulps)
     publish(path, payload, table(payload), PATH)
     return 0
 

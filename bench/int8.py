@@ -21,7 +21,7 @@ from pathlib import Path
 from bench import zoo
 from bench.common import RESULTS
 from bench.compile_time import fresh_cache
-from bench.models import _once, measure, publish
+from bench.models import _list, _once, measure, publish
 
 #: edge-npu as shipped (the vector unit requantizes), with its MAC array's output
 #: path requantizing (``[mac_array] requantize = true``), and datacenter (whose
@@ -36,28 +36,53 @@ def int8_models() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", help="comma-separated (default: every int8 model)")
-    p.add_argument("--configs", help=f"comma-separated (default {','.join(CONFIGS)})")
+    names, configs, path = arguments(argv, __doc__, "every int8 model", CONFIGS, PATH)
+
+    def steps(m: zoo.Model, row: dict) -> None:
+        row["int8_steps"] = reference_steps(m, spec(row["config"]))
+
+    payload = beside(
+        names or int8_models(), configs, "int8", steps, lambda c: (c, spec(c))
+    )
+    publish(path, payload, table(payload), PATH)
+    return 0
+
+
+def arguments(
+    argv, doc: str, models: str, configs, default: Path
+) -> tuple[list[str], list[str], Path]:
+    """A float16-beside bench's command line (``doc``: its module's docstring):
+    the models asked for (empty: the bench's own, which ``models`` names), the
+    configs (default ``configs``) and the JSON's path (default ``default``)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--models", help=f"comma-separated (default: {models})")
+    p.add_argument("--configs", help=f"comma-separated (default {','.join(configs)})")
     p.add_argument("--out", help="write the JSON here instead of bench/results/")
     args = p.parse_args(argv)
-    names = _list(args.models) or int8_models()
-    configs = _list(args.configs) or list(CONFIGS)
+    path = Path(args.out) if args.out else default
+    return _list(args.models), _list(args.configs) or list(configs), path
+
+
+def beside(
+    names: list[str], configs: list[str], other: str, annotate, config=str
+) -> dict:
+    """Each model of ``names`` measured in float16 and in ``other`` on
+    ``configs``, from one empty build cache; :func:`bench.models.measure` gets
+    ``config(name)`` for each, and ``annotate(model, row)`` adds to each run in
+    ``other``."""
     models = [zoo.model(n) for n in names]
-    payload = {"models": names, "configs": configs, "runs": []}
+    given = [config(c) for c in configs]
+    payload: dict = {"models": names, "configs": configs, "runs": []}
     with fresh_cache():
         payload["once_s"] = _once(models)
         for m in models:
-            for dtype in ("float16", "int8"):
-                labelled = [(c, spec(c)) for c in configs]
-                rows = measure(m, dtype, labelled, verify=False)
-                if dtype == "int8":
+            for dtype in ("float16", other):
+                rows = measure(m, dtype, given, verify=False)
+                if dtype == other:
                     for row in rows:
-                        row["int8_steps"] = reference_steps(m, spec(row["config"]))
+                        annotate(m, row)
                 payload["runs"].extend(_slim(r) for r in rows)
-    path = Path(args.out) if args.out else PATH
-    publish(path, payload, table(payload), PATH)
-    return 0
+    return payload
 
 
 def spec(config: str):
@@ -76,10 +101,6 @@ def spec(config: str):
     elif variant:
         raise ValueError(f"bench.int8: unknown config variant {variant!r}")
     return s
-
-
-def _list(text: str | None) -> list[str]:
-    return [w.strip() for w in (text or "").split(",") if w.strip()]
 
 
 def _slim(row: dict) -> dict:
