@@ -14,7 +14,7 @@ from polyc.errors import IllegalTransformError
 from polyc.integrations.c_source import compile_c as rewrite
 from polyc.lang.program import Program
 from schedules.host import profit
-from tests.support.cfront_corpus import build_and_run
+from tests.support.cfront_corpus import assert_same_bits, build_and_run
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same, compile_c
 
@@ -53,11 +53,7 @@ def test_corpus_matvec_kernels_get_row_tiles_and_keep_their_bits(tmp_path):
     runs = build_and_run(
         {"original": (sources, []), "rewritten": (rewritten, ["-fopenmp"])}, tmp_path
     )
-    for name in SHAPES:
-        want, got = runs["original"][name], runs["rewritten"][name]
-        assert want.keys() == got.keys()
-        for key in want:
-            assert want[key].tobytes() == got[key].tobytes(), (name, key)
+    assert_same_bits(runs, SHAPES)
 
 
 def _mvt(dtype: str = "int32"):
@@ -140,10 +136,7 @@ def test_gramschmidt_update_walks_a_by_rows_and_keeps_its_bits(tmp_path):
         },
         tmp_path,
     )
-    want, got = runs["original"]["gramschmidt"], runs["rewritten"]["gramschmidt"]
-    assert want.keys() == got.keys()
-    for key in want:
-        assert want[key].tobytes() == got[key].tobytes(), key
+    assert_same_bits(runs, ["gramschmidt"])
 
 
 def test_large_mvt_keeps_row_walks_under_its_parallel_marks():

@@ -17,7 +17,7 @@ from polyc.ops import polybench as ex
 from schedules.host.cache_model import Cache, Model, host_vector_bytes, parse_cache
 from schedules.host.pack import pays
 from tests.schedules.test_register import SOURCES
-from tests.support.cfront_corpus import build_and_run
+from tests.support.cfront_corpus import assert_same_bits, build_and_run
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same, compile_c, inputs_for, run_c
 
@@ -80,11 +80,7 @@ def test_packed_products_from_c_keep_their_bits_at_o3_native(tmp_path):
     runs = build_and_run(
         {"original": (SOURCES, flags), "rewritten": (rewritten, flags)}, tmp_path
     )
-    for name in SOURCES:
-        want, got = runs["original"][name], runs["rewritten"][name]
-        assert want.keys() == got.keys()
-        for key in want:
-            assert want[key].tobytes() == got[key].tobytes(), (name, key)
+    assert_same_bits(runs, SOURCES)
 
 
 def test_a_small_product_is_not_packed():

@@ -14,7 +14,7 @@ from polyc.integrations.c_source import compile_c as rewrite
 from polyc.ops import polybench as ex
 from schedules.host.cache_model import Cache, host_cache
 from schedules.host.register import rows_of_tile
-from tests.support.cfront_corpus import build_and_run
+from tests.support.cfront_corpus import assert_same_bits, build_and_run
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same, compile_c
 
@@ -113,11 +113,7 @@ def test_products_from_c_are_register_tiled_and_keep_their_bits(tmp_path):
     runs = build_and_run(
         {"original": (SOURCES, []), "rewritten": (rewritten, ["-fopenmp"])}, tmp_path
     )
-    for name in SOURCES:
-        want, got = runs["original"][name], runs["rewritten"][name]
-        assert want.keys() == got.keys()
-        for key in want:
-            assert want[key].tobytes() == got[key].tobytes(), (name, key)
+    assert_same_bits(runs, SOURCES)
 
 
 def test_2mm_products_leave_their_initialisations_and_tile_whole():
@@ -227,10 +223,7 @@ def test_correlation_product_gets_its_own_band_and_register_tile(tmp_path):
         {"original": (source, []), "rewritten": ({"correlation": out.text}, [])},
         tmp_path,
     )
-    want, got = runs["original"]["correlation"], runs["rewritten"]["correlation"]
-    assert want.keys() == got.keys()
-    for key in want:
-        assert want[key].tobytes() == got[key].tobytes(), key
+    assert_same_bits(runs, ["correlation"])
 
 
 def test_products_are_tiled_by_cache_blocks_from_the_caches():

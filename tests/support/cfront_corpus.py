@@ -68,6 +68,16 @@ def build_and_run(
     return out
 
 
+def assert_same_bits(runs: dict, names) -> None:
+    """Each of ``names`` dumped the same arrays, bit for bit, in the
+    ``rewritten`` run of :func:`build_and_run` as in the ``original`` one."""
+    for name in names:
+        want, got = runs["original"][name], runs["rewritten"][name]
+        assert want.keys() == got.keys(), name
+        for key in want:
+            assert want[key].tobytes() == got[key].tobytes(), (name, key)
+
+
 def parse_dumps(text: str) -> dict[str, dict]:
     results: dict[str, dict] = {}
     current = None
