@@ -180,13 +180,11 @@ static void pc_mac_bytes(const pc_spec *sp, int64_t m, int64_t n, int64_t k, int
  * times, as ZigZag and Timeloop count an operand's reads per iteration of the
  * loops above the level that holds it. The accumulators a call adds to are read
  * once more. */
-static void pc_mac_account(pc_ctx *ctx, const pc_range *acc, int64_t m, int64_t n,
-                           int64_t k, int accumulate, int esz, int asz) {
-  double bytes[4];
-  pc_mac_bytes(&ctx->spec, m, n, k, esz, asz, bytes);
-  int64_t mn = m * n * asz, written = mn;
-  if (ctx->spec.dataflow != PC_DF_OUTPUT_STATIONARY)
-    written = pc_cdiv(k, ctx->spec.rows) * mn;
+static void pc_mac_account(pc_ctx *ctx, const pc_range *acc, const double *bytes,
+                           int64_t mn, int accumulate) {
+  /* bytes[2] is (2 K folds - 1) x mn: written once per K fold, read back before
+   * all but the first (mn once for output-stationary) */
+  int64_t written = ((int64_t)bytes[2] + mn) / 2;
   pc_account_bytes(ctx, &acc[0], (int64_t)bytes[0]);
   pc_account_bytes(ctx, &acc[1], (int64_t)bytes[1]);
   pc_account_bytes(ctx, &acc[2], written);
@@ -199,8 +197,8 @@ static void pc_mac_account(pc_ctx *ctx, const pc_range *acc, int64_t m, int64_t 
 }
 
 static void pc_mac_submit(pc_ctx *ctx, int64_t m, int64_t n, int64_t k, double rate,
-                          const pc_range *acc, int nacc, int64_t macs, int esz,
-                          int asz, const char *label) {
+                          const pc_range *acc, int nacc, int64_t macs,
+                          double *bytes, const char *label) {
   const pc_spec *sp = &ctx->spec;
   int64_t R = sp->rows, C = sp->cols, folds, streamed, load = R;
   switch (sp->dataflow) {
@@ -214,8 +212,6 @@ static void pc_mac_submit(pc_ctx *ctx, int64_t m, int64_t n, int64_t k, double r
       folds = pc_cdiv(k, R) * pc_cdiv(n, C), streamed = m;
       break;
   }
-  double bytes[4];
-  pc_mac_bytes(sp, m, n, k, esz, asz, bytes);
   int64_t stream = (int64_t)ceil((double)streamed / rate - 1e-9);
   int64_t skew = R + C - 2;
   pc_mac_timing t = {.pipelined = 2, .bytes = bytes}; /* C (acc[2..]) pipelined */
@@ -278,14 +274,15 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
   }
 
   int64_t macs = m * n * k;
-  pc_mac_submit(ctx, m, n, k, rate, acc, nacc, macs, in_size[mode], acc_size[mode],
-                label);
+  double bytes[4]; /* what the array moves: its timing and its energy alike */
+  pc_mac_bytes(sp, m, n, k, in_size[mode], acc_size[mode], bytes);
+  pc_mac_submit(ctx, m, n, k, rate, acc, nacc, macs, bytes, label);
 
   pc_stats *st = &ctx->stats;
   st->macs += macs;
   st->mac_array_macs += macs;
   st->energy_mac += (double)macs * sp->mac_pj[in_type[mode]];
-  pc_mac_account(ctx, acc, m, n, k, accumulate, in_size[mode], acc_size[mode]);
+  pc_mac_account(ctx, acc, bytes, m * n * acc_size[mode], accumulate);
 }
 
 /* The MAC array's output path (config [mac_array] requantize): the int8
