@@ -161,6 +161,10 @@ class Traffic:
     setup: np.ndarray | float = 0.0  # the set-up of all the calls
     load_calls: np.ndarray | float = 0.0  # ... of transfers
     load_streams: np.ndarray | float = 0.0  # ... of streams
+    # per staged operand: (its first tile copy's time alone, its tile copies,
+    # the time one more tile copy adds beside it at the source's bandwidth, the
+    # DRAM bytes of its staging copy's calls)
+    hops: list = field(default_factory=list)
 
     @classmethod
     def zeros(cls, n: int) -> Traffic:
@@ -168,11 +172,18 @@ class Traffic:
         return cls(*(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(11)))
 
     def add(
-        self, buf: TileBuffer, box: TileBox, use: np.ndarray, moves, dram: bool = True
+        self,
+        buf: TileBuffer,
+        box: TileBox,
+        use: np.ndarray,
+        moves,
+        dram: bool = True,
+        want: float | np.ndarray = np.inf,
     ) -> None:
         """Add buffer ``buf``'s copies ``moves`` (:class:`Copies`: its tile copies,
         then its staging copy where ``use`` holds); ``dram=False`` for an array
-        with a home on chip, whose loads take no DRAM bandwidth."""
+        with a home on chip, whose loads take no DRAM bandwidth; ``want``: the
+        bandwidth of the staging level's end of its tile copies."""
         alone = 0.0
         for c in moves:
             self.dram_bytes += c.dram_bytes
@@ -205,6 +216,15 @@ class Traffic:
             self.next_calls += np.where(again, calls, 0)
             self.in_serial += _one_by_one(alone, moves[0].latency, calls)
             self.loads.append((np.where(use, 0, box.copies), alone, moves[0].fixed))
+            if use.any():
+                self.hops.append(
+                    (
+                        np.where(use, moves[0].alone, 0),
+                        box.copies,
+                        np.where(use, box.moved_bytes / want, 0),
+                        buf.whole_bytes / np.maximum(moves[-1].calls, 1),
+                    )
+                )
         if buf.copy_out:
             if dram:
                 self.last_out += box.moved_bytes
@@ -261,7 +281,7 @@ def moves(model: LayerModel, ev, n: int, staged: tuple, upper) -> Moves:
         copies = [tile_copies(buf, box, use, route, spec.dma)]
         if use.any():
             copies.append(staging_copy(buf, use, route.staging, spec.dma))
-        traffic.add(buf, box, use, copies)
+        traffic.add(buf, box, use, copies, want=route.upper.want)
     return Moves(boxes, traffic, engines(model, ev, n), staged_at)
 
 
@@ -285,6 +305,23 @@ class Busy:
     cycles: np.ndarray
     engines: dict
     edges: dict = field(default_factory=dict)
+
+
+def staged_fill(traffic: Traffic, channels: int, ahead: int, fixed, fill_bytes, bw):
+    """When a staged operand's first tile can compute (zero without one): its
+    staging copy lands first (DRAM shares its bandwidth max-min fairly, so while
+    it moves its bytes each of the other transfers of the fill moves as many:
+    on the channels its tile copies, queued behind it, leave), then the first
+    tile's copy and those of the ``ahead`` tiles after it, all waiting for it,
+    start together and share the staging level's end (one bank: datacenter's
+    staged activations in a 64 B/cycle ``shared`` bank), so they end together."""
+    out = 0.0
+    for alone, copies, more, nbytes in traffic.hops:
+        together = np.minimum(np.maximum(copies - 1, 0), ahead)
+        beside = np.maximum(channels - 1 - together, 1)
+        lands = fixed + np.minimum(fill_bytes, beside * nbytes) / bw
+        out = np.maximum(out, np.where(alone > 0, lands + alone + together * more, 0))
+    return out
 
 
 def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
@@ -324,8 +361,15 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     beside = traffic.next_in * filled
     fill_bytes = np.minimum(traffic.first_in + beside, traffic.dram_bytes)
     # the fill's loads start together: DRAM idles through their set-up and the
-    # latency after their last bytes (likewise the drain's stores)
+    # latency after their last bytes (likewise the drain's stores); a staged
+    # operand's first tiles wait for its staging copy (:func:`staged_fill`)
     fill = np.maximum(traffic.first_time, traffic.first_fixed + fill_bytes / read_bw)
+    fill = np.maximum(
+        fill,
+        staged_fill(
+            traffic, dma.channels, ahead, traffic.first_fixed, fill_bytes, read_bw
+        ),
+    )
     drain = np.maximum(
         traffic.last_time, traffic.last_fixed + traffic.last_out / write_bw
     )
