@@ -297,6 +297,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=["auto", "original"],
         help="the schedule of the polyc column (default: auto)",
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the JSON there instead of bench/results/ (docs/results.md is "
+        "then left as it is)",
+    )
     args = parser.parse_args(argv)
     schedule = args.schedule or "auto"
     polly = polly_command()
@@ -306,14 +313,14 @@ def main(argv: list[str] | None = None) -> int:
             row = run_kernel(name, Path(tmp), args.repeat, schedule, polly)
             print(json.dumps(row), flush=True)
             rows.append(row)
-    path = RESULTS / "host_c.json"
+    path = args.out or RESULTS / "host_c.json"
     if args.only and path.exists():  # the other kernels' rows of an earlier run
         ran = {r["kernel"] for r in rows}
         kept = [
             r for r in json.loads(path.read_text())["rows"] if r["kernel"] not in ran
         ]
         rows = sorted(kept + rows, key=lambda r: KERNELS.index(r["kernel"]))
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     out = {
         "benchmark": "host_c",
         "machine": machine(),
@@ -324,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(table(rows))
     print(blas_table(rows))
-    results_md.regenerate_for(path)
+    if args.out is None:
+        results_md.regenerate_for(path)
     return 0
 
 

@@ -485,6 +485,13 @@ def main(argv: list[str] | None = None) -> int:
         "this many OpenMP threads (a separate table; the main table stays one "
         "thread)",
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the JSON there instead of bench/results/ (docs/results.md is "
+        "then left as it is)",
+    )
     args = parser.parse_args(argv)
     polly = polly_command()
     rows = []
@@ -504,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
             rows.append(row)
     suffix = {"LARGE": "", "LARGE-ALL": "_large_all", "SMALLER": "_smaller"}[args.size]
-    path = RESULTS / f"host_c_corpus{suffix}.json"
+    path = args.out or RESULTS / f"host_c_corpus{suffix}.json"
     if args.only and path.exists():  # the other kernels' rows of an earlier run
         ran = {r["kernel"] for r in rows}
         kept = [
@@ -520,10 +527,11 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_at_end": os.getloadavg(),
         "rows": rows,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2) + "\n")
     print(table(payload))
-    results_md.regenerate_for(path)
+    if args.out is None:
+        results_md.regenerate_for(path)
     return 0
 
 

@@ -48,6 +48,7 @@ instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -65,6 +66,7 @@ from schedules.apply import apply_schedule
 from schedules.bands import merge_bands, permute
 from schedules.host import chain, profit
 from schedules.host.cache_model import MIN_PARALLEL_WORK, Cache, Model
+from schedules.host.expand import expand_rows
 from schedules.host.gauss_seidel import STEP_WAVEFRONTS, step_wavefronts
 from schedules.host.interleave import interleave_recurrences
 from schedules.host.matvec import fuse_row_tiles, matvec_tiles
@@ -83,6 +85,9 @@ FUSION = ("max", "smart", "none")
 #: what :class:`Found` names as its step when the chooser kept the program's own
 #: loops untiled (the input as written, with parallel marks)
 AS_WRITTEN = "as-written"
+#: what :class:`Found` names as its step when a product's reused temporary was
+#: expanded along its rows (:mod:`schedules.host.expand`) and register-tiled
+ROW_PRODUCTS = "row-products"
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,9 @@ def auto_found(
         waves = step_wavefronts(kernel, model)
         if waves is not None:
             return Found(waves, STEP_WAVEFRONTS, (STEP_WAVEFRONTS,), ())
+        rows = _row_products(kernel, model, fusion, budget, parallel)
+        if rows is not None:
+            return Found(rows, ROW_PRODUCTS, (ROW_PRODUCTS,), ())
     attempts = chain.candidates(kernel, fusion, budget)
     failures = list(attempts.failures)
     finished: list[tuple[str, Kernel]] = []
@@ -228,6 +236,32 @@ def auto_found(
         )
         out = register_tiles(blocked, model)
     return Found(out, step, tuple(s for s, _ in finished), tuple(failures))
+
+
+def _row_products(
+    kernel: Kernel, model: Model, fusion: str, budget: chain.Budget, parallel: bool
+) -> Kernel | None:
+    """The program with a product's reused temporary expanded along its rows
+    (:func:`schedules.host.expand.expand_rows`) in its own order, its product's
+    band separated, blocked and register-tiled; None when nothing is expanded or
+    the expanded product gets no register tile (its temporary is then kept as
+    it was: the expansion only pays as a matrix product)."""
+    expanded = expand_rows(kernel)
+    if expanded is None:
+        return None
+    model = Model(expanded, model.values, model.cache, model.min_parallel_work)
+    own = chain.Candidate("program-order", chain.program_order(expanded))
+    # the product's band runs below the loops the rows share (doitgen's r),
+    # where ``_finish`` does not tile it: the parallel marks come after its
+    # register tiles, on their tile loops
+    out = _finish(expanded, own, fusion, budget, model, True, False, True)
+    out = register_tiles(out, model)
+    if parallel:
+        out = mark_parallel_below(out, model)
+    # a register tile of a matrix product: ``@accumulate(NR, MR, ...)``
+    if not re.search(r"@accumulate\(\d+, \d+", str(out.schedule)):
+        return None
+    return out
 
 
 def _budget(max_operations, max_seconds) -> chain.Budget:

@@ -246,6 +246,11 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
         elif local and id(info.var) not in hoisted:
             decls += declaration(kernel, a, a, heap=False)
     taken = set(region.visible) - set(region.iterators)
+    for a in kernel.arrays:
+        if a not in region.arrays:  # made by the schedule (an expanded temporary)
+            names[a] = _fresh(a, taken | set(names.values()))
+            heap.append(names[a])
+            decls += declaration(kernel, a, names[a], heap=True)
     linear = {a: info.strides for a, info in region.arrays.items() if info.strides}
     emitter = SourceEmitter(kernel, names, scalars, contracted, taken, linear)
     body = emitter.block()
@@ -264,6 +269,15 @@ def _emit(region, kernel: Kernel, indent: str) -> tuple[list[str], bool]:
         *helper_close(used),
     ]
     return out, bool(heap)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_1``, ``name_2``, ... when that is taken."""
+    out, n = name, 0
+    while out in taken:
+        n += 1
+        out = f"{name}_{n}"
+    return out
 
 
 def _c_type(kernel: Kernel, array: str) -> str:
