@@ -201,13 +201,16 @@ def _contraction(stmt) -> bool:
     """Whether ``stmt`` accumulates into a matrix (or higher) along exactly one
     iterator its target does not use: ``C[i][j] += A[i][k] * B[k][j]`` and the
     products of 2mm and 3mm, not a matrix-vector product nor a convolution (three
-    reduction loops). Outer loops the target does not use, before the first one
-    it does, each run a product of their own (doitgen's ``r`` around the product
-    into its expanded rows ``sum_x[q][p]``: :mod:`schedules.host.expand`)."""
+    reduction loops). With more than one, the loops before the first one the
+    target uses each run a product of their own (doitgen's ``r`` around the
+    product into its expanded rows ``sum_x[q][p]``: :mod:`schedules.host.expand`),
+    and exactly one must follow it."""
     target = stmt.target
     if len(target.index) < 2 or stmt.depth < 3 or not _accumulates(stmt):
         return False
     used = {a for aff in target.index for a in _atoms(aff)}
+    if len(set(stmt.iterators) - used) == 1:
+        return True
     rows = [q for q, it in enumerate(stmt.iterators) if it in used]
     return bool(rows) and len(set(stmt.iterators[rows[0] :]) - used) == 1
 

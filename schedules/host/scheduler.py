@@ -22,7 +22,10 @@
    (:mod:`schedules.host.stencil`); an in-place one whose innermost loop carries
    a recurrence (Gauss-Seidel) runs each time step as wavefronts with a
    dependence-free innermost loop (:mod:`schedules.host.gauss_seidel`); either
-   is kept without asking the chain.
+   is kept without asking the chain. So is a product whose rows run through a
+   reused temporary (doitgen's ``sum[p]``) when, expanded along its rows
+   (:mod:`schedules.host.expand`), its product gets register tiles in the
+   program's order (:data:`ROW_PRODUCTS`).
 3. The outermost loop that carries no dependence is marked ``@parallel``: a
    coincident tile loop moved to the front, or, for a band with none (a time-tiled
    stencil), the inner tile loop of a wavefront (the outer tile loop skewed by the
