@@ -55,18 +55,12 @@ def expand_rows(kernel: Kernel) -> Kernel | None:
         if not _accumulates(stmt):
             continue
         array = stmt.target.array
-        if any(array == other for other in _expanded_names(kernel)):
-            continue
         pos = _row_loop(kernel, array)
         if pos is not None:
             out = _expand(kernel, array, pos)
             if out is not None:
                 return out
     return None
-
-
-def _expanded_names(kernel: Kernel) -> set[str]:
-    return {a for a in kernel.arrays if a.endswith(SUFFIX)}
 
 
 def _accumulates(stmt: Statement) -> bool:
