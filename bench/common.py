@@ -61,6 +61,18 @@ def machine() -> dict:
     }
 
 
+def out_argument(parser) -> None:
+    """``--out PATH``: a bench's JSON written there instead of bench/results/,
+    and docs/results.md left as it is (a run to compare, not to publish)."""
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the JSON there instead of bench/results/ (docs/results.md is "
+        "then left as it is)",
+    )
+
+
 def write_json(name: str, payload: dict) -> Path:
     """Write ``bench/results/<name>.json`` atomically; return the path."""
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from bench import results_md
-from bench.common import RESULTS, geomean, machine
+from bench.common import RESULTS, geomean, machine, out_argument
 
 SOURCES = Path(__file__).parent / "c_sources"
 KERNELS = [
@@ -297,13 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["auto", "original"],
         help="the schedule of the polyc column (default: auto)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="write the JSON there instead of bench/results/ (docs/results.md is "
-        "then left as it is)",
-    )
+    out_argument(parser)
     args = parser.parse_args(argv)
     schedule = args.schedule or "auto"
     polly = polly_command()

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 from bench import results_md
-from bench.common import RESULTS, geomean, machine
+from bench.common import RESULTS, geomean, machine, out_argument
 from bench.host_c import polly_command
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "c_corpus"
@@ -485,13 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         "this many OpenMP threads (a separate table; the main table stays one "
         "thread)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="write the JSON there instead of bench/results/ (docs/results.md is "
-        "then left as it is)",
-    )
+    out_argument(parser)
     args = parser.parse_args(argv)
     polly = polly_command()
     rows = []
