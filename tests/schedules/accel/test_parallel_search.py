@@ -102,3 +102,19 @@ def test_depthwise_splits_chosen_in_workers_are_the_ones_chosen_in_turn(
     assert ahead == [0, 2]  # both layers chosen in the workers
     assert out["2"] == out["1"]
     assert out["1"][0]  # a layer was split
+
+
+def test_workers_never_collect_the_heap_they_inherit(monkeypatch):
+    """The caller's objects are frozen when the workers fork (their collector
+    would walk, and so copy, the whole inherited heap), and thawed in the
+    caller once they are: nothing stays frozen, and each task's result comes
+    back."""
+    import gc
+
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    kept = [object() for _ in range(1000)]  # the caller's heap, in part
+    done = cache.in_workers(lambda n: (n, gc.get_freeze_count()), 3)
+    assert sorted(done) == [0, 1, 2]
+    assert all(done[n][0] == n for n in done)
+    assert all(done[n][1] >= len(kept) for n in done)  # frozen in each worker
+    assert gc.get_freeze_count() == 0  # and not in the caller
