@@ -467,7 +467,11 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
     program the scheduler rewrites (a layer split across engines) asks again
     about parts it left as they were, and the whole program's dependences are
     not needed before the search. A part of a small program (a layer on its
-    own) uses the program's, computed once for all its parts."""
+    own) uses the program's, computed once for all its parts; when that
+    program runs in its program order, the answer is kept by the part's text
+    too (the same answer, by the argument above): a depthwise layer's split
+    is searched as a program of its own (:mod:`schedules.accel.share`), and
+    the network split so asks the same of its parts next."""
     positions = (*(g[2] for g in group), item[2])
     bands = [g[1] for g in group] + [item[1]]
 
@@ -476,22 +480,33 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
             return False
         part = sub_kernel(kernel, positions)
         if PART_SHARE * len(part.statements) > len(kernel.statements):
-            return _fuses(part, bands, d)
+            if not kernel.schedule.plain_is_equal(kernel.program_schedule):
+                return _fuses(part, bands, d)
+            key = (_text(part), tuple(bands), d)
+            if key not in _FUSES:
+                _keep(key, _fuses(part, bands, d))
+            return _FUSES[key]
         text = _text(part)
         key = (text, tuple(bands), d)
         if key not in _FUSES:
-            if len(_FUSES) >= _MAX_FUSES:
-                _FUSES.clear()
-                _OWN.clear()
             # one part is asked at several depths: its dependences once
             own = _OWN.get(text)
             if own is None:
                 own = _OWN[text] = part.replace(part_of=None)
-            _FUSES[key] = _fuses(own, bands, d)
+            _keep(key, _fuses(own, bands, d))
         return _FUSES[key]
 
     key = ("layers.can_fuse", schedule_text(kernel), positions, d)
     return kernel.analysis(key, compute)
+
+
+def _keep(key: tuple, answer: bool) -> None:
+    """``answer`` kept in :data:`_FUSES` under ``key`` (both memos emptied
+    when full)."""
+    if len(_FUSES) >= _MAX_FUSES:
+        _FUSES.clear()
+        _OWN.clear()
+    _FUSES[key] = answer
 
 
 def _fuses(part: Kernel, bands: list[str], d: int) -> bool:

@@ -93,3 +93,52 @@ def test_layers_of_a_network_are_the_same_with_the_exact_checks_alone(monkeypatc
     layers._OWN.clear()
     slow = [(la.name, la.depth) for la in split(_depthwise())]
     assert quick == slow
+
+
+def _every_pair(kernel):
+    """The memory-based dependences as every access meeting every other (the
+    check before accesses were paired by array), for comparison."""
+    times = legality.statement_times(kernel.program_schedule)
+    every = [
+        (s.name, a, w, m)
+        for s in kernel.statements
+        for a, w, m in legality.accesses(kernel, s)
+    ]
+    out = []
+    for s, array, write, m in every:
+        for t, array2, write2, m2 in every:
+            if array != array2 or not (write or write2):
+                continue
+            pairs = m.apply_range(m2.reverse()).intersect_params(kernel.context)
+            pairs = pairs.intersect(times[s].lex_lt_map(times[t]))
+            if not pairs.is_empty():
+                kind = "output" if write and write2 else "flow" if write else "anti"
+                out.append((kind, array, pairs))
+    return out
+
+
+@pytest.mark.parametrize("build", [lambda: overwritten(0, "chain"), _depthwise])
+def test_memory_dependences_pair_accesses_by_array_in_the_programs_order(build):
+    kernel, _ = layers.per_statement(build())
+    got = legality.memory_dependences(kernel)
+    want = _every_pair(kernel)
+    assert [(k, a) for k, a, _ in got] == [(k, a) for k, a, _ in want]
+    assert all(m.is_equal(n) for (_, _, m), (_, _, n) in zip(got, want))
+
+
+def test_a_small_programs_fusion_checks_are_kept_by_the_parts_text(monkeypatch):
+    """A part of a small program in its program order is checked once per
+    text, as a large program's part is: another program with the same parts
+    (a depthwise layer split on its own, then in its network) asks nothing
+    again, and splits alike. The old code kept none of them."""
+    monkeypatch.setattr(layers, "_FUSES", {})
+    monkeypatch.setattr(layers, "_OWN", {})
+    kernel, _ = layers.per_statement(_window(False))
+    first = [(la.name, la.depth) for la in split(kernel)]
+    assert layers._FUSES
+    asked = []
+    fuses = layers._fuses
+    monkeypatch.setattr(layers, "_fuses", lambda *a: asked.append(a) or fuses(*a))
+    again, _ = layers.per_statement(_window(False))
+    assert [(la.name, la.depth) for la in split(again)] == first
+    assert not asked
