@@ -509,6 +509,21 @@ def _keep(key: tuple, answer: bool) -> None:
     _FUSES[key] = answer
 
 
+def fusion_answers() -> dict[tuple, bool]:
+    """The fusion checks answered so far, by the part's text, the bands and the
+    depth (a copy of :data:`_FUSES`): a worker process hands back the ones it
+    added (:func:`learn`)."""
+    return dict(_FUSES)
+
+
+def learn(answers: dict[tuple, bool]) -> None:
+    """Keep ``answers`` (:func:`fusion_answers`' form, from a worker process)
+    as if checked here: the parent then never checks those parts again."""
+    for key, answer in answers.items():
+        if key not in _FUSES:
+            _keep(key, answer)
+
+
 def _fuses(part: Kernel, bands: list[str], d: int) -> bool:
     try:
         return can_fuse(part, bands, depth=d)

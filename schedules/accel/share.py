@@ -36,7 +36,14 @@ from polyc.ir.affine import var
 from polyc.ir.kernel import Kernel, Role
 from schedules import stree
 from schedules.accel import cache, space
-from schedules.accel.layers import Layer, own_program, split, top_children
+from schedules.accel.layers import (
+    Layer,
+    fusion_answers,
+    learn,
+    own_program,
+    split,
+    top_children,
+)
 from schedules.accel.split import _program_order, split_layer
 from schedules.accel.tensorize import contraction
 
@@ -145,11 +152,17 @@ def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
 
     def task(n: int):
         layer, (choose, stmts, iterator, point) = tasks[n]
-        return choose(kernel, layer, spec, stage, stmts, iterator, point)
+        known = fusion_answers()
+        choice = choose(kernel, layer, spec, stage, stmts, iterator, point)
+        # the fusion checks of the split layer's parts, which the network
+        # split so asks next (layers._can_fuse keeps them by the part's text)
+        new = {k: v for k, v in fusion_answers().items() if k not in known}
+        return choice, new
 
     done = cache.in_workers(task, len(tasks))
     out = {}
-    for n, choice in done.items():
+    for n, (choice, answers) in sorted(done.items()):
+        learn(answers)
         layer, found = tasks[n]
         out[_key(kernel, layer, *found)] = choice
     return out

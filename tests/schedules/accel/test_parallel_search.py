@@ -118,3 +118,44 @@ def test_workers_never_collect_the_heap_they_inherit(monkeypatch):
     assert all(done[n][0] == n for n in done)
     assert all(done[n][1] >= len(kept) for n in done)  # frozen in each worker
     assert gc.get_freeze_count() == 0  # and not in the caller
+
+
+def test_the_fusion_checks_of_the_workers_depthwise_splits_come_back(
+    tmp_path, monkeypatch
+):
+    """The workers that choose the depthwise splits (share._chosen_ahead) hand
+    back the fusion checks of the split layers' parts, which the parent asks
+    next when it splits the network so: the answers it would have found
+    itself."""
+    from schedules.accel import layers, share
+
+    spec = load_config("edge-npu")
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(layers, "_FUSES", {})
+    monkeypatch.setattr(layers, "_OWN", {})
+    seen = []
+    chosen_ahead = share._chosen_ahead
+
+    def recorded(kernel, pieces, spec, stage):
+        before = layers.fusion_answers()
+        got = chosen_ahead(kernel, pieces, spec, stage)
+        after = layers.fusion_answers()
+        seen.append(
+            (kernel, pieces, stage, {k: after[k] for k in after.keys() - before.keys()})
+        )
+        return got
+
+    monkeypatch.setattr(share, "_chosen_ahead", recorded)
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    schedule(depthwise_pair()[0], spec)
+    ((kernel, pieces, stage, learned),) = seen
+    assert learned
+    # the same checks, made in this process
+    monkeypatch.setattr(layers, "_FUSES", {})
+    monkeypatch.setattr(layers, "_OWN", {})
+    for piece in pieces:
+        found = share._candidate(kernel, piece, spec)
+        if found is not None:
+            choose, *args = found
+            choose(kernel, piece, spec, stage, *args)
+    assert learned.items() <= layers.fusion_answers().items()
