@@ -205,6 +205,7 @@ class GridEvaluation:
             if eng == "mac":
                 out.extend(self.mac_cycles(s))
                 out.append(self.mac_once(s))
+                out.append(self.mac_tail(s))
                 out.extend(banks.expressions(self, s))
             elif eng == "vector":
                 out.append(self.vector_cycles(s))
@@ -212,6 +213,7 @@ class GridEvaluation:
             out.append(self.pitch(self.kernel.statement(s)))
         if self.st.ahead:
             out.append(self.pipelined_trips())
+        out.append(self.shared_tiles())
         return out
 
     def _values(self, args, n: int) -> dict:

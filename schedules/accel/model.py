@@ -388,6 +388,24 @@ class LayerModel(GridEvaluation):
         t = self._mac_timing(stmt)
         return sp.sympify(t.first * self.mac_chains() + t.tail)  # 0 undoubled
 
+    def mac_tail(self, stmt: Statement):
+        """The cycles from a tensorized statement's last call freeing the array
+        to its results being ready (the array's skew): what a statement on
+        another engine that reads them waits beyond the array's busy time."""
+        return sp.sympify(self._mac_timing(stmt).tail)
+
+    def shared_tiles(self):
+        """The tiles of the layer's shared loops (every statement runs once in
+        each): the tiles of the chain :func:`schedules.accel.work.in_order`
+        schedules."""
+        first = self.layer.stmts[0]
+        out = sp.Integer(1)
+        for p in self.st.order:
+            it = first.iterators[p]
+            if self._var(first, it):
+                out *= self.trips(first, it)
+        return out
+
     def mac_chains(self):
         """The layer's chains of MAC calls back to back: the output path's op after
         each output tile (pc_mac_output) ends one, since the simulator overlaps a

@@ -204,17 +204,22 @@ def issue_order(layer: Layer, st: Structure) -> list[str]:
     QK^T), so that the scalar core issues the softmax before it can stall on a
     full MAC queue, and the vector unit runs it as soon as the array is done
     with tile t's QK^T."""
+    return [layer.bands[i] for i in issue_positions(layer, st)]
+
+
+def issue_positions(layer: Layer, st: Structure) -> list[int]:
+    """:func:`issue_order` as positions in ``layer.stmts`` (what the cost
+    model's :func:`schedules.accel.work.in_order` schedules)."""
     n = len(st.ahead)
     engine = dict(st.engine)
     if prologue(layer, engine):  # tile t + 1's prologue and calls, then t's epilogue
-        return list(layer.bands)
+        return list(range(len(layer.stmts)))
     rest = list(range(n, len(layer.stmts)))
     cut = next(
         (i for i in rest if engine[layer.stmts[i].name] in ("mac", "fold")),
         len(layer.stmts),
     )
-    order = [*range(n, cut), *range(n), *range(cut, len(layer.stmts))]
-    return [layer.bands[i] for i in order]
+    return [*range(n, cut), *range(n), *range(cut, len(layer.stmts))]
 
 
 def _epilogue(layer: Layer, stmts: list[Statement], later: Statement) -> bool:

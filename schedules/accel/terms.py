@@ -457,6 +457,9 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     cycles = np.maximum(
         cycles, _chained(work, dma_time, fill, drain, spec.scalar.queue_depth)
     )
+    # MAC and vector work that wait for each other run in turn, not beside
+    # each other (schedules.accel.work.in_order)
+    cycles = np.maximum(cycles, fill + work.chain + drain)
     edges = {
         "fill": fill,
         "fill_bytes": fill_bytes,
