@@ -8,7 +8,10 @@ grid at once (:mod:`schedules.accel.terms` composes it with the copies'):
   leave behind (an epilogue), and what the array waits for when a layer has
   both;
 - :func:`_between`: the vector work between two MAC statements of a chain (an
-  attention's softmax between QK^T and PV).
+  attention's softmax between QK^T and PV);
+- :func:`in_order`: the span of the layer's statements on in-order engines with
+  their dependences (MAC and vector work in turn where one waits for the other,
+  each hand-off from the array after its skew).
 
 Every value is a numpy array over the candidates (or a number that broadcasts).
 """
