@@ -507,3 +507,45 @@ def test_yaml_file_kernel_and_function_schedules(tmp_path):
     assert {r["compiled"] for r in scheduled} == {str(compiled)}
     assert plain["compiled"] != str(compiled)
     assert {r["report"]["cycles"] for r in scheduled} == {report.cycles}
+
+
+def test_a_results_database_locked_while_another_process_makes_it_is_opened(
+    tmp_path, monkeypatch
+):
+    """Two studies started together on a new database: the one that switches
+    it to WAL while the other makes it can get "database is locked" at once,
+    without SQLite's busy handler waiting (a CI run's killed-study test failed
+    so: "cannot open the results database ... 'database is locked'"). The
+    opening is tried again; another error still says what and why at once."""
+    import sqlite3
+
+    from polyc.errors import StoreError
+    from polyc.studies.sweep import store
+
+    real = sqlite3.connect
+    failures = {"left": 2}
+
+    class Racing:
+        def __init__(self, con):
+            self.con = con
+
+        def execute(self, sql, *args):
+            if "journal_mode" in sql and failures["left"]:
+                failures["left"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self.con.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    monkeypatch.setattr(store.sqlite3, "connect", lambda *a, **k: Racing(real(*a, **k)))
+    with store.Store(tmp_path / "study.db", "s") as st:
+        assert st.resume([]) == {}
+    assert failures["left"] == 0
+
+    def broken(*a, **k):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store.sqlite3, "connect", broken)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        store.Store(tmp_path / "other.db", "s")

@@ -85,6 +85,20 @@ def _stable(fn, key: str) -> str:
     return f"fn:{name}:{hashlib.sha256((source + extra).encode()).hexdigest()[:16]}"
 
 
+def _open(path: Path) -> sqlite3.Connection:
+    """A connection to the results database at ``path`` in WAL mode with its
+    tables made (closed again when that fails)."""
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(_SCHEMA)
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
 class Store:
     """One study in a results database (created when missing).
 
@@ -102,18 +116,30 @@ class Store:
                 "is not an SQLite file. Pass a new path or a study .db written by "
                 "polyc sweep."
             )
-        try:
-            self.db = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
-            )
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(_SCHEMA)
-        except sqlite3.Error as err:
-            raise StoreError(
-                f"sweep: cannot open the results database {self.path} because "
-                f"SQLite says '{err}'. Pass a path in a directory you can write to."
-            ) from None
+        # a process that makes the database or switches it to WAL while
+        # another opens it can get "database is locked" at once, without
+        # SQLite's busy handler waiting (two studies started together on a new
+        # file: seen in CI), so the opening is tried again until the timeout
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        pause = 0.01
+        while True:
+            try:
+                self.db = _open(self.path)
+                break
+            except sqlite3.OperationalError as err:
+                busy = "locked" in str(err) or "busy" in str(err)
+                if not busy or time.monotonic() + pause > deadline:
+                    raise self._cannot_open(err) from None
+                time.sleep(pause)
+                pause = min(2 * pause, 0.5)
+            except sqlite3.Error as err:
+                raise self._cannot_open(err) from None
+
+    def _cannot_open(self, err: sqlite3.Error) -> StoreError:
+        return StoreError(
+            f"sweep: cannot open the results database {self.path} because "
+            f"SQLite says '{err}'. Pass a path in a directory you can write to."
+        )
 
     def close(self) -> None:
         self.db.close()
