@@ -479,21 +479,19 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
         if _runs_backwards(kernel, [g[0] for g in group], item[0], d):
             return False
         part = sub_kernel(kernel, positions)
-        if PART_SHARE * len(part.statements) > len(kernel.statements):
-            if not kernel.schedule.plain_is_equal(kernel.program_schedule):
-                return _fuses(part, bands, d)
-            key = (_text(part), tuple(bands), d)
-            if key not in _FUSES:
-                _keep(key, _fuses(part, bands, d))
-            return _FUSES[key]
+        small = PART_SHARE * len(part.statements) > len(kernel.statements)
+        if small and not kernel.schedule.plain_is_equal(kernel.program_schedule):
+            return _fuses(part, bands, d)
         text = _text(part)
         key = (text, tuple(bands), d)
         if key not in _FUSES:
-            # one part is asked at several depths: its dependences once
-            own = _OWN.get(text)
-            if own is None:
-                own = _OWN[text] = part.replace(part_of=None)
-            _keep(key, _fuses(own, bands, d))
+            if small:  # the program's dependences, computed once for its parts
+                checked = part
+            else:  # one part is asked at several depths: its dependences once
+                checked = _OWN.get(text)
+                if checked is None:
+                    checked = _OWN[text] = part.replace(part_of=None)
+            _keep(key, _fuses(checked, bands, d))
         return _FUSES[key]
 
     key = ("layers.can_fuse", schedule_text(kernel), positions, d)

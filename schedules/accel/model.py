@@ -394,16 +394,19 @@ class LayerModel(GridEvaluation):
         another engine that reads them waits beyond the array's busy time."""
         return sp.sympify(self._mac_timing(stmt).tail)
 
-    def shared_tiles(self):
-        """The tiles of the layer's shared loops (every statement runs once in
-        each): the tiles of the chain :func:`schedules.accel.work.in_order`
-        schedules."""
-        first = self.layer.stmts[0]
+    def shared_tiles(self, stmt: Statement | None = None):
+        """The tiles of the layer's shared loops that ``stmt`` runs in (by
+        default the first statement's: every statement runs once in each, the
+        tiles of the chain :func:`schedules.accel.work.in_order` schedules)."""
+        stmt = self.layer.stmts[0] if stmt is None else stmt
+        return self._once(("shared tiles", stmt.name), lambda: self._shared(stmt))
+
+    def _shared(self, stmt: Statement):
+        private = set(self.layer.private(stmt))
         out = sp.Integer(1)
-        for p in self.st.order:
-            it = first.iterators[p]
-            if self._var(first, it):
-                out *= self.trips(first, it)
+        for it in self.loops(stmt):
+            if it not in private:
+                out *= self.trips(stmt, it)
         return out
 
     def mac_chains(self):

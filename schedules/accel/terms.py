@@ -307,7 +307,7 @@ class Busy:
     edges: dict = field(default_factory=dict)
 
 
-def staged_fill(traffic: Traffic, channels: int, ahead: int, fixed, fill_bytes, bw):
+def staged_fill(traffic: Traffic, channels: int, ahead: int, fill_bytes, bw):
     """When a staged operand's first tile can compute (zero without one): its
     staging copy lands first (DRAM shares its bandwidth max-min fairly, so while
     it moves its bytes each of the other transfers of the fill moves as many:
@@ -319,7 +319,7 @@ def staged_fill(traffic: Traffic, channels: int, ahead: int, fixed, fill_bytes, 
     for alone, copies, more, nbytes in traffic.hops:
         together = np.minimum(np.maximum(copies - 1, 0), ahead)
         beside = np.maximum(channels - 1 - together, 1)
-        lands = fixed + np.minimum(fill_bytes, beside * nbytes) / bw
+        lands = traffic.first_fixed + np.minimum(fill_bytes, beside * nbytes) / bw
         out = np.maximum(out, np.where(alone > 0, lands + alone + together * more, 0))
     return out
 
@@ -365,10 +365,7 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     # operand's first tiles wait for its staging copy (:func:`staged_fill`)
     fill = np.maximum(traffic.first_time, traffic.first_fixed + fill_bytes / read_bw)
     fill = np.maximum(
-        fill,
-        staged_fill(
-            traffic, dma.channels, ahead, traffic.first_fixed, fill_bytes, read_bw
-        ),
+        fill, staged_fill(traffic, dma.channels, ahead, fill_bytes, read_bw)
     )
     drain = np.maximum(
         traffic.last_time, traffic.last_fixed + traffic.last_out / write_bw

@@ -114,7 +114,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             # ahead than one tile, which this term does not model
             per_outer = per_tile
             if odd:
-                outer = np.maximum(ev(_outer_tiles(model, s)), 1)
+                outer = np.maximum(ev(model.shared_tiles(s)), 1)
                 per_outer = tiles * per_tile / outer
             short = per_outer > depth
             lead += np.where(
@@ -125,7 +125,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             steps.append((s, eng, tiles * cyc, 0.0, 0.0))
             vec += tiles * cyc
             calls += tiles * issues
-            outer = np.maximum(ev(_outer_tiles(model, s)), 1)
+            outer = np.maximum(ev(model.shared_tiles(s)), 1)
             vec_issues += tiles * issues / outer
             vec_time += tiles * cyc / outer
             layer_tiles = np.maximum(layer_tiles, outer)
@@ -137,7 +137,9 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             scalar += model.scalar_cycles(s)
         else:  # folded into its MAC statement's calls: no work of its own
             steps.append((s, eng, 0.0, 0.0, 0.0))
-    has_mac = any(model.st.engine_of(s.name) == "mac" for s in model.layer.stmts)
+    stmts = model.layer.stmts
+    macs = sum(model.st.engine_of(s.name) == "mac" for s in stmts)
+    has_mac = macs > 0
     # the scalar core issues a tile's vector operations after its MAC calls and
     # the next tile's loads after both, at most queue_depth operations ahead of
     # the vector unit: with more per tile, the loads overlap only the last ones
@@ -156,14 +158,12 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         exposed = np.where(trips > 1, runs / trips * (pro + epi), exposed)
     mid, mid_tiles, mid_calls = _between(model, ev)
     chain = 0.0
-    split = any(split_side(model.kernel, s.name) is not None for s in model.layer.stmts)
+    split = any(split_side(model.kernel, s.name) is not None for s in stmts)
     # one MAC statement whose vector work is element-wise (a convolution's
     # activation) overlaps it across tiles as _chain's prologue and epilogue
     # terms charge; charged as an in-order chain too, a 1x1 convolution with
     # its ReLU6 (hf-mobilenetv2's first expansion on edge-npu, float16) chose
     # tiles predicted 9,700 that ran 14,660 cycles
-    stmts = model.layer.stmts
-    macs = sum(model.st.engine_of(s.name) == "mac" for s in stmts)
     reduces = any(model.st.engine_of(s.name) == "vector" and s.reduction for s in stmts)
     if has_mac and vec.any() and not split and (macs > 1 or reduces):
         tiles = np.maximum(ev(model.shared_tiles()), 1)
@@ -202,18 +202,6 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         exposed,
         chain,
     )
-
-
-def _outer_tiles(model: LayerModel, stmt):
-    """The tiles of ``stmt``'s shared loops (the layer's tiles it runs in)."""
-    import sympy as sp
-
-    private = set(model.layer.private(stmt))
-    out = sp.Integer(1)
-    for it in model.loops(stmt):
-        if it not in private:
-            out *= model.trips(stmt, it)
-    return out
 
 
 def _chain(model: LayerModel, ev):

@@ -188,19 +188,20 @@ def test_a_staged_operands_first_tiles_leave_the_staging_level_after_its_copy():
     charged the two copies alone (in linear-stack's first layer, a 16 KiB
     input: 671 for a first MAC call at 1,168)."""
     t = terms.Traffic.zeros(1)
+    t.first_fixed = np.array([182.0])
     t.hops = [(np.array([52.0 + 64.0]), np.array([8.0]), np.array([64.0]), 8192.0)]
-    got = terms.staged_fill(t, 8, 2, 182.0, np.array([84_651.0]), 151.7)
+    got = terms.staged_fill(t, 8, 2, np.array([84_651.0]), 151.7)
     assert got == pytest.approx([182.0 + 5 * 8192 / 151.7 + 52.0 + 3 * 64.0])
     assert 0.9 < got[0] / 738 < 1.0
     # a 16 KiB input lands with the whole fill's bytes (74,624), no sooner
     t.hops = [(np.array([52.0 + 64.0]), np.array([8.0]), np.array([64.0]), 16384.0)]
-    got = terms.staged_fill(t, 8, 2, 182.0, np.array([74_624.0]), 151.7)
+    got = terms.staged_fill(t, 8, 2, np.array([74_624.0]), 151.7)
     assert got == pytest.approx([182.0 + 74_624 / 151.7 + 52.0 + 3 * 64.0])
     # one tile copy: nothing beside it; no staged operand: no wait
     t.hops = [(np.array([116.0]), np.array([1.0]), np.array([64.0]), 8192.0)]
-    got = terms.staged_fill(t, 8, 2, 182.0, np.array([84_651.0]), 151.7)
+    got = terms.staged_fill(t, 8, 2, np.array([84_651.0]), 151.7)
     assert got == pytest.approx([182.0 + 7 * 8192 / 151.7 + 116.0])
-    assert terms.staged_fill(terms.Traffic.zeros(1), 8, 2, 182.0, 1e5, 151.7) == 0.0
+    assert terms.staged_fill(terms.Traffic.zeros(1), 8, 2, 1e5, 151.7) == 0.0
 
 
 def test_a_re_read_activation_is_staged_only_where_its_fill_pays(rng):
