@@ -39,6 +39,7 @@ from polyc.ir.expr import Load
 from polyc.ir.kernel import Array, Kernel, Role, Statement, access_map
 from schedules import stree
 from schedules.bands import split_band
+from schedules.host.register import accumulates
 
 #: the suffix of an expanded temporary's name (``sum`` -> ``sum_x``)
 SUFFIX = "_x"
@@ -64,14 +65,12 @@ def expand_rows(kernel: Kernel) -> Kernel | None:
 
 
 def _accumulates(stmt: Statement) -> bool:
-    """Whether ``stmt`` adds to its target (reads its element, no other element
-    of the array) along at least two loops the target does not use: a row loop
-    to expand along and the product's reduction loop."""
-    target = stmt.target
-    same = [ld for ld in stmt.reads if ld.array == target.array]
-    if not same or any(ld.index != target.index for ld in same):
+    """Whether ``stmt`` adds to its target (:func:`schedules.host.register.accumulates`)
+    along at least two loops the target does not use: a row loop to expand along
+    and the product's reduction loop."""
+    if not accumulates(stmt):
         return False
-    used = set().union(*(aff.names() for aff in target.index))
+    used = set().union(*(aff.names() for aff in stmt.target.index))
     return len(set(stmt.iterators) - used) >= 2
 
 

@@ -174,7 +174,7 @@ def _reduction_band(kernel: Kernel, node: stree.Node) -> str | None:
     reduces = False
     for name in names:
         stmt = kernel.statement(name)
-        if stmt.depth < 2 or not _accumulates(stmt):
+        if stmt.depth < 2 or not accumulates(stmt):
             return None
         used = {a for aff in stmt.target.index for a in _atoms(aff)}
         for q in range(nb.band.n_member):
@@ -190,11 +190,25 @@ def _depth(kernel: Kernel, band: stree.Band) -> int:
     return min(kernel.statement(n).depth for n in stree.statements(band))
 
 
-def _accumulates(stmt) -> bool:
+def accumulates(stmt) -> bool:
     """Whether ``stmt`` reads its target's element and no other element of it."""
     target = stmt.target
     same = [ld for ld in stmt.reads if ld.array == target.array]
     return bool(same) and all(ld.index == target.index for ld in same)
+
+
+def has_matrix_tile(kernel: Kernel) -> bool:
+    """Whether a band of ``kernel`` holds a matrix product's register tile
+    (``@accumulate(NR, MR, ...)`` from :func:`accumulate`, not a row tile's
+    ``@accumulate(rows; ...)``)."""
+    root = stree.from_isl(kernel.schedule)
+    for _, node in stree.walk(root):
+        nb = stree.named_at(node)
+        if nb is not None and any(
+            a.startswith(f"{MARK}(") and ";" not in a for a in nb.attrs
+        ):
+            return True
+    return False
 
 
 def _contraction(stmt) -> bool:
@@ -206,7 +220,7 @@ def _contraction(stmt) -> bool:
     product into its expanded rows ``sum_x[q][p]``: :mod:`schedules.host.expand`),
     and exactly one must follow it."""
     target = stmt.target
-    if len(target.index) < 2 or stmt.depth < 3 or not _accumulates(stmt):
+    if len(target.index) < 2 or stmt.depth < 3 or not accumulates(stmt):
         return False
     used = {a for aff in target.index for a in _atoms(aff)}
     if len(set(stmt.iterators) - used) == 1:

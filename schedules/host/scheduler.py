@@ -51,7 +51,6 @@ instead.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -80,7 +79,12 @@ from schedules.host.parallel import (
     mark_parallel_below,
     parallel_tiles,
 )
-from schedules.host.register import blocking, register_tiles, separate_reductions
+from schedules.host.register import (
+    blocking,
+    has_matrix_tile,
+    register_tiles,
+    separate_reductions,
+)
 from schedules.host.stencil import TILES, time_tiles
 from schedules.tiling import tile as tile_band
 
@@ -261,10 +265,7 @@ def _row_products(
     out = register_tiles(out, model)
     if parallel:
         out = mark_parallel_below(out, model)
-    # a register tile of a matrix product: ``@accumulate(NR, MR, ...)``
-    if not re.search(r"@accumulate\(\d+, \d+", str(out.schedule)):
-        return None
-    return out
+    return out if has_matrix_tile(out) else None
 
 
 def _budget(max_operations, max_seconds) -> chain.Budget:
