@@ -53,6 +53,8 @@ def test_polyc_prebuild_puts_the_runtime_where_a_compile_finds_it(
     # flags) is built already or now: the command finds or builds it there
     here = cbuild.cache_dir()
     monkeypatch.setenv("POLYC_INSTALLED_DIR", str(here))
+    # as a new process runs it: no runtime loaded already (from another cache)
+    monkeypatch.setattr(cbuild, "_loaded", {})
     assert main(["prebuild"]) == 0
     out = capsys.readouterr().out
     assert str(here) in out and "runtime library" in out

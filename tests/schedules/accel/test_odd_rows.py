@@ -11,8 +11,6 @@ asserted.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -36,8 +34,8 @@ def _linear(tokens: int = 17, k: int = 256, n: int = 64):
     return module, x
 
 
-def _compile(config: str, tmp_path):
-    os.environ["POLYC_CACHE_DIR"] = str(tmp_path)
+def _compile(config: str, tmp_path, monkeypatch):
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
     module, x = _linear()
     kernel = polyc.from_torch(module, (x,))
     return kernel, module, x, polyc.compile(kernel, config=config)
@@ -63,8 +61,8 @@ def test_split_engine_names_each_part():
         split_layer(kernel, ("S0", "S1"), "o", 7, vector="both")
 
 
-def test_seventeen_rows_split_their_odd_row_to_the_vector_unit(tmp_path):
-    kernel, module, x, c = _compile("edge-npu", tmp_path)
+def test_seventeen_rows_split_their_odd_row_to_the_vector_unit(tmp_path, monkeypatch):
+    kernel, module, x, c = _compile("edge-npu", tmp_path, monkeypatch)
     assert any("rows below 16" in note for note in c.choice.shared)
     (layer,) = c.choice.layers
     engine = dict(layer.candidate.structure.engine)
@@ -80,8 +78,8 @@ def test_seventeen_rows_split_their_odd_row_to_the_vector_unit(tmp_path):
     assert rep.cycles < 1.4 * bound
 
 
-def test_weight_stationary_arrays_stream_their_rows_unsplit(tmp_path):
-    _, _, _, c = _compile("datacenter", tmp_path)
+def test_weight_stationary_arrays_stream_their_rows_unsplit(tmp_path, monkeypatch):
+    _, _, _, c = _compile("datacenter", tmp_path, monkeypatch)
     assert not any("rows below" in note for note in c.choice.shared)
 
 
