@@ -33,8 +33,14 @@ sums). :func:`deferrable` finds where the rewrite is an identity on the outputs:
 - ``C`` is a temporary, and one statement besides the two reads it, in a later
   top-level loop nest than both (so it reads every element complete), and
   nothing else reads or writes it;
-- that reader is not an int8 requantization of ``C`` (the MAC array's output stage
-  takes that form as it is, :mod:`polyc.ir.requant`; the bias stays an init there);
+- where the config's MAC array requantizes in its output stage
+  (``[mac_array] requantize``, HW-A), that reader is not an int8 requantization of
+  ``C``: the output stage takes that form as it is (:mod:`polyc.ir.requant`), so
+  the bias stays an init there. Elsewhere the requantization is vector work like
+  any epilogue, and the bias moves into it (exact: int32 additions wrap, so their
+  order does not change the sum). Left an init on edge-npu, it made every int8
+  convolution of res-blocks run its MAC calls and its requantization in turn:
+  each tile's init waited behind the tile before's requantization;
 - for a config (``spec``), its MAC array takes the contraction's operand dtype:
   elsewhere the contraction runs on the vector unit, the zero init folds into no
   MAC call and costs the pass the bias init did, and the epilogue's add comes on
@@ -62,8 +68,16 @@ def deferrable(kernel: Kernel, spec: Spec | None = None) -> list[str]:
     out = []
     for s in kernel.statements:
         found = _plan(kernel, s.name)[0]
-        if found is not None and (spec is None or _on_the_array(found[3], spec)):
-            out.append(s.name)
+        if found is None:
+            continue
+        if spec is not None and not _on_the_array(found[3], spec):
+            continue
+        # the output stage's form, where an output stage takes it (with no
+        # config, as where one might)
+        output_stage = spec is None or spec.mac_array.requantize
+        if output_stage and requant.match(found[2].body) is not None:
+            continue
+        out.append(s.name)
     return out
 
 
@@ -161,9 +175,6 @@ def _plan(kernel: Kernel, init: str):
     reader = readers[0]
     if reader.reduction:
         return None, f"{reader.name} reduces over {c} (the add would not fold)"
-    if requant.match(reader.body) is not None:
-        # the MAC array's output stage requantizes the accumulator as it is
-        return None, f"{reader.name} requantizes {c} (the output stage's form)"
     if not _written(kernel, s0).is_equal(_written(kernel, s1)):
         return None, f"{s1.name} does not accumulate into exactly what {init} sets"
     where = {}

@@ -118,3 +118,46 @@ def test_the_bias_stays_an_init_where_the_mac_array_does_not_take_the_dtype():
     want = interpret(kernel, x)
     for name, v in want.items():
         np.testing.assert_allclose(got[name], v, rtol=1e-5, atol=1e-6)
+
+
+def _int8_conv():
+    """A PT2E-quantized conv + ReLU: its int32 accumulator starts at the bias
+    and one statement requantizes it to int8."""
+    import warnings
+
+    from bench import zoo
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU()).eval()
+    x = torch.randn(1, 8, 8, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torchao's deprecations
+        return polyc.from_torch(zoo.int8(module, (x,)), (x,))
+
+
+def test_an_int8_bias_moves_into_the_requantization_without_an_output_stage():
+    """Without a requantizing output stage the requantization is vector work like
+    any epilogue: left an init, the bias made each tile's init wait behind the
+    requantization of the tile before. With one (HW-A) the stage takes the
+    requantization as it is, so the bias stays an init there. The sum is the
+    same either way (int32 additions wrap)."""
+    from accelerator import load_config
+
+    pytest.importorskip("torchao")
+    kernel = _int8_conv()
+    with_stage = load_config("hw-a")
+    assert with_stage.mac_array.requantize
+    inits = deferrable(kernel, load_config("edge-npu"))
+    assert len(inits) == 1
+    assert deferrable(kernel, with_stage) == []
+    assert deferrable(kernel) == []  # no config: as where an output stage might be
+    moved = defer_all(kernel, load_config("edge-npu"))
+    x = _inputs(kernel)
+    want = interpret(kernel, x)
+    for name, v in interpret(moved, x).items():
+        np.testing.assert_array_equal(v, want[name])
+    compiled = polyc.compile(kernel, config="edge-npu")
+    assert "defer_bias" in [st.name for st in compiled.kernel.history]
+    got, _ = compiled.run(x)
+    for name, v in want.items():
+        np.testing.assert_array_equal(got[name], v)
