@@ -20,7 +20,7 @@ from schedules.accel.homes import home
 from schedules.accel.inline import inline_copy
 from schedules.accel.pads import inline_zero_pad
 from schedules.accel.placement import place
-from schedules.accel.reindex import permute_iterators
+from schedules.accel.reindex import permute_iterators, translate_iterators
 from schedules.accel.split import split_layer
 from schedules.accel.tensorize import map_vector, tensorize
 from schedules.apply import TRANSFORMATIONS, apply_schedule, replay, to_yaml
@@ -62,6 +62,7 @@ TRANSFORMATIONS.update(
             strip_mine,
             tensorize,
             tile,
+            translate_iterators,
             unmark,
             unroll,
             vectorize,
@@ -98,6 +99,7 @@ __all__ = [
     "strip_mine",
     "tensorize",
     "tile",
+    "translate_iterators",
     "to_yaml",
     "unmark",
     "unroll",

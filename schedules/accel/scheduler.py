@@ -156,6 +156,7 @@ def schedule(
             ),
         )
     kernel = pads.inline_pads(inline.inline_all(bias.defer_all(kernel, spec)))
+    kernel = pads.align_pads(kernel)
     if stage:  # intermediates on chip, in the SRAM level above the engines'
         kernel = homes.assign(kernel, spec)
     kernel, whole = per_statement(kernel)

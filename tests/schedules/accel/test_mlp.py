@@ -383,3 +383,26 @@ def test_the_layers_as_written_are_cut_where_each_starts_too():
     assert len(cut) > len(written)
     for layer in cut:
         assert len({owner[c] for c in layer.children}) == 1, layer.name
+
+
+def test_translated_iterators_keep_the_instances_and_refuse_unknown_names():
+    from codegen.accel.direct import numpy_inputs
+    from polyc.oracle.interpreter import interpret
+
+    kernel = polyc.from_torch(
+        torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(),
+        (torch.randn(2, 8),),
+    )
+    relu = kernel.statements[-1]
+    it = relu.iterators[-1]
+    moved = S.translate_iterators(kernel, relu.name, {it: 3})
+    after = moved.statement(relu.name)
+    assert after.domain.count_val() == relu.domain.count_val()
+    assert str(after.target.index[-1]) == f"{it} - 3"
+    x = numpy_inputs(kernel, np.random.default_rng(1))
+    want, got = interpret(kernel, x), interpret(moved, x)
+    for name, v in want.items():
+        np.testing.assert_array_equal(got[name], v)
+    assert S.translate_iterators(kernel, relu.name, {it: 0}) is kernel
+    with pytest.raises(ArgumentError, match="translate_iterators: q is no iterator"):
+        S.translate_iterators(kernel, relu.name, {"q": 1})
