@@ -8,13 +8,16 @@ cases on a local process pool (or a Dask cluster), and appends one line to
 ``bench/results/fuzz.jsonl``: the seed, the commit, counts by kind, config,
 frontend, family, dtype and op, and every failure with its whole case. Batches may
 run at once from several processes or machines: lines are appended under a lock.
-The totals table in ``docs/fuzz.md`` is regenerated from the record.
+The totals table in ``docs/fuzz.md`` is regenerated from the record, the
+repository's own only: a run into another ``--record`` (a trial on a branch)
+leaves the docs as they are.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from bench.common import DOCS, RESULTS, write_section
 
@@ -48,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             rec.append(args.record, rec.batch_line(result))
             print(result.summary(), flush=True)
             failed += len(result.failures())
-    write_table(rec.totals(rec.read(args.record)))
+    if Path(args.record).resolve() == RECORD.resolve():
+        write_table(rec.totals(rec.read(args.record)))
     return 1 if failed else 0
 
 

@@ -116,3 +116,18 @@ def test_every_benchmark_main_returns_an_exit_status(name):
     # returned its report dict, so `make bench` listed it as failed
     module = __import__(f"bench.{name}", fromlist=["main"])
     assert inspect.signature(module.main).return_annotation == "int"
+
+
+def test_a_fuzz_run_into_another_record_leaves_the_docs(tmp_path, monkeypatch):
+    """``--record`` elsewhere (a trial on a branch) must not rewrite docs/fuzz.md
+    from that record: it is the repository's totals."""
+    import shutil
+
+    written = []
+    monkeypatch.setattr(fuzz, "write_table", written.append)
+    other = tmp_path / "trial.jsonl"
+    shutil.copy(fuzz.RECORD, other)
+    assert fuzz.main(["--report", "--record", str(other)]) == 0
+    assert written == []
+    assert fuzz.main(["--report"]) == 0
+    assert len(written) == 1
