@@ -337,8 +337,10 @@ def _engines(kernel: Kernel) -> dict[str, str]:
             groups = " ".join(
                 f"{r}={'*'.join(g) or '1'}" for r, g in zip("mnk", (t.m, t.n, t.k))
             )
-            out[t.stmt] = f"MAC array: {groups}" + (
-                f", loops {','.join(t.loops)}" if t.loops else ""
+            out[t.stmt] = (
+                f"MAC array: {groups}"
+                + (f", loops {','.join(t.loops)}" if t.loops else "")
+                + (", operands exchanged (C^T = B^T A^T)" if t.exchange else "")
             )
             if t.init:
                 out[t.init] = f"folded into the first MAC calls of {t.stmt}"

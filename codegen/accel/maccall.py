@@ -6,7 +6,10 @@ with constant ``coef`` (array strides of the buffer times the index
 coefficients). A K fused over a convolution's filter rows reads A with two
 strides (``pc_view`` ``span`` and ``ps``, an im2col window of the input buffer),
 and so does an M fused over output rows into a compact output (``rspan`` and
-``rps``: A's rows at the input's own pitch). Whether the MAC dimensions of the ``@tensorize`` mark can run as
+``rps``: A's rows at the input's own pitch). With the operands exchanged
+(``@tensorize ... exchanged``) the call computes ``C^T = B^T A^T``: every view is
+transposed and B sits in the array's A port, A (with its spans) in its B port.
+Whether the MAC dimensions of the ``@tensorize`` mark can run as
 such views over the placed buffers is :func:`polyc.ir.macmap.check`, the predicate
 the scheduler's search applies too, so what the scheduler proposes is what this
 module emits; a refusal here comes from a hand schedule. The remaining iterators
@@ -59,13 +62,14 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
     def view(key: str, rows: dict, cols: dict) -> str:
         b, off = views[key]
         row, col = rows.get(key, 0), cols.get(key, 0)
-        cols_split = dims["k"].split_of(key) if key == "a" else None
-        rows_split = dims["m"].split_of(key) if key == "a" else None
+        # A's K split (span, ps) and M split (rspan, rps), whichever port A is in
+        k_split = dims["k"].split_of(key) if key == "a" else None
+        m_split = dims["m"].split_of(key) if key == "a" else None
         tail = ""
-        if cols_split or rows_split:
-            tail = ", {}, {}".format(*(cols_split or (0, 0)))
-        if rows_split:
-            tail += ", {}, {}".format(*rows_split)
+        if k_split or m_split:
+            tail = ", {}, {}".format(*(k_split or (0, 0)))
+        if m_split:
+            tail += ", {}, {}".format(*m_split)
         return f"((pc_view){{{names.buffer(b.name)}, {off}, {row}, {col}{tail}}})"
 
     acc = "1"
@@ -75,10 +79,21 @@ def emit(em, stmt, tm: pm.TensorizeMark, active: dict, args: list[str]):
         target = {n for a in stmt.target.index for n in a.names()}
         first = [f"pc_x_{it} == pc_lo_{it}" for it in tm.loops if it not in target]
         acc = f"!({names.fresh(stmt.name)}{''.join(' && ' + f for f in first)})"
+    a, b, c_ = view("a", m_str, k_str), view("b", k_str, n_str), view("c", m_str, n_str)
+    rows, cols = m_ext, n_ext
+    if tm.exchange:
+        # C^T = B^T A^T: each view transposed (rows and columns exchanged), B in
+        # the A port; A's spans keep splitting its K and M (pc_view: in the B
+        # port, span splits the rows and rspan the columns)
+        a, b, c_ = (
+            view("b", n_str, k_str),
+            view("a", k_str, m_str),
+            view("c", n_str, m_str),
+        )
+        rows, cols = n_ext, m_ext
     call = (
-        f"pc_mac({CTX}, {tm.mode}, {m_ext}, {n_ext}, {k_ext}, {acc}, "
-        f"{view('a', m_str, k_str)}, {view('b', k_str, n_str)}, "
-        f"{view('c', m_str, n_str)}, {names.cstr(stmt.name)})"
+        f"pc_mac({CTX}, {tm.mode}, {rows}, {cols}, {k_ext}, {acc}, "
+        f"{a}, {b}, {c_}, {names.cstr(stmt.name)})"
     )
     inner: list[c.Generable] = [*em.flush(), c.Statement(call)]
     for it in reversed(tm.loops):

@@ -38,6 +38,14 @@ iterators inside it. A's view then splits its column index ``k`` into
 (``pc_view`` ``span`` / ``ps``): each call reads a ``rh x rw x rc`` window of the
 input, the elements the loops over the taps would read, in the same order.
 
+The call may exchange its operands (the ``@tensorize`` mark's ``exchange``): it
+then computes ``C^T = B^T A^T``, B in the array's A port and A in its B port,
+every view transposed. The roles above stay those of the contraction (M in C
+and A, N in C and B), and so do the exceptions: the im2col and row-pitch splits
+are A's, whichever port it sits in (``pc_view`` splits a B operand's rows by its
+``span`` and its columns by its ``rspan``), so a mapping is realisable exchanged
+exactly when it is plain, and :func:`check` does not ask which.
+
 Both sides call :func:`check` with the numbers they know: the search with the
 buffers its cost model predicts for a candidate's tile sizes
 (:meth:`schedules.accel.model.LayerModel.mac_mapping`), the scheduler's build and

@@ -257,6 +257,11 @@ class TensorizeMark:
     loops around the call (``loops``). ``a``/``b`` are the positions of the two
     operand loads in the statement's reads. ``lo``/``hi`` bound every iterator per
     tile (isl text over the prefix, in the statement's iterator order).
+
+    ``exchange``: the call runs the transposed product ``C^T = B^T A^T``, B in
+    the array's A port (streamed by a weight-stationary array) and A in its B
+    port (held in the PEs): ``m``, ``n``, ``k`` keep naming the roles of A, B and
+    C, and the call is ``n x m x k`` (see :mod:`polyc.ir.macmap`).
     """
 
     stmt: str
@@ -270,6 +275,13 @@ class TensorizeMark:
     lo: str
     hi: str
     init: str = ""  # a zero init folded into the first call (accumulate=0)
+    exchange: bool = False  # the operands exchanged in the array's ports
+
+    @property
+    def ports(self) -> tuple[int, int]:
+        """The positions in the statement's reads of the loads in the array's A
+        and B ports (``(b, a)`` when the operands are exchanged)."""
+        return (self.b, self.a) if self.exchange else (self.a, self.b)
 
     def text(self) -> str:
         head = (
@@ -280,6 +292,8 @@ class TensorizeMark:
             head += f" loops={','.join(self.loops)}"
         if self.init:
             head += f" init={self.init}"
+        if self.exchange:
+            head += " exchanged"
         fields = [
             f"stmt={self.stmt}",
             f"mode={self.mode}",
@@ -293,6 +307,8 @@ class TensorizeMark:
             f"hi={self.hi}",
             f"init={self.init}",
         ]
+        if self.exchange:  # absent when not: the marks of other schedules unchanged
+            fields.append("exchange=1")
         return " | ".join([head, *fields])
 
     @classmethod
@@ -310,6 +326,7 @@ class TensorizeMark:
             lo=f["lo"],
             hi=f["hi"],
             init=f.get("init", ""),
+            exchange=f.get("exchange", "0") == "1",
         )
 
 

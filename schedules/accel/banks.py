@@ -51,7 +51,7 @@ def _terms(model: LayerModel, stmt: Statement) -> dict | None:
         arrays["c"] = stmt.target.array
         arrays = {r: a for r, a in arrays.items() if a in model.levels}
     if arrays:
-        m, n, k = model.mac_extents(stmt)
+        m, n, k = model.call_extents(stmt)
         esz = stmt.reads[con.a].dtype.itemsize
         asz = stmt.target.dtype.itemsize
         # reduction extent of one output element over the call's K: the calls
@@ -63,6 +63,8 @@ def _terms(model: LayerModel, stmt: Statement) -> dict | None:
         )
         add = 1 - k / red
         a, b, cw, mn = exprs.mac_bytes(array, m, n, k, esz, asz)
+        if stmt.name in model.st.exchanged:  # B in the array's A port
+            a, b = b, a
         moved = {"a": a, "b": b, "c": cw + add * mn}
         moved = {r: moved[r] for r in arrays}
         levels = {r: model.levels[arr] for r, arr in arrays.items()}

@@ -219,7 +219,7 @@ def misplaced(kernel, spec: Spec, stmts=None) -> list[Misplaced]:
                 active = {**active, b.array: b}
             elif kind == "tensorize":
                 tm = _parsed(pm.TensorizeMark, name)
-                macs[tm.stmt] = (tm.a, tm.b)
+                macs[tm.stmt] = tm.ports  # exchanged: B in the input port
             elif kind == "vector":
                 vm = _parsed(pm.VectorMark, name)
                 vector = vector | set(vm.stmts)

@@ -428,10 +428,17 @@ class LayerModel(GridEvaluation):
         from schedules.accel.tensorize import contraction
 
         a = self.spec.mac_array
-        m, n, k = self.mac_extents(stmt)
+        m, n, k = self.call_extents(stmt)
         rate = a.dtypes[contraction(stmt).operand].macs_per_cycle
         rate = sp.Rational(rate).limit_denominator(64)
         return exprs.timing(a, m, n, k, rate)
+
+    def call_extents(self, stmt: Statement):
+        """The rows, columns and K of one ``pc_mac`` call of ``stmt``: its M, N,
+        K extents, with M and N exchanged when the call exchanges the operands
+        (``C^T = B^T A^T``)."""
+        m, n, k = self.mac_extents(stmt)
+        return (n, m, k) if stmt.name in self.st.exchanged else (m, n, k)
 
     def mac_extents(self, stmt: Statement):
         """The M, N, K extents of one MAC call of ``stmt``, over tile symbols."""

@@ -545,7 +545,15 @@ def _engines(k: Kernel, layer: Layer, cand: search.Candidate) -> Kernel:
         eng = st.engine_of(s.name)
         if eng == "mac":
             m, n, kk = st.groups_of(s.name)
-            k = tensorize(k, band, m=m, n=n, k=kk, init=folded.get(s.name))
+            k = tensorize(
+                k,
+                band,
+                m=m,
+                n=n,
+                k=kk,
+                init=folded.get(s.name),
+                exchange=s.name in st.exchanged,
+            )
         elif eng == "vector":
             k = map_vector(k, band)
         elif eng == "mac_out":

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import weakref
 from dataclasses import dataclass
 
 import islpy as isl
 import numpy as np
 
+from accelerator.hardware import dataflow
 from accelerator.hardware.spec import Spec
 from polyc.ir import requant
 from polyc.ir.kernel import (
@@ -189,6 +191,26 @@ def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
     return out
 
 
+def exchange_pays(layer: Layer, stmt: Statement, spec: Spec, groups) -> bool:
+    """Whether to offer ``stmt``'s MAC calls with the operands exchanged
+    (``C^T = B^T A^T``, :func:`schedules.accel.tensorize.tensorize`): when one
+    level serves both operand ports (the placement puts A and B where their own
+    ports read them) and a call over the layer's whole M, N, K (``groups``)
+    takes fewer steady cycles exchanged, by the dataflow's formula
+    (:func:`accelerator.hardware.dataflow.mac_timing`). A weight-stationary
+    array holds B, so a convolution with fewer output channels than it has
+    columns leaves most of them idle while it streams every pixel: exchanged,
+    it holds the pixels and streams the few channels. The search then models
+    both calls at each tile size."""
+    a = spec.mac_array
+    if set(a.input_levels) != set(a.weight_levels):
+        return False
+    m, n, k = (math.prod(layer.extent(stmt, it) for it in g) for g in groups)
+    rate = a.dtypes[contraction(stmt).operand].macs_per_cycle
+    swapped = dataflow.mac_timing(a, n, m, k, rate).steady
+    return swapped < dataflow.mac_timing(a, m, n, k, rate).steady
+
+
 def _channels_last(layer: Layer, stmt: Statement, con):
     """``((tap, channel), layouts)``: the K group over a filter row and the channels,
     when both operands index the channel alone in one dimension (moved innermost
@@ -272,20 +294,22 @@ def structures(
         # split depthwise layer never is: offered there, the fold was the only
         # option the cap on combinations below kept, and no structure was left)
         if into is not None and "mac" in engines(kernel, into, spec):
-            opts.append(("fold", None, False, (), False))
+            opts.append(("fold", None, False, (), False, False))
         if spec.mac_array.requantize and requantizes(layer, s) is not None:
             # the only option: it falls back to the vector unit below when its
             # contraction is not on the MAC array (an extra option would make the
             # combinations' cap cut the contraction's own alternatives)
-            per_stmt.append([("mac_out", None, False, (), False)])
+            per_stmt.append([("mac_out", None, False, (), False, False)])
             continue
         for eng in engines(kernel, s, spec):
             if eng == "mac":
                 rows = spec.mac_array.rows
                 for groups, pitched, layouts, phased in mac_groups(layer, s, rows):
-                    opts.append((eng, groups, pitched, layouts, phased))
+                    opts.append((eng, groups, pitched, layouts, phased, False))
+                    if exchange_pays(layer, s, spec, groups):
+                        opts.append((eng, groups, pitched, layouts, phased, True))
             else:
-                opts.append((eng, None, False, (), False))
+                opts.append((eng, None, False, (), False, False))
         per_stmt.append(opts)
     if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
         # the first contraction keeps its mappings (not an init before it that
@@ -322,6 +346,7 @@ def structures(
         pitched = tuple(s.name for s, c in zip(layer.stmts, combo) if c[2])
         layouts = tuple(x for c in combo for x in c[3])
         phased = tuple(s.name for s, c in zip(layer.stmts, combo) if c[4])
+        exchanged = tuple(s.name for s, c in zip(layer.stmts, combo) if c[5])
         if _conflicts(kernel, layer, engine, spec):
             continue  # some buffer has no level all its engines reach
         streams = (STREAM_SLOTS, 2)
@@ -341,6 +366,7 @@ def structures(
                         slots,
                         phased,
                         ahead,
+                        exchanged,
                     )
                     # an MLP's lifted buffers a contiguous range per tile
                     extra = pipeline.tile_major(layer, st)

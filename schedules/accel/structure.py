@@ -36,6 +36,9 @@ class Structure:
     # statements issued one tile of the innermost tiled shared loop ahead of the
     # others (an attention's QK^T: see schedules.accel.pipeline)
     ahead: tuple[str, ...] = ()
+    # mac statements whose calls exchange the operands (C^T = B^T A^T: B in the
+    # array's A port; schedules.accel.tensorize.tensorize's ``exchange``)
+    exchanged: tuple[str, ...] = ()
 
     def engine_of(self, stmt: str) -> str:
         return dict(self.engine)[stmt]

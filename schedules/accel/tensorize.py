@@ -162,9 +162,18 @@ def tensorize(
     n: Sequence[str] | None = None,
     k: Sequence[str] | None = None,
     init: str | None = None,
+    exchange: bool = False,
 ) -> Kernel:
     """Run the contraction in point band ``band`` on the MAC array, one call per tile
     (see the module docstring).
+
+    ``exchange=True`` runs each call as the transposed product ``C^T = B^T A^T``:
+    B enters the array's A port and A its B port, so a weight-stationary array
+    holds A (a convolution's im2col input) in its PEs and streams B (the
+    weights): a layer with few output channels then fills the array's columns
+    with pixels instead of leaving them idle. ``m``, ``n``, ``k`` keep naming
+    the roles of A and B; every C element sums its products in the same order,
+    so the results are the unexchanged call's bit for bit.
 
     ``init`` names the statement that zeroes the output tile before the
     contraction (``out = 0``): it is folded into the calls (the first contribution
@@ -225,6 +234,7 @@ def tensorize(
         lo=str(box.multi("lo")),
         hi=str(box.multi("hi")),
         init=init or "",
+        exchange=exchange,
     )
     tiles = F.pw_multi(box.lo).domain()
     ident = isl.Map.identity(isl.Space.map_from_set(tiles.get_space()))
@@ -245,6 +255,7 @@ def tensorize(
             n=tuple(n) if n is not None else None,
             k=tuple(k) if k is not None else None,
             init=init,
+            exchange=exchange or None,
         ),
     )
 

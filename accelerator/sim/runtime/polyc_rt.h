@@ -171,12 +171,16 @@ typedef struct {
 } pc_spec;
 
 /* a 2-D window of a buffer, in elements: element (r, c) is at off + r*rs + c*cs.
- * With span > 0 (pc_mac's A operand only: an im2col read of a convolution's
- * input) the column splits in two strides: (r, c) is at
- * off + r*rs + (c / span)*ps + (c % span)*cs. With rspan > 0 (pc_mac's A operand
- * only: several output rows of a convolution per call, the input read at its own
- * row pitch while the output is compact) the row splits the same way: the row
- * part is (r / rspan)*rps + (r % rspan)*rs. */
+ * A pc_mac operand (A or B, never C) may split its indices in two strides each:
+ * span / ps its K index (an im2col read of a convolution's input) and rspan / rps
+ * its other one (several output rows of a convolution per call, the input read
+ * at its own row pitch while the output is compact). An index i split by
+ * (span, pitch) with stride s moves (i / span)*pitch + (i % span)*s. K is A's
+ * column and B's row: in A, (r, c) is at off + r*rs + (c / span)*ps +
+ * (c % span)*cs with span > 0 and the row part is (r / rspan)*rps +
+ * (r % rspan)*rs with rspan > 0; in B the same with rows and columns exchanged
+ * (B's span splits its rows, its rspan its columns), so that the transposed view
+ * of an A operand is a B operand (the exchanged call: C^T = B^T A^T). */
 typedef struct {
   int buf;
   int64_t off;

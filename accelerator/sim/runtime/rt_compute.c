@@ -17,32 +17,48 @@
 
 static const char *pc_label(const char *label) { return label ? label : ""; }
 
-/* The bytes a rows x cols view of esize-byte elements touches, checked. */
-static int pc_view_range(pc_ctx *ctx, pc_view v, int64_t rows, int64_t cols,
-                         int esize, int is_write, pc_range *out, const char *op,
-                         const char *label) {
+/* One index of a view split in two strides (span > 0): n steps become n / span
+ * steps of `pitch` and span steps of `stride`, dimensions d and d + 1 of a block. */
+static int pc_split_index(pc_ctx *ctx, int64_t n, int64_t span, int64_t pitch,
+                          int64_t stride, int64_t *size, int64_t *strides,
+                          const char *what, const char *op, const char *label) {
+  if (n % span)
+    return pc__fail(ctx, "%s %s: the view's %lld %s do not split into whole "
+                        "spans because its span is %lld. Pass a multiple of the "
+                        "span.",
+                   op, pc_label(label), (long long)n, what, (long long)span);
+  size[0] = n / span, size[1] = span, strides[0] = pitch, strides[1] = stride;
+  return 0;
+}
+
+/* The bytes a rows x cols view of esize-byte elements touches, checked. A MAC
+ * operand may split its K index (span / ps) and its other one (rspan / rps): K
+ * is A's columns and B's rows (k_rows), so B's span splits its rows and its
+ * rspan its columns (pc_view in polyc_rt.h). */
+static int pc_operand_range(pc_ctx *ctx, pc_view v, int64_t rows, int64_t cols,
+                            int k_rows, int esize, int is_write, pc_range *out,
+                            const char *op, const char *label) {
   /* dimensions 0-1 the rows (outer, inner), 2-3 the columns */
   int64_t size[4] = {1, rows, cols, 1}, stride[4] = {0, v.rs, v.cs, 0};
-  if (v.span > 0) {
-    if (cols % v.span)
-      return pc__fail(ctx, "%s %s: the view's %lld columns do not split into "
-                          "whole spans because its span is %lld. Pass a multiple "
-                          "of the span.",
-                     op, pc_label(label), (long long)cols, (long long)v.span);
-    size[2] = cols / v.span, size[3] = v.span, stride[2] = v.ps, stride[3] = v.cs;
-  }
-  if (v.rspan > 0) {
-    if (rows % v.rspan)
-      return pc__fail(ctx, "%s %s: the view's %lld rows do not split into whole "
-                          "spans because its row span is %lld. Pass a multiple "
-                          "of the row span.",
-                     op, pc_label(label), (long long)rows, (long long)v.rspan);
-    size[0] = rows / v.rspan, size[1] = v.rspan, stride[0] = v.rps;
-  }
+  int64_t rsp = k_rows ? v.span : v.rspan, rp = k_rows ? v.ps : v.rps;
+  int64_t csp = k_rows ? v.rspan : v.span, cp = k_rows ? v.rps : v.ps;
+  if (csp > 0 && pc_split_index(ctx, cols, csp, cp, v.cs, size + 2, stride + 2,
+                                "columns", op, label))
+    return 1;
+  if (rsp > 0 && pc_split_index(ctx, rows, rsp, rp, v.rs, size, stride, "rows", op,
+                                label))
+    return 1;
   out->buf = v.buf;
   out->is_write = is_write;
   pc__block_range(4, size, stride, v.off, esize, &out->lo, &out->hi);
   return pc__check_range(ctx, out, op, label);
+}
+
+/* The bytes a plain rows x cols view touches (a vector operand: no spans). */
+static int pc_view_range(pc_ctx *ctx, pc_view v, int64_t rows, int64_t cols,
+                         int esize, int is_write, pc_range *out, const char *op,
+                         const char *label) {
+  return pc_operand_range(ctx, v, rows, cols, 0, esize, is_write, out, op, label);
 }
 
 static int pc_level_ok(pc_ctx *ctx, int buf, unsigned mask, const char *what,
@@ -78,6 +94,15 @@ static inline int64_t pc_a_at(pc_view a, int64_t r, int64_t c) {
   return a.off + row + (c / a.span) * a.ps + (c % a.span) * a.cs;
 }
 
+/* B's element (r, c): its rows are K, so its span splits them and its rspan its
+ * columns (the exchanged call's im2col operand); B transposed is an A-form view */
+static inline int64_t pc_b_at(pc_view b, int64_t r, int64_t c) {
+  if (b.span <= 0 && b.rspan <= 0) return b.off + r * b.rs + c * b.cs;
+  pc_view t = b;
+  t.rs = b.cs, t.cs = b.rs;
+  return pc_a_at(t, c, r);
+}
+
 /* One output row accumulates in row[] (as TR: int32 for int32, float for fp16 and
  * fp32, which hold those values exactly; for fp16 the conversions are then single
  * F16C instructions, not library calls through double). */
@@ -89,7 +114,7 @@ static inline int64_t pc_a_at(pc_view a, int64_t r, int64_t c) {
     for (int64_t kk = 0; kk < k; kk++) {                                      \
       TA av = ((const TA *)A)[pc_a_at(a, i, kk)];                             \
       for (int64_t j = 0; j < n; j++) {                                       \
-        TA bv = PC_AT(TA, B, b, kk, j);                                       \
+        TA bv = ((const TA *)B)[pc_b_at(b, kk, j)];                           \
         TC acc = (TC)rt[j];                                                   \
         STEP;                                                                 \
         rt[j] = (TR)acc;                                                      \
@@ -246,14 +271,14 @@ void pc_mac(pc_ctx *ctx, int mode, int64_t m, int64_t n, int64_t k,
                               "the vector unit or use a config that supports it.",
                          pc_label(label), names[in_type[mode]]);
   if (m <= 0 || n <= 0 || k <= 0) return;
-  if (b.span > 0 || c.span > 0 || b.rspan > 0 || c.rspan > 0)
-    return (void)pc__fail(ctx, "pc_mac %s: the %s view splits its rows or columns "
-                              "because its span is set. Split only A's rows and "
-                              "columns.",
-                         pc_label(label), b.span > 0 || b.rspan > 0 ? "B" : "C");
+  if (c.span > 0 || c.rspan > 0)
+    return (void)pc__fail(ctx, "pc_mac %s: the C view splits its rows or columns "
+                              "because its span is set. Split only A's and B's "
+                              "indices.",
+                         pc_label(label));
   pc_range acc[4];
-  if (pc_view_range(ctx, a, m, k, in_size[mode], 0, &acc[0], "pc_mac", label) ||
-      pc_view_range(ctx, b, k, n, in_size[mode], 0, &acc[1], "pc_mac", label) ||
+  if (pc_operand_range(ctx, a, m, k, 0, in_size[mode], 0, &acc[0], "pc_mac", label) ||
+      pc_operand_range(ctx, b, k, n, 1, in_size[mode], 0, &acc[1], "pc_mac", label) ||
       pc_view_range(ctx, c, m, n, acc_size[mode], 1, &acc[2], "pc_mac", label) ||
       pc_level_ok(ctx, a.buf, sp->input_levels, "input", label) ||
       pc_level_ok(ctx, b.buf, sp->weight_levels, "weight", label) ||

@@ -224,8 +224,9 @@ def test_runtime_refuses_a_split_view_of_partial_spans(rt):
     a, b, c = (
         sim.alloc("l1", off, 512, n) for off, n in ((0, "a"), (512, "b"), (1024, "c"))
     )
-    with pytest.raises(SimulationError, match=r"pc_mac S: the B view splits its"):
-        sim.mac(2, 2, 4, (a, 0, 4, 1), (b, 0, 2, 1, 2, 4), (c, 0, 2, 1), label="S")
+    # B's span splits its rows (K; the exchanged call's im2col operand)
+    with pytest.raises(SimulationError, match=r"pc_mac S: the view's 3 rows do not"):
+        sim.mac(2, 2, 3, (a, 0, 3, 1), (b, 0, 2, 1, 2, 4), (c, 0, 2, 1), label="S")
 
 
 # HW-A's first-layer convolution ----------------------------------------------------

@@ -152,13 +152,43 @@ def test_the_scheduler_splits_a_depthwise_conv_where_it_pays(rng, monkeypatch):
     assert report.cycles < alone.run(inputs)[1].cycles
 
 
-def test_no_split_where_the_mac_array_is_far_slower(rng):
-    """datacenter: the one-column mapping is 13x below the bound's MAC rate, so
-    the vector unit alone is predicted fastest and the layer stays whole."""
+def test_no_split_where_the_mac_array_is_far_slower(rng, monkeypatch):
+    """datacenter, the calls' operands in their own ports: the one-column
+    mapping is 13x below the bound's MAC rate, so the vector unit alone is
+    predicted fastest and the layer stays whole."""
+    from schedules.accel import space
+
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    monkeypatch.setattr(space, "exchange_pays", lambda *args: False)
     kernel = _depthwise(96, 16)
     compiled = polyc.compile(kernel, config="datacenter")
     assert "S1_1" not in str(compiled)
     assert all(st.name != "split_layer" for st in compiled.kernel.history)
+
+
+def test_split_where_the_exchanged_calls_pay(rng, monkeypatch):
+    """datacenter again, the calls' operands exchanged (C^T = B^T A^T): the
+    array holds 64 pixels of a channel and streams its one weight per tap, 4
+    folds of 64 cycles for 256 pixels where the plain call streamed them through
+    one column in 1,024. The MAC array's part now pays: the layer splits, and
+    runs in fewer simulated cycles than the vector unit alone, with the
+    interpreter's numbers."""
+    from schedules.accel import space
+
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    kernel = _depthwise(96, 16)
+    inputs = _inputs(kernel, rng)
+    want = polyc.interpret(kernel, inputs)
+    compiled = polyc.compile(kernel, config="datacenter")
+    assert "S1_1" in str(compiled) and "operands exchanged" in str(compiled)
+    got, report = compiled.run(inputs)
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+    monkeypatch.setattr(space, "exchange_pays", lambda *args: False)
+    whole = polyc.compile(kernel, config="datacenter")
+    assert report.cycles < whole.run(inputs)[1].cycles
 
 
 def test_split_with_an_iterator_per_statement(rng):
