@@ -16,17 +16,19 @@ import numpy as np
 import pytest
 
 import polyc
+import schedules as S
 from accelerator import load_config
 from accelerator.hardware import dataflow
 from accelerator.sim.simulator import Simulator
 from codegen.accel.direct import build_runtime
 from polyc import ops
-from polyc.errors import SimulationError
+from polyc.errors import PlacementError, SimulationError
 from polyc.ir import macmap, tree
 from polyc.ir import marks as pm
 from schedules.accel import layers, space
 from schedules.accel.tensorize import contraction
 from schedules.apply import replay
+from tests.schedules.accel.test_operand_levels import three_sram
 from tests.support.macmap_conv import conv_operands, conv_tile
 
 # the runtime -----------------------------------------------------------------------
@@ -238,3 +240,46 @@ def test_the_exchange_formula_is_the_dataflows():
     swapped = dataflow.mac_timing(array, 16, 256, 144, 0.25)
     assert (plain.folds, plain.stream, plain.steady) == (3, 1024, 3072)
     assert (swapped.folds, swapped.stream, swapped.steady) == (12, 64, 768)
+
+
+# a hand schedule: the ports' levels ------------------------------------------------
+
+
+def _exchanged_matmul():
+    k = ops.matmul(64, 64, 64, dtype="int8")
+    k = S.tile(k, "S0", {"i": 32, "j": 32})
+    k = S.tile(k, "S1", {"i": 32, "j": 32, "k": 32})
+    k = S.fuse(k, ["S0_t", "S1_t"], depth=2, name="T")
+    return S.map_vector(S.tensorize(k, "S1", exchange=True), "S0")
+
+
+def test_an_exchanged_operand_is_placed_for_the_port_it_sits_in():
+    """Exchanged, B enters the array's input port and A its weight port: on a
+    config with an SRAM per port each must sit in its port's SRAM, and the
+    refusal says which."""
+    spec = three_sram()
+    k = S.place(_exchanged_matmul(), "T", "out", "outbuf", config=spec)
+    with pytest.raises(
+        PlacementError,
+        match=r"place: the buffer B_wbuf_0 of B is in level wbuf, which its engine "
+        r"cannot reach, because the MAC array reaches it as its input operand for "
+        r"S1 only in inbuf",
+    ):
+        S.place(k, "S1_t", "B", "wbuf", config=spec)
+    with pytest.raises(PlacementError, match=r"as its weight operand for S1 only in"):
+        S.place(k, "S1_t", "A", "inbuf", config=spec)
+
+
+def test_a_hand_exchanged_schedule_runs_exactly():
+    spec = three_sram()
+    k = S.place(_exchanged_matmul(), "T", "out", "outbuf", config=spec)
+    k = S.place(k, "S1_t", "A", "wbuf", config=spec)
+    k = S.place(k, "S1_t", "B", "inbuf", config=spec)
+    x = _data(k.original)
+    compiled = polyc.compile(k.original, config=spec, schedule=k)
+    (call,) = [x for x in compiled.c_source.splitlines() if "pc_mac(_pc_ctx" in x]
+    # rows j (B's), columns i (A's); B's view first, in the input port
+    assert call.strip().startswith("pc_mac(_pc_ctx, 0, ((pc_hi_j - pc_lo_j)")
+    assert call.index("pc_b_B_inbuf") < call.index("pc_b_A_wbuf")
+    out, _ = compiled.run(**x)
+    np.testing.assert_array_equal(out["out"], polyc.interpret(k.original, x)["out"])
