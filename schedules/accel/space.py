@@ -193,15 +193,17 @@ def mac_groups(layer: Layer, stmt: Statement, rows: int | None = None):
 
 def exchange_pays(layer: Layer, stmt: Statement, spec: Spec, groups) -> bool:
     """Whether to offer ``stmt``'s MAC calls with the operands exchanged
-    (``C^T = B^T A^T``, :func:`schedules.accel.tensorize.tensorize`): when one
-    level serves both operand ports (the placement puts A and B where their own
-    ports read them) and a call over the layer's whole M, N, K (``groups``)
-    takes fewer steady cycles exchanged, by the dataflow's formula
+    (``C^T = B^T A^T``, :func:`schedules.accel.tensorize.tensorize`): when the
+    array reads its input and weight ports from the same levels (the placement,
+    which puts A where the input port reads and B where the weight port reads,
+    then holds for the exchanged call too: HW-A's separate input and weight
+    SRAMs never exchange) and a call over the layer's whole M, N, K
+    (``groups``) takes fewer steady cycles exchanged, by the dataflow's formula
     (:func:`accelerator.hardware.dataflow.mac_timing`). A weight-stationary
     array holds B, so a convolution with fewer output channels than it has
     columns leaves most of them idle while it streams every pixel: exchanged,
     it holds the pixels and streams the few channels. The search then models
-    both calls at each tile size."""
+    both calls at each tile size and keeps the faster."""
     a = spec.mac_array
     if set(a.input_levels) != set(a.weight_levels):
         return False
