@@ -1,7 +1,7 @@
 """Compile time of PyTorch models from an empty cache: from an ``nn.Module`` to a
 simulated run.
 
-    python -m bench.compile_time [--quick] [--config NAME] [--models a,b]
+    python -m bench.compile_time [--quick] [--config NAME] [--models a,b] [--out PATH]
 
 For polyc's ResNet-18 at 64x64 (the issue's goal: at most 3 s from an empty cache,
 gcc included), two transformers of the model suite (:mod:`bench.zoo`: ``hf-bert``
@@ -14,12 +14,16 @@ builds in the background while the scheduler runs) with its stages (schedule,
 codegen, build: ``Compiled.stage_seconds``; no runtime library installed by
 ``polyc prebuild`` either), the first simulated run (with its
 report), the same compile again in the process and as a later process finds it
-(from the compile cache on disk, polyc/reuse.py), a compile from another empty
-cache with the runtime library already built (what a compile costs once the
-library is there), and ``polyc.build`` (host C) for comparison. Wall seconds and
-CPU seconds (the process plus the C compilers and search workers it waits for).
+(from the compile cache on disk, polyc/reuse.py), and ``polyc.build`` (host C) for
+comparison. The "runtime library built before" column is the compile after
+``make``: measured the same way as the first, in a second new process with an
+empty cache directory, the runtime library installed beforehand by ``polyc
+prebuild`` into a directory of its own (``$POLYC_INSTALLED_DIR``); nothing else
+of the first process is reused (imports, in-memory memos). Wall seconds and CPU
+seconds (the process plus the C compilers and search workers it waits for).
 Writes ``bench/results/compile_time.json`` (``compile_time_quick.json`` with
-``--quick``) and regenerates its table in docs/results.md.
+``--quick``) and regenerates its table in docs/results.md; with ``--out`` the JSON
+goes there and docs/results.md is left as it is.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import time
 from contextlib import contextmanager
 
 from bench import results_md
-from bench.common import write_json
+from bench.common import machine, out_argument, write_json
 
 
 @contextmanager
@@ -100,19 +104,28 @@ def model(name: str, quick: bool):
     return f"{name} ({zoo.IMAGE}x{zoo.IMAGE})", module, inputs
 
 
-def measure(name: str, quick: bool, config: str) -> dict:
-    """One model's phases, in this process, from the cache directory it has
-    (empty: :func:`main` gives each model a process and a directory of its own)."""
-    import polyc
+def _exported(name: str, quick: bool, clock: Clock):
+    """``(label, inputs, exported program, kernel)`` of a model, the export and the
+    lowering timed by ``clock``."""
     from polyc.frontends.torch.export import export, from_exported
 
     label, module, inputs = model(name, quick)
-    feeds = {f"arg{n}": x.numpy() for n, x in enumerate(inputs)}
-    clock = Clock()
     with clock.phase("export"):
         ep = export(module, inputs)
     with clock.phase("lower"):
         kernel = from_exported(ep, name="model")
+    return label, inputs, ep, kernel
+
+
+def measure(name: str, quick: bool, config: str) -> dict:
+    """One model's phases, in this process, from the cache directory it has
+    (empty: :func:`main` gives each model a process and a directory of its own)."""
+    import polyc
+    from polyc.frontends.torch.export import from_exported
+
+    clock = Clock()
+    label, inputs, ep, kernel = _exported(name, quick, clock)
+    feeds = {f"arg{n}": x.numpy() for n, x in enumerate(inputs)}
     with clock.phase("compile"):
         compiled = polyc.compile(kernel, config=config)
     stages = dict(compiled.stage_seconds)
@@ -126,11 +139,6 @@ def measure(name: str, quick: bool, config: str) -> dict:
         later = polyc.compile(rebuilt, config=config)
     if again.c_source != compiled.c_source or later.c_source != compiled.c_source:
         raise SystemExit(f"{name}: a reused compile's C differs from the first's")
-    with tempfile.TemporaryDirectory(prefix="polyc-bench-cache-") as other:
-        os.environ["POLYC_CACHE_DIR"] = other  # empty again; the runtime is built
-        _forget()
-        with clock.phase("compile_runtime_built"):
-            polyc.compile(from_exported(ep, name="model"), config=config)
     with clock.phase("host_build"):
         polyc.build(kernel)
     p = clock.phases
@@ -145,7 +153,44 @@ def measure(name: str, quick: bool, config: str) -> dict:
         "module_to_simulated_run_wall_s": total,
         "module_to_simulated_run_cpu_s": total_cpu,
         "load_average": round(os.getloadavg()[0], 2),
+        "c_sha256": _digest(compiled.c_source),
     }
+
+
+def measure_after_make(name: str, quick: bool, config: str) -> dict:
+    """The compile of a model in this process as after ``make``: the runtime
+    library found installed (``$POLYC_INSTALLED_DIR``, :func:`_in_process` runs
+    ``polyc prebuild`` into it first), the cache directory empty.
+
+    Raises:
+        SystemExit: the runtime library was built rather than found installed.
+    """
+    import polyc
+    from codegen import build as cbuild
+    from codegen.accel.direct import build_runtime
+
+    clock = Clock()
+    _, _, _, kernel = _exported(name, quick, clock)
+    with clock.phase("compile"):
+        compiled = polyc.compile(kernel, config=config)
+    runtime = build_runtime().path
+    if runtime.parent != cbuild.installed_dir():
+        raise SystemExit(
+            f"{name}: the runtime library was built ({runtime}) instead of found "
+            f"in {cbuild.installed_dir()}, so the compile is not one after make"
+        )
+    return {
+        "phases": clock.phases,
+        "compile_stages_s": dict(compiled.stage_seconds),
+        "load_average": round(os.getloadavg()[0], 2),
+        "c_sha256": _digest(compiled.c_source),
+    }
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _forget() -> None:
@@ -163,50 +208,80 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="edge-npu")
     parser.add_argument("--models", help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a model, in this process
+    parser.add_argument("--after-make", action="store_true", help=argparse.SUPPRESS)
+    out_argument(parser)
     args = parser.parse_args(argv)
     if args.one:
         return _one(args)
     names = args.models.split(",") if args.models else list(MODELS)
     names = names[:2] if args.quick and not args.models else names
     runs = [_in_process(n, args) for n in names]
-    path = write_json(
-        "compile_time" + ("_quick" if args.quick else ""),
-        {
-            "config": args.config,
-            "quick": args.quick,
-            "import_torch_s": max(r["import_torch_s"] for r in runs),
-            "export_warm_up_s": max(r["export_warm_up_s"] for r in runs),
-            "results": [r["result"] for r in runs],
-        },
-    )
+    payload = {
+        "config": args.config,
+        "quick": args.quick,
+        "import_torch_s": max(r["import_torch_s"] for r in runs),
+        "export_warm_up_s": max(r["export_warm_up_s"] for r in runs),
+        "results": [r["result"] for r in runs],
+    }
+    if args.out is None:
+        path = write_json("compile_time" + ("_quick" if args.quick else ""), payload)
+    else:
+        path = args.out
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
     print(table([r["result"] for r in runs]))
     print(stages_table([r["result"] for r in runs]))
     print(f"wrote {path}")
-    results_md.regenerate_for(path)
+    if args.out is None:
+        results_md.regenerate_for(path)
     return 0
 
 
 def _in_process(name: str, args) -> dict:
-    """:func:`_one` of ``name`` in a new process with an empty cache directory."""
+    """:func:`_one` of ``name`` in a new process with an empty cache directory and
+    nothing installed, then its compile after ``make`` in another new process
+    (:func:`measure_after_make`): its phase ``compile_runtime_built`` and stages
+    ``compile_runtime_built_stages_s`` in the result."""
     cmd = [sys.executable, "-m", "bench.compile_time", "--one", name]
     cmd += ["--config", args.config] + (["--quick"] if args.quick else [])
     with tempfile.TemporaryDirectory(prefix="polyc-bench-cache-") as tmp:
         # nothing built at all: not even the runtime library ``make`` installs
-        # (``polyc prebuild``); the "runtime library built before" column is
-        # what a compile costs with it, as after ``make``
-        installed = os.path.join(tmp, "nothing-installed")
-        env = {**os.environ, "POLYC_CACHE_DIR": tmp, "POLYC_INSTALLED_DIR": installed}
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        # (``polyc prebuild``)
+        run = _run(name, cmd, tmp, os.path.join(tmp, "nothing-installed"))
+    with tempfile.TemporaryDirectory(prefix="polyc-bench-installed-") as installed:
+        env = {**os.environ, "POLYC_INSTALLED_DIR": installed}
+        prebuild = [sys.executable, "-m", "polyc.cli", "prebuild"]
+        done = subprocess.run(prebuild, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"bench.compile_time: prebuild failed:\n{done.stderr}")
+        with tempfile.TemporaryDirectory(prefix="polyc-bench-cache-") as tmp:
+            after = _run(name, [*cmd, "--after-make"], tmp, installed)
+    if after["c_sha256"] != run["result"]["c_sha256"]:
+        raise SystemExit(f"{name}: the compile after make gives another C")
+    r = run["result"]
+    r["phases"]["compile_runtime_built"] = after["phases"]["compile"]
+    r["compile_runtime_built_stages_s"] = after["compile_stages_s"]
+    for key, label in (
+        ("compile", "empty cache"),
+        ("compile_runtime_built", "after make"),
+    ):
+        p = r["phases"][key]
+        print(
+            f"{r['model']}: compile, {label}: {p['wall_s']:.1f} s wall, "
+            f"{p['cpu_s']:.1f} s CPU",
+            flush=True,
+        )
+    return run
+
+
+def _run(name: str, cmd: list[str], cache: str, installed: str) -> dict:
+    """The JSON a new process running ``cmd`` prints, with the cache directory
+    ``cache`` and the installed modules of ``installed``."""
+    env = {**os.environ, "POLYC_CACHE_DIR": cache, "POLYC_INSTALLED_DIR": installed}
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"bench.compile_time: {name} failed:\n{out.stderr}")
-    run = json.loads(out.stdout.strip().splitlines()[-1])
-    r = run["result"]
-    print(
-        f"{r['model']}: compile {r['phases']['compile']['wall_s']:.1f} s wall, "
-        f"{r['phases']['compile']['cpu_s']:.1f} s CPU (load {r['load_average']})",
-        flush=True,
-    )
-    return run
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _one(args) -> int:
@@ -219,6 +294,9 @@ def _one(args) -> int:
     warm = Clock()
     with warm.phase("warm-up"):
         export(torch.nn.Linear(2, 2).eval(), (torch.randn(1, 2),))
+    if args.after_make:
+        print(json.dumps(measure_after_make(args.one, args.quick, args.config)))
+        return 0
     result = measure(args.one, args.quick, args.config)
     print(
         json.dumps(
