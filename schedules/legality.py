@@ -80,9 +80,22 @@ def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
     intervening write kills), so a schedule that runs all of them forward is
     legal; they take no dataflow analysis, only the accesses' compositions. A
     schedule that breaks one of them may still be legal: ask
-    :func:`dependences` then."""
+    :func:`dependences` then.
+
+    A part of a program (``part_of``, :func:`schedules.accel.layers.sub_kernel`)
+    whose program's memory-based dependences are known takes those between its
+    statements: they hold the part's exact dependences (its program's between
+    its statements, :func:`dependences`) just as well, so every legality
+    check answers the same (the exact ones name any violation), and the
+    scheduler's parts, one per layer, compose no accesses of their own."""
 
     def compute(k: Kernel):
+        whole = k.part_of
+        if whole is not None and whole.has_analysis(_MEMORY):
+            return _between(memory_dependences(whole), {s.name for s in k.statements})
+        return by_program(k, "memory_dependences", program)
+
+    def program(k: Kernel):
         times = statement_times(k.program_schedule)
         root = stree.from_isl(k.program_schedule)
         children = root.children if isinstance(root, stree.Sequence_) else (root,)
@@ -126,10 +139,10 @@ def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
         return out
 
     # a function of the program's text, as its exact dependences are
-    return kernel.analysis(
-        "schedules.memory_dependences",
-        lambda k: by_program(k, "memory_dependences", compute),
-    )
+    return kernel.analysis(_MEMORY, compute)
+
+
+_MEMORY = "schedules.memory_dependences"
 
 
 def _between(deps, names: set[str]) -> list[tuple[str, str, isl.Map]]:

@@ -405,6 +405,10 @@ class Kernel:
             )
         return self._analyses.get(key, lambda: compute(self))
 
+    def has_analysis(self, key: AnalysisKey) -> bool:
+        """Whether :meth:`analysis` computed ``key`` for this program already."""
+        return key in self._analyses
+
     def param_values(
         self, arrays: Mapping[str, np.ndarray], given: Mapping[str, int] | None = None
     ) -> dict[str, int]:

@@ -406,12 +406,28 @@ def _simple(kernel: Kernel, node) -> tuple[Statement, str] | None:
         return None
     if stmt.gathers:  # which rows it reads is data: no footprint to tile
         return None
-    ident = isl.UnionMap.from_multi_union_pw_aff(nb.band.schedule)
+    # a function of the statement and the band's schedule, whose text is cheaper
+    # than isl's check: a program split again after a rewrite asks of the
+    # children it left alone
+    key = (stmt, str(nb.band.schedule))
+    if key not in _IDENTITY:
+        if len(_IDENTITY) >= _MAX_FUSES:
+            _IDENTITY.clear()
+        _IDENTITY[key] = _identity(stmt, nb.band.schedule)
+    return (stmt, nb.name) if _IDENTITY[key] else None
+
+
+def _identity(stmt: Statement, schedule: isl.MultiUnionPwAff) -> bool:
+    """Whether ``schedule`` maps each instance of ``stmt`` to its iterators."""
+    ident = isl.UnionMap.from_multi_union_pw_aff(schedule)
     want = isl.Map.identity(isl.Space.map_from_set(stmt.domain.get_space()))
     got = isl.Map.from_union_map(ident).reset_tuple_id(isl.dim_type.out)
-    if not got.is_subset(want.reset_tuple_id(isl.dim_type.out)):
-        return None
-    return stmt, nb.name
+    return got.is_subset(want.reset_tuple_id(isl.dim_type.out))
+
+
+#: :func:`_identity` by the statement (an object, compared by identity) and the
+#: text of the band's schedule
+_IDENTITY: dict[tuple, bool] = {}
 
 
 def _aligned(group, stmt: Statement, d: int) -> bool:
@@ -562,9 +578,26 @@ def _runs_backwards(kernel: Kernel, group, stmt: Statement, d: int) -> bool:
     writes it: each such pair is a dependence of the program. Fused, the bands
     run the first ``d`` iterators of each statement together, so that pair
     would run backwards, and :func:`can_fuse` refuses it too. False means "not
-    decided here", not "legal"."""
+    decided here", not "legal". A function of the statements (immutable:
+    the programs a rewrite makes keep those it leaves alone) and ``d``, kept
+    by them (:data:`_BACKWARDS`): a network split again after each rewrite
+    asks again about the pairs it left alone."""
     if kernel.params:
         return False
+    key = (*group, stmt, d)
+    if key not in _BACKWARDS:
+        if len(_BACKWARDS) >= _MAX_FUSES:
+            _BACKWARDS.clear()
+        _BACKWARDS[key] = _backwards(group, stmt, d)
+    return _BACKWARDS[key]
+
+
+#: :func:`_runs_backwards`' answers by the statements (objects, compared by
+#: identity) and the depth
+_BACKWARDS: dict[tuple, bool] = {}
+
+
+def _backwards(group, stmt: Statement, d: int) -> bool:
     for ld in stmt.reads:
         if ld.array == stmt.target.array:
             continue

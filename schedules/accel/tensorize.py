@@ -221,7 +221,7 @@ def tensorize(
     used = {i for g in groups.values() for i in g}
     loops = tuple(i for i in stmt.iterators if i not in used)
     if init is not None:
-        _check_init(op, kernel, stmt, init, mark)
+        _check_init(op, kernel, stmt, init, mark, prefix)
     tmark = pm.TensorizeMark(
         stmt=stmt.name,
         mode=con.mode,
@@ -260,9 +260,12 @@ def tensorize(
     )
 
 
-def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
+def _check_init(
+    op, kernel: Kernel, stmt: Statement, init: str, mark, at_mark: isl.UnionMap
+) -> None:
     """``init`` writes zeros to exactly the output elements of each tile that the
-    contraction then accumulates, just before it, in the same tile."""
+    contraction then accumulates, just before it, in the same tile (``at_mark``:
+    the prefix map at the contraction's ``mark``)."""
     from polyc.ir.expr import Const
 
     s0 = kernel.statement(init)
@@ -298,9 +301,7 @@ def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
     # iteration of the common band, every call must write the same output tile
     # (a tile loop over an output dimension inside it would leave the second
     # tile accumulating onto what the init never wrote)
-    calls = F.prefix_map(kernel, mark).intersect_domain(
-        isl.UnionSet.from_set(stmt.domain)
-    )
+    calls = at_mark.intersect_domain(isl.UnionSet.from_set(stmt.domain))
     per_call = F.footprint(kernel, calls, stmt.target.array, "write", None)
     whole = calls.reverse().apply_range(mine).apply_range(fp1)
     if per_call is None or not isl.UnionMap.from_map(per_call).is_equal(whole):
@@ -325,19 +326,30 @@ def _check_init(op, kernel: Kernel, stmt: Statement, init: str, mark) -> None:
 def _band_of(kernel: Kernel, stmt: str) -> str:
     """The innermost named band that runs ``stmt`` alone."""
     best = None
-    for _, node in tree.walk_paths(kernel.schedule):
-        name = tree.mark_name(node)
-        parsed = tree.parse_band_mark(name) if name else None
-        if parsed and isltree.statements_of(node) & {
-            s.name for s in kernel.statements
-        } == {stmt}:
-            best = parsed[0]
+    names = {s.name for s in kernel.statements}
+    for top in _running(kernel.schedule, stmt):
+        for _, node in tree.walk_paths(top):
+            name = tree.mark_name(node)
+            parsed = tree.parse_band_mark(name) if name else None
+            if parsed and isltree.statements_of(node) & names == {stmt}:
+                best = parsed[0]
     if best is None:
         raise ArgumentError(
             f"tensorize: {stmt} has no band of its own because it is fused with "
             "other statements. Tile it so that its point band runs it alone."
         )
     return best
+
+
+def _running(schedule: isl.Schedule, stmt: str) -> list[isl.ScheduleNode]:
+    """The subtrees to look for ``stmt``'s bands in, in pre-order: the children
+    of the root sequence whose filters hold it (no node above them is a mark,
+    and no other child runs it), else the whole tree."""
+    first = schedule.get_root().child(0)
+    if first.get_type() != isl.schedule_node_type.sequence:
+        return [schedule.get_root()]
+    children = (first.child(i) for i in range(first.n_children()))
+    return [child for child in children if stmt in isltree.statements_of(child)]
 
 
 def _group(op, con: Contraction, role: str, given) -> tuple[str, ...]:

@@ -142,3 +142,47 @@ def test_a_small_programs_fusion_checks_are_kept_by_the_parts_text(monkeypatch):
     again, _ = layers.per_statement(_window(False))
     assert [(la.name, la.depth) for la in split(again)] == first
     assert not asked
+
+
+def test_a_parts_memory_dependences_are_its_programs_between_its_statements():
+    """Once the program's memory-based dependences are known, a part of it (one
+    layer, :func:`layers.sub_kernel`) takes those between its statements
+    instead of composing its own accesses again; they are the same pairs, and
+    the legality checks answer as on the part's own (tenth round)."""
+    kernel, _ = layers.per_statement(_depthwise())
+    items = _items(kernel)
+    whole = legality.memory_dependences(kernel)
+    part = layers.sub_kernel(kernel, range(len(items)))
+    got = legality.memory_dependences(part)
+    assert got and all(any(m is n for _, _, n in whole) for _, _, m in got)
+    own = legality.memory_dependences(part.replace(part_of=None))
+    for kind, array, m in own:
+        mine = [n for k, a, n in got if (k, a) == (kind, array)]
+        same = [n for n in mine if n.get_space() == m.get_space()]
+        assert len(same) == 1 and same[0].is_equal(m)
+    assert len(got) == len(own)
+    bands = [b for _, b in items[:3]]
+    for d in (1, 2):
+        _, seq_path, _, _, _, _, new = fusion._fusion(part, bands, None, d, "fuse")
+        assert legality.is_legal(part, new, seq_path) == _exact(kernel, bands, d)
+
+
+def test_a_program_split_again_asks_isl_nothing_of_the_statements_it_kept(
+    monkeypatch,
+):
+    """Splitting a rewritten program (a network after a depthwise split,
+    :mod:`schedules.accel.share`) reads which children are plain bands and
+    which fusions run backwards from the statements it kept, not from isl
+    again (tenth round: hf-mobilenetv2 split its network again after each of
+    its eight splits)."""
+    kernel, _ = layers.per_statement(_window(True))
+    first = [(la.name, la.depth) for la in split(kernel)]
+    asked = []
+    for name in ("_identity", "_backwards"):
+        real = getattr(layers, name)
+        monkeypatch.setattr(
+            layers, name, lambda *a, real=real: asked.append(a) or real(*a)
+        )
+    again = kernel.replace(name="window_again")  # a new program, the same statements
+    assert [(la.name, la.depth) for la in split(again)] == first
+    assert not asked
