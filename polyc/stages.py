@@ -155,6 +155,23 @@ def compile(
         ArgumentError: when ``schedule`` is not a schedule of ``kernel``.
         CodegenError: when the C compiler fails.
     """
+    from schedules.accel.cache import frozen_heap
+
+    # the caller's objects (torch and its model) are none of the compile's
+    # garbage: its collections leave them alone
+    with frozen_heap():
+        return _compile(
+            kernel,
+            config,
+            schedule,
+            checks=checks,
+            trace_limit=trace_limit,
+            verify=verify,
+            objective=objective,
+        )
+
+
+def _compile(kernel, config, schedule, *, checks, trace_limit, verify, objective):
     from accelerator import load_config
     from accelerator.sim.simulator import DEFAULT_TRACE_LIMIT
     from codegen.accel import placed

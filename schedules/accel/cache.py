@@ -25,6 +25,7 @@ searched); :data:`STATS` counts what it did in this process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gc
@@ -236,18 +237,45 @@ def in_workers(
     # analyses): frozen, their collector never walks it, which copied every
     # page of it into each worker (about 0.4 CPU s of ResNet-18's 2.5 in its
     # two workers); the caller's collector walks it again once they are forked
+    # (unless the caller froze it: :func:`frozen_heap`)
+    was = gc.get_freeze_count() > 0
     gc.freeze()
     try:
         with context.Pool(min(jobs(), count)) as pool:
-            gc.unfreeze()
+            _thaw(was)
             running = pool.map_async(_work, range(count), chunksize=1)
             if meanwhile is not None:
                 meanwhile()
             done = running.get()
     finally:
-        gc.unfreeze()
+        _thaw(was)
         _TASK = None
     return {n: pickle.loads(r)[0] for n, r in enumerate(done) if r is not None}
+
+
+def _thaw(frozen: bool) -> None:
+    """The heap as the caller had it: thawed, or frozen again (what was made
+    since too) when it was frozen."""
+    gc.unfreeze()
+    if frozen:
+        gc.freeze()
+
+
+@contextlib.contextmanager
+def frozen_heap():
+    """The objects alive on entry frozen (``gc.freeze``) until exit, unless
+    the heap is frozen already: a compile's collections then never walk the
+    caller's heap (torch and its model, hundreds of thousands of objects,
+    none of them the compile's garbage), which a full collection walked in
+    hf-mobilenetv2's schedule stage."""
+    if gc.get_freeze_count() > 0:
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _work(n: int) -> bytes | None:

@@ -15,6 +15,7 @@ from schedules.accel import cache, search
 from schedules.accel.layers import per_statement, split
 from schedules.accel.scheduler import schedule
 from tests.support.depthwise import depthwise_pair
+from tests.support.small_kernels import overwritten
 
 
 def _mlp():
@@ -118,6 +119,48 @@ def test_workers_never_collect_the_heap_they_inherit(monkeypatch):
     assert all(done[n][0] == n for n in done)
     assert all(done[n][1] >= len(kept) for n in done)  # frozen in each worker
     assert gc.get_freeze_count() == 0  # and not in the caller
+
+
+def test_a_heap_frozen_by_the_caller_stays_frozen_after_the_workers(monkeypatch):
+    """Within :func:`cache.frozen_heap` (a compile's), the workers' fork thaws
+    nothing: the caller's objects stay frozen until the compile ends, and are
+    thawed then (tenth round: before, the first workers thawed a compile's
+    frozen heap, and a user's own ``gc.freeze`` with it)."""
+    import gc
+
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    assert gc.get_freeze_count() == 0
+    with cache.frozen_heap():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        done = cache.in_workers(lambda n: n, 2)
+        assert sorted(done) == [0, 1]
+        assert gc.get_freeze_count() >= frozen
+        with cache.frozen_heap():  # already frozen: left as it is on exit
+            pass
+        assert gc.get_freeze_count() >= frozen
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_compile_never_collects_its_callers_heap(monkeypatch):
+    """``polyc.compile`` runs with the objects alive before it frozen (the
+    collector walked torch's and the model's on every full collection of
+    hf-mobilenetv2's compile), and thaws them when it returns."""
+    import gc
+
+    from polyc import stages
+
+    seen = []
+    compile_ = stages._compile
+    monkeypatch.setattr(
+        stages,
+        "_compile",
+        lambda *a, **k: seen.append(gc.get_freeze_count()) or compile_(*a, **k),
+    )
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    polyc.compile(overwritten(0), config="edge-npu")
+    assert seen and seen[0] > 0
+    assert gc.get_freeze_count() == 0
 
 
 def test_the_fusion_checks_of_the_workers_depthwise_splits_come_back(
