@@ -33,13 +33,6 @@ def unevaluated(fn, *args):
     return fn(*args, evaluate=False)
 
 
-def ceiling(x) -> sp.Expr:
-    """``sympy.ceiling(x)`` left as written unless ``x`` is a number
-    (:func:`unevaluated`): the MAC timings' folds and streams, whose symbolic
-    ceilings sympy simplified by asking the tile symbols' assumptions."""
-    return unevaluated(sp.ceiling, x)
-
-
 @functools.lru_cache(maxsize=65536)
 def trips(extent: int, size: sp.Expr) -> sp.Expr:
     """``ceiling(extent / size)``: the models of one layer's structures ask for the
@@ -52,7 +45,7 @@ def timing(array, m, n, k, rate):
     """:func:`accelerator.hardware.dataflow.mac_timing` of a call ``m x n x k`` (sympy expressions) at ``rate``:
     the structures of one layer that map a statement alike (its loops in
     another order, its neighbours on other engines) ask for the same."""
-    return dataflow.mac_timing(array, m, n, k, rate, ceiling, max_of)
+    return dataflow.mac_timing(array, m, n, k, rate, sp.ceiling, max_of)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -77,4 +70,4 @@ def span(terms: tuple) -> sp.Expr:
 def mac_bytes(array, m, n, k, esz: int, asz: int) -> tuple:
     """:func:`accelerator.hardware.dataflow.mac_bytes` of a call ``m x n x k``
     (sympy expressions), the same for the structures that map it alike."""
-    return dataflow.mac_bytes(array, m, n, k, esz, asz, ceiling)
+    return dataflow.mac_bytes(array, m, n, k, esz, asz, sp.ceiling)
