@@ -242,7 +242,10 @@ class Compiled:
                 out.append(head + f"{lc.note}; predicted {lc.extra_cycles:,.0f} cycles")
                 continue
             if cand is None:
-                out.append(head + "DRAM-direct (see fallbacks)")
+                out.append(
+                    head + "DRAM-direct (see fallbacks); predicted "
+                    f"{lc.direct_cycles:,.0f} cycles"
+                )
                 continue
             first = lc.layer.stmts[0]
             tiles = [f"{var.label(lc.layer)}={size}" for var, size in cand.sizes]

@@ -63,6 +63,7 @@ class LayerRecord:
     note: str
     split_from: str
     extra_cycles: float = 0.0  # a gather's indirect DMA (LayerChoice)
+    direct_cycles: float = 0.0  # a layer run DRAM-direct (LayerChoice)
 
 
 def enabled() -> bool:
@@ -213,6 +214,7 @@ def _record(lc) -> LayerRecord:
         lc.note,
         lc.split_from,
         lc.extra_cycles,
+        lc.direct_cycles,
     )
 
 
@@ -237,6 +239,7 @@ def _choice(statement, searched, spec, chosen, layers, config, note, shared):
         context = (searched, spec) if r.candidate is not None else ()
         lc = LayerChoice(layer, r.candidate, r.tried, r.note, context, r.split_from)
         lc.extra_cycles = r.extra_cycles
+        lc.direct_cycles = r.direct_cycles
         out.append(lc)
     return Choice(chosen, config, out, note, shared)
 

@@ -53,6 +53,7 @@ from schedules.accel import (
     search,
     share,
     space,
+    terms,
 )
 from schedules.accel.layers import (
     Layer,
@@ -90,6 +91,9 @@ class LayerChoice:
     context: tuple = ()
     split_from: str = ""  # the fused group it was cut from, and why
     extra_cycles: float = 0.0  # predicted work outside the search (a gather DMA)
+    # a layer run DRAM-direct on the scalar core: its instances as the runtime
+    # charges them (:func:`schedules.accel.terms.direct_cycles`)
+    direct_cycles: float = 0.0
 
     @property
     def formula(self) -> str:
@@ -125,7 +129,7 @@ class Choice:
         """The layers' predicted cycles, less what consecutive layers overlap
         (:func:`schedules.accel.boundary.program_cycles`)."""
         spec = next((lc.context[1] for lc in self.layers if lc.context), None)
-        extra = sum(lc.extra_cycles for lc in self.layers)
+        extra = sum(lc.extra_cycles + lc.direct_cycles for lc in self.layers)
         if spec is None:
             found = sum(lc.candidate.cycles for lc in self.layers if lc.candidate)
             return found + extra
@@ -235,6 +239,9 @@ def schedule(
         fused.annotate(choices[i])
         mlps.annotate(choices[i])
     gather.annotate(result, spec, choices)
+    for lc in choices:
+        if lc.candidate is None and not lc.extra_cycles:  # DRAM-direct
+            lc.direct_cycles = terms.direct_cycles(kernel, lc.layer, spec)
     return Choice(result, spec.name, choices, shared=list(shared.notes))
 
 

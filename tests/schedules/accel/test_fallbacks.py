@@ -190,3 +190,20 @@ def test_a_softmax_whose_rows_do_not_fit_is_split_and_says_why():
         and "no tiling of its 3 fused statements fits l1" in n
         for n in notes
     )
+
+
+def test_a_dram_direct_layer_is_predicted_as_the_runtime_charges_it():
+    """A layer with no candidate runs on the scalar core against DRAM; the
+    program's prediction charged it nothing (0 cycles for 3,960 simulated).
+    Each instance costs the statement's and its operations' cycles, the slowest
+    read latency and its bytes at each level's rate, as ``pc_stmt`` charges."""
+    (kernel,) = polyc.from_c(JACOBI)
+    compiled = polyc.compile(kernel, config="tiny")
+    (lc,) = [lc for lc in compiled.choice.layers if lc.candidate is None]
+    rng = np.random.default_rng(1)
+    a, b = rng.random(20).astype(np.float32), rng.random(20).astype(np.float32)
+    _, report = compiled.run(A=a, B=b)
+    assert lc.direct_cycles == report.cycles
+    assert compiled.choice.predicted_cycles == report.cycles
+    shown = f"DRAM-direct (see fallbacks); predicted {report.cycles:,} cycles"
+    assert any(shown in line for line in compiled._layers())
