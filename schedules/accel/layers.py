@@ -410,11 +410,8 @@ def _simple(kernel: Kernel, node) -> tuple[Statement, str] | None:
     # than isl's check: a program split again after a rewrite asks of the
     # children it left alone
     key = (stmt, str(nb.band.schedule))
-    if key not in _IDENTITY:
-        if len(_IDENTITY) >= _MAX_FUSES:
-            _IDENTITY.clear()
-        _IDENTITY[key] = _identity(stmt, nb.band.schedule)
-    return (stmt, nb.name) if _IDENTITY[key] else None
+    plain = _kept(_IDENTITY, key, lambda: _identity(stmt, nb.band.schedule))
+    return (stmt, nb.name) if plain else None
 
 
 def _identity(stmt: Statement, schedule: isl.MultiUnionPwAff) -> bool:
@@ -584,12 +581,17 @@ def _runs_backwards(kernel: Kernel, group, stmt: Statement, d: int) -> bool:
     asks again about the pairs it left alone."""
     if kernel.params:
         return False
-    key = (*group, stmt, d)
-    if key not in _BACKWARDS:
-        if len(_BACKWARDS) >= _MAX_FUSES:
-            _BACKWARDS.clear()
-        _BACKWARDS[key] = _backwards(group, stmt, d)
-    return _BACKWARDS[key]
+    return _kept(_BACKWARDS, (*group, stmt, d), lambda: _backwards(group, stmt, d))
+
+
+def _kept(table: dict, key, compute) -> bool:
+    """``compute()`` kept in ``table`` under ``key`` (the table emptied when it
+    holds :data:`_MAX_FUSES` answers)."""
+    if key not in table:
+        if len(table) >= _MAX_FUSES:
+            table.clear()
+        table[key] = compute()
+    return table[key]
 
 
 #: :func:`_runs_backwards`' answers by the statements (objects, compared by

@@ -119,17 +119,14 @@ def _shifted_copies(kernel: Kernel) -> list[tuple[str, dict[str, int]]]:
     """``(copy, offsets)`` per padding (a copy and a constant fill of one
     temporary) whose copy indexes the padded tensor by its iterators and reads
     another array at each of them plus a constant, not all zero."""
-    stmts = list(kernel.statements)
     out = []
-    for copy, _ in _pairs(stmts, _constant):
-        c = next(s for s in stmts if s.name == copy)
+    for copy, _ in _pairs(list(kernel.statements), _constant):
+        c = kernel.statement(copy)
         src = c.body
         its = target_iterators(c)
         if (
-            its is None
-            or src.array == c.target.array
-            or src.dtype != c.target.dtype
-            or kernel.arrays[c.target.array].role != Role.TEMP
+            _not_a_copy(c, kernel.arrays) is not None
+            or its is None
             or len(src.index) != len(its)
         ):
             continue
@@ -200,12 +197,9 @@ def _why_not(stmts, arrays, params, copy: str, fill: str) -> str | None:
     t, body = c.target.array, c.body
     if z.target.array != t or not _zero(z):
         return f"{fill} does not write zeros into {t}"
-    if c.reduction or not isinstance(body, Load) or body.array == t:
-        return f"{copy} is not a copy of another array"
-    if body.dtype != c.target.dtype:
-        return f"{copy} converts {body.array} to another dtype"
-    if arrays[t].role != Role.TEMP:
-        return f"{t} is an {arrays[t].role} of the kernel"
+    why = _not_a_copy(c, arrays)
+    if why is not None:
+        return why
     if target_iterators(c) is None or target_iterators(z) is None:
         return f"{copy} or {fill} does not index {t} by its iterators, each once"
     if not all(_plain(a) for a in body.index):
@@ -232,6 +226,19 @@ def _why_not(stmts, arrays, params, copy: str, fill: str) -> str | None:
         why = _reader(s, t, params, written, inside)
         if why is not None:
             return why
+    return None
+
+
+def _not_a_copy(c: Statement, arrays) -> str | None:
+    """Why ``c`` is not a padding's copy (a load of another array, of its
+    dtype, into a temporary), or None."""
+    t, body = c.target.array, c.body
+    if c.reduction or not isinstance(body, Load) or body.array == t:
+        return f"{c.name} is not a copy of another array"
+    if body.dtype != c.target.dtype:
+        return f"{c.name} converts {body.array} to another dtype"
+    if arrays[t].role != Role.TEMP:
+        return f"{t} is an {arrays[t].role} of the kernel"
     return None
 
 

@@ -75,26 +75,9 @@ def permute_iterators(kernel: Kernel, stmt: str, order) -> Kernel:
         return kernel
     renaming = _renaming(kernel, s.name, s, order)
     new = dataclasses.replace(s, iterators=order, domain=s.domain.apply(renaming))
-    children[pos] = stree.from_isl(
-        tree.initial_schedule([(stmt, new.domain, new.iterators)])
-    )
-    root = children[0] if len(children) == 1 else stree.Sequence_(tuple(children))
-    schedule = stree.to_isl(stree.name_bands(root))
-    _check(
-        op,
-        kernel,
-        s,
-        renaming,
-        schedule,
-        pos,
-        f"run its iterators in the order {', '.join(order)}",
-    )
-    statements = tuple(new if x.name == stmt else x for x in kernel.statements)
-    return kernel.replace(
-        statements=statements,
-        schedule=schedule,
-        program_schedule=None,
-        history=kernel.history + (Step(op, (stmt, order)),),
+    what = f"run its iterators in the order {', '.join(order)}"
+    return _replaced(
+        kernel, s, new, renaming, children, pos, Step(op, (stmt, order)), what
     )
 
 
@@ -139,15 +122,24 @@ def translate_iterators(kernel: Kernel, stmt: str, offsets) -> Kernel:
         target=moved(s.target),
         body=s.body.map(rewrite),
     )
+    moves = ", ".join(f"{it} by {c}" for it, c in sorted(offsets.items()))
+    step = Step(op, (stmt, tuple(sorted(offsets.items()))))
+    what = f"move its iterators ({moves})"
+    return _replaced(kernel, s, new, renaming, children, pos, step, what)
+
+
+def _replaced(kernel: Kernel, s, new, renaming, children, pos, step, what) -> Kernel:
+    """``kernel`` with statement ``s`` rewritten as ``new`` (each instance of
+    ``s`` is ``renaming``'s image in it), its top-level loop nest, the child at
+    ``pos`` of ``children``, rebuilt over the new domain, checked (``what``
+    says the rewrite in an error) and recorded as ``step``."""
     children[pos] = stree.from_isl(
-        tree.initial_schedule([(stmt, new.domain, new.iterators)])
+        tree.initial_schedule([(s.name, new.domain, new.iterators)])
     )
     root = children[0] if len(children) == 1 else stree.Sequence_(tuple(children))
     schedule = stree.to_isl(stree.name_bands(root))
-    moves = ", ".join(f"{it} by {c}" for it, c in sorted(offsets.items()))
-    _check(op, kernel, s, renaming, schedule, pos, f"move its iterators ({moves})")
-    statements = tuple(new if x.name == stmt else x for x in kernel.statements)
-    step = Step(op, (stmt, tuple(sorted(offsets.items()))))
+    _check(step.name, kernel, s, renaming, schedule, pos, what)
+    statements = tuple(new if x.name == s.name else x for x in kernel.statements)
     return kernel.replace(
         statements=statements,
         schedule=schedule,
