@@ -308,6 +308,12 @@ def signature(
     # what the search reads of the hardware: not its name nor its energies and
     # area (the objective re-ranks the result with those, after the cache)
     lines.append(f"spec {schedule_view(spec)!r}")
+    # the room the homes of other arrays leave the layer (its text holds only
+    # its own arrays' homes): one layer in two programs whose homes differ
+    # searches in different room
+    from schedules.accel.search import capacities
+
+    lines.append(f"room {sorted(capacities(kernel, layer, spec).items())}")
     lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
     canonical = "\n".join(lines)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]

@@ -13,7 +13,7 @@ from torch import nn
 
 import polyc
 from accelerator.hardware.config import load_config
-from schedules.accel import cache, search
+from schedules.accel import cache, homes, search
 from schedules.accel.bias import defer_all
 from schedules.accel.layers import per_statement, split
 
@@ -83,6 +83,30 @@ def test_a_different_layer_has_a_different_signature():
     assert (
         cache.signature(kernel, middle, other).digest
         != cache.signature(kernel, middle, spec).digest
+    )
+
+
+def test_the_room_other_arrays_homes_leave_is_part_of_the_signature():
+    """A layer's text names only its own arrays; the homes of the others take
+    room below which its buffers are planned, so a layer searched in one
+    program must not hand its candidates to the same layer in a program whose
+    homes leave it less room (they may not fit there)."""
+    spec = load_config("edge-npu")
+    kernel, layers = _layers(_mlp())
+    layer = layers[1]
+    other = next(
+        a.name
+        for a in kernel.arrays.values()
+        if a.role.value == "temp" and a.name not in layer.arrays
+    )
+    size = kernel.arrays[other].nbytes()
+    mem = spec.memory[spec.level_index("sram")]
+    homed = homes.home(kernel, other, "sram", mem.capacity_bytes - 4 * size, spec)
+    room = search.capacities(homed, layer, spec)
+    assert room != search.capacities(kernel, layer, spec)
+    assert (
+        cache.signature(homed, layer, spec).digest
+        != cache.signature(kernel, layer, spec).digest
     )
 
 
