@@ -388,6 +388,16 @@ class LayerModel(GridEvaluation):
         t = self._mac_timing(stmt)
         return sp.sympify(t.first * self.mac_chains() + t.tail)  # 0 undoubled
 
+    def mac_load(self, stmt: Statement):
+        """The cycles a tensorized statement's call takes to shift its held
+        operand into the array (0 output-stationary, and 0 on an array without a
+        second register, whose calls count their loads in their folds): what it
+        hides when it waits for its other operands
+        (:func:`schedules.accel.work.in_order`)."""
+        if not self.spec.mac_array.double_buffered:
+            return sp.Integer(0)
+        return sp.sympify(self._mac_timing(stmt).load)
+
     def mac_tail(self, stmt: Statement):
         """The cycles from a tensorized statement's last call freeing the array
         to its results being ready (the array's skew): what a statement on

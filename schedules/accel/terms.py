@@ -446,9 +446,11 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     )
     cycles = np.maximum(busiest + fill + drain, reads_done + last_tile + drain)
     # the first tile's init precedes every MAC call and the last tile's epilogue
-    # follows them all: the array's time does not hide them
+    # follows them all: the array's time does not hide them (but the first
+    # call's held operand shifts in under the init)
     cycles = np.maximum(
-        cycles, fill + work.pro + work.mac + stalls + paced + work.epi + drain
+        cycles,
+        fill + work.pro + work.mac - work.hidden + stalls + paced + work.epi + drain,
     )
     # with both, each tile's prologue waits behind the epilogue before it
     cycles = np.maximum(cycles, fill + work.mac + work.exposed + stalls + paced + drain)

@@ -70,6 +70,9 @@ class Work:
     # and vector work in turn where one waits for the other (:func:`in_order`;
     # zero where it does not apply)
     chain: np.ndarray | float = 0.0
+    # the first call's shift of its held operand into the array, which runs
+    # under the first tile's prologue (:func:`_chain`)
+    hidden: np.ndarray | float = 0.0
 
 
 def engines(model: LayerModel, ev, n: int) -> Work:
@@ -88,7 +91,9 @@ def engines(model: LayerModel, ev, n: int) -> Work:
     # each chain of calls back to back pays its first load (LayerModel.mac_once)
     chains = model.mac_chains()
     chains = float(chains) if chains.is_Number else np.maximum(ev(chains), 1)
-    steps = []  # (statement, engine, busy cycles over the layer, load, tail)
+    # (statement, engine, busy cycles over the layer, load, tail, held): see
+    # in_order
+    steps = []
     for s in model.layer.stmts:
         eng = model.st.engine_of(s.name)
         tiles = ev(model.tiles(s))
@@ -98,7 +103,10 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             first = ev(model.mac_once(s))
             tail = ev(model.mac_tail(s))
             load = (first - tail) / chains
-            steps.append((s, eng, tiles * cyc + first - tail - load, load, tail))
+            shift = model.mac_load(s)
+            shift = float(shift) if shift.is_Number else ev(shift)
+            held = (held_operand(model, s), shift)
+            steps.append((s, eng, tiles * cyc + first - tail - load, load, tail, held))
             mac += tiles * cyc + first
             once += first / chains
             calls += tiles * per_tile
@@ -122,7 +130,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             )
         elif eng == "vector":
             cyc, issues = ev(model.vector_cycles(s)), (2 if s.reduction else 1)
-            steps.append((s, eng, tiles * cyc, 0.0, 0.0))
+            steps.append((s, eng, tiles * cyc, 0.0, 0.0, None))
             vec += tiles * cyc
             calls += tiles * issues
             outer = np.maximum(ev(model.shared_tiles(s)), 1)
@@ -130,13 +138,13 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             vec_time += tiles * cyc / outer
             layer_tiles = np.maximum(layer_tiles, outer)
         elif eng == "mac_out":  # the MAC array's output path: no cycles, one issue
-            steps.append((s, eng, 0.0, 0.0, 0.0))
+            steps.append((s, eng, 0.0, 0.0, 0.0, None))
             calls += tiles
         elif eng == "scalar":
-            steps.append((s, eng, model.scalar_cycles(s), 0.0, 0.0))
+            steps.append((s, eng, model.scalar_cycles(s), 0.0, 0.0, None))
             scalar += model.scalar_cycles(s)
         else:  # folded into its MAC statement's calls: no work of its own
-            steps.append((s, eng, 0.0, 0.0, 0.0))
+            steps.append((s, eng, 0.0, 0.0, 0.0, None))
     stmts = model.layer.stmts
     macs = sum(model.st.engine_of(s.name) == "mac" for s in stmts)
     has_mac = macs > 0
@@ -148,7 +156,9 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         layer_tiles * depth * vec_time / np.maximum(vec_issues, 1),
         np.inf,
     )
-    pro, epi, exposed, runs = _chain(model, ev) if has_mac else (0.0, 0.0, 0.0, 1.0)
+    pro, epi, exposed, runs, hidden = (
+        _chain(model, ev) if has_mac else (0.0, 0.0, 0.0, 1.0, 0.0)
+    )
     if model.st.ahead:
         # the prologue and calls a tile ahead of the epilogue along the
         # innermost tiled loop: only where each run of it starts and ends do
@@ -201,6 +211,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         vector_lead if has_mac else np.inf,
         exposed,
         chain,
+        hidden,
     )
 
 
@@ -209,7 +220,10 @@ def _chain(model: LayerModel, ev):
     calls accumulate onto or read, and what those read) and after them (statements reading what the
     calls wrote, and what those wrote in turn), in the layer's order; the
     vector cycles of the whole layer that the MAC array waits for when there
-    are both; and the tiles the prologue runs.
+    are both; the tiles the prologue runs; and the cycles of the first call's
+    shift of its held operand that run under the prologue (all of it, up to
+    the prologue's length, unless the prologue writes that operand: the
+    runtime's ``pc_head_from``).
 
     The vector unit runs its operations in issue order, and the scalar core
     issues a tile's prologue, MAC calls and epilogue before the next tile's: the
@@ -240,6 +254,7 @@ def _chain(model: LayerModel, ev):
         before |= {s.target.array, *(ld.array for ld in s.reads)}
     pro, epi = 0.0, 0.0
     pro_all, epi_all, pro_tiles, epi_tiles = 0.0, 0.0, 1.0, 1.0
+    written = set()  # by the prologue
     # the prologue: what the calls read or accumulate onto, and what that
     # reads in turn (a layer norm's mean and variance before its output)
     for i in reversed(range(macs[0])):
@@ -249,6 +264,11 @@ def _chain(model: LayerModel, ev):
             pro_all = pro_all + tiles * cyc
             pro_tiles = np.maximum(pro_tiles, tiles)
             before |= {ld.array for ld in stmts[i].reads}
+            written.add(stmts[i].target.array)
+    hidden = 0.0
+    if held_operand(model, stmts[macs[0]]) not in written:
+        shift = model.mac_load(stmts[macs[0]])
+        hidden = np.minimum(pro, float(shift) if shift.is_Number else ev(shift))
     after = {stmts[i].target.array for i in macs}
     for i in range(macs[-1] + 1, len(stmts)):
         s = stmts[i]
@@ -274,7 +294,7 @@ def _chain(model: LayerModel, ev):
         both = False
     behind = epi_all * np.minimum(pro_tiles, epi_tiles) / np.maximum(epi_tiles, 1)
     exposed = np.where(both, pro_all + behind, 0.0)
-    return pro, epi, exposed, pro_tiles
+    return pro, epi, exposed, pro_tiles, hidden
 
 
 def _between(model: LayerModel, ev):
@@ -311,10 +331,17 @@ def in_order(steps, tiles, n: int, ahead: int = 0, order=None):
     that).
 
     ``steps``: per statement in the layer's order ``(statement, engine, busy
-    cycles over the layer, load, tail)``. A MAC statement that starts on an
-    idle array pays ``load`` (its first call's stationary operand, which a call
-    back to back shifts in under the one before); its results are ready
-    ``tail`` cycles (the array's skew) after it frees the array. Issue order:
+    cycles over the layer, load, tail, held)``. A MAC statement that starts on
+    an idle array pays ``load`` (its first call's cycles beyond its folds' steady
+    time; a call back to back shifts its stationary operand in under the one
+    before); its results are ready ``tail`` cycles (the array's skew) after it
+    frees the array. ``held``: ``(array, cycles)``, the operand the array holds
+    and the cycles it takes to shift in (:func:`held_operand`), or None: it
+    shifts in while the statement waits for its other operands, from when the
+    array is idle and the statements of the tile that write that array are done
+    (the runtime's ``pc_head_from``: an MLP's fc2 weights load while the vector
+    unit computes its activation), so the statement streams at the later of its
+    operands and that load's end. Issue order:
     per tile the statements in ``order`` (positions in ``steps``; the layer's
     order by default), the first ``ahead`` of them for the next tile
     (:mod:`schedules.accel.pipeline`: issued once for the first tile before
@@ -330,7 +357,7 @@ def in_order(steps, tiles, n: int, ahead: int = 0, order=None):
     done = [np.zeros(n) for _ in range(3)]  # per tile, its last statement's end
     deps = [_depends(steps, i) for i in range(len(steps))]
     for i, t in issued:
-        _, eng, busy, load, tail = steps[i]
+        _, eng, busy, load, tail, held = steps[i]
         if t > 2 or eng not in ENGINES:
             continue
         after = np.zeros(n)
@@ -342,18 +369,40 @@ def in_order(steps, tiles, n: int, ahead: int = 0, order=None):
             continue
         idle = free.get(eng)
         start = after if idle is None else np.maximum(idle, after)
-        cost = busy / tiles
+        end = start + busy / tiles
         if eng == "mac":
-            # a call on an idle array loads its operand before it streams
-            cost = cost + (load if idle is None else np.where(after > idle, load, 0))
-        free[eng] = start + cost
-        ready[i, t] = start + cost + tail
+            # a call on an idle array loads its held operand before it streams,
+            # from when that operand is written and the array is idle
+            array, shift = held if held else (None, 0.0)
+            written = np.zeros(n) if idle is None else idle
+            for j in deps[i]:
+                if (j, t) in ready and steps[j][0].target.array == array:
+                    written = np.maximum(written, ready[j, t])
+            streams = np.maximum(after, written + shift)
+            waited = streams + busy / tiles + load - shift
+            end = waited if idle is None else np.where(after > idle, waited, end)
+        free[eng] = end
+        ready[i, t] = end + tail
         done[t] = np.maximum(done[t], ready[i, t])
     one = done[0]
     two = np.maximum(one, done[1])
     three = np.maximum(two, done[2])
     more = three + (tiles - 3) * np.maximum(three - two, 0)
     return np.where(tiles <= 1, one, np.where(tiles <= 2, two, more))
+
+
+def held_operand(model: LayerModel, stmt) -> str | None:
+    """The array of ``stmt``'s operand that the MAC array holds (the weights of a
+    weight-stationary array, B, unless the call exchanges its operands; A on an
+    input-stationary one), or None on an output-stationary one."""
+    from schedules.accel.tensorize import contraction
+
+    dataflow = model.spec.mac_array.dataflow
+    if dataflow == "output_stationary":
+        return None
+    con = contraction(stmt)
+    a_held = (dataflow == "input_stationary") != (stmt.name in model.st.exchanged)
+    return stmt.reads[con.a if a_held else con.b].array
 
 
 def _depends(steps, i: int) -> list[int]:

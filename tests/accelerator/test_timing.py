@@ -233,7 +233,8 @@ DMA_BUSY = DMA_TILE - LAT  # 36 on its channel: the next one issues during the l
 def test_compute_bound_loop_hides_its_loads(rt):
     """MAC 4x16x16 = 16 folds of 4 cycles back to back = 64 cycles > 56 per load:
     after the first load, every load runs under the previous tile's compute, and
-    the calls pipeline (only the first load of weights and the last drain show)."""
+    the calls pipeline (only the last drain shows: the first call's weights,
+    resident, shift into the array while it waits for the first tile)."""
     T, n = 6, 16
     t = mac_timing(load_config("tiny").mac_array, 4, n, 16, 1.0)
     mac = t.steady
@@ -241,11 +242,14 @@ def test_compute_bound_loop_hides_its_loads(rt):
     assert mac > DMA_TILE
     report = _tiled_loop(rt, T, n)
     store = SETUP + 4 * n * 4 // DRAM_BW + LAT
-    assert report.cycles == (ISSUE + DMA_TILE) + t.first + T * mac + t.tail + store
+    assert report.cycles == (ISSUE + DMA_TILE) + T * mac + t.tail + store
     assert report.engine("mac_array").busy == t.first + T * mac
     assert report.engine("dma0").busy == T * DMA_BUSY
-    # the MAC array waits only for the first load, its last drain and the store
-    assert report.engine("mac_array").idle == ISSUE + DMA_TILE + t.tail + store
+    # the MAC array waits only for the first load (less its weights' load, which
+    # runs under it), its last drain and the store
+    assert (
+        report.engine("mac_array").idle == ISSUE + DMA_TILE - t.first + t.tail + store
+    )
     # the timeline shows it: loads of tiles 2.. run while the MAC array computes
     # (tile 1's goes out during the latency of tile 0's, before any compute)
     macs = [e for e in report.events if e.kind == "mac"]
@@ -253,12 +257,11 @@ def test_compute_bound_loop_hides_its_loads(rt):
     assert loads[1].start == loads[0].end
     for load in loads[2:]:
         assert any(m.start <= load.start and load.end <= m.end for m in macs)
-    # one buffer instead of two: each load waits for the previous tile's compute
-    # (loads 0 and 1 both precede the first call, so the last call finds its tile
-    # loaded and follows the one before back to back, without a load of weights)
+    # one buffer instead of two: each load waits for the previous tile's compute,
+    # and each call's weights shift in while it waits for its tile
     single = _tiled_loop(rt, T, n, double_buffer=False)
-    per_tile = DMA_TILE + t.first + mac
-    assert single.cycles == ISSUE + T * per_tile - t.first + t.tail + store
+    per_tile = DMA_TILE + mac
+    assert single.cycles == ISSUE + T * per_tile + t.tail + store
 
 
 def test_bandwidth_bound_loop_hides_its_compute(rt):
@@ -266,23 +269,64 @@ def test_bandwidth_bound_loop_hides_its_compute(rt):
     < 36 per load on the channel: each load issues its requests while the one
     before is in flight, so the channel runs them back to back until a load
     finds both buffers taken, and waits for the compute two tiles back to free
-    one (its buffer is free once the array has read it, 20 cycles after the
-    call starts: each call starts on an idle array, so each pays its load).
+    one (its buffer is free once the array has read it, 16 cycles after the
+    call begins to stream: each call finds the array idle, and its resident
+    weights shift in while it waits for its tile, so none pays its load).
     Only the last load's latency and the last tile's compute show."""
     T, n = 6, 4
     t = mac_timing(load_config("tiny").mac_array, 4, n, 16, 1.0)
     mac = t.first + t.steady
     assert (mac, t.alone) == (20, 26)
     report = _tiled_loop(rt, T, n, store=False)
-    moved, calls = [], []  # per tile: its data has moved; its MAC call starts
+    moved, calls = [], []  # per tile: its data has moved; its call streams
     for i in range(T):
-        free = calls[i - 2] + mac if i >= 2 else 0  # the buffer it loads into
+        free = calls[i - 2] + t.steady if i >= 2 else 0  # the buffer it loads into
         start = max(moved[-1] if moved else ISSUE, free)
         moved.append(start + DMA_BUSY)
-        calls.append(max(moved[-1] + LAT, calls[-1] + mac if calls else 0))
-    assert report.cycles == calls[-1] + t.alone == 271
+        calls.append(max(moved[-1] + LAT, calls[-1] + t.steady if calls else 0))
+    assert report.cycles == calls[-1] + t.alone - t.load == 259  # 271 before
     assert report.engine("dma0").busy == T * DMA_BUSY
     assert report.engine("mac_array").busy == T * mac
+
+
+def test_a_call_loads_its_weights_while_its_activations_are_computed(rt):
+    """A MAC call whose A operand the vector unit writes: its weights (B, the
+    operand a weight-stationary array holds), resident, shift into the array's
+    second register while the vector unit runs (a weight FIFO of their own,
+    TPU v1), so the call streams as soon as A is ready; before, it began to
+    load them only then, t.load cycles later. Weights the vector unit writes
+    after A load once they are written."""
+    spec = load_config("tiny")
+    t = mac_timing(spec.mac_array, 4, 4, 16, 1.0)
+    assert (t.load, t.steady, t.first) == (4, 16, 4)
+    n = 64  # 16 groups of 4 lanes
+    exp = math.ceil(n / 4) * 8  # tiny's transcendental: 8 cycles a group
+
+    def run(weights_by_vector: bool):
+        sim = Simulator(rt, spec)
+        a = sim.alloc("l1", 0, 4 * n, "a")
+        b = sim.alloc("l1", 256, 4 * n, "b")
+        c = sim.alloc("l1", 512, 64, "c")
+        sim.vector(n, {"transcendental": 1}, [(a, True, 0, 4 * n)], label="act")
+        if weights_by_vector:
+            sim.vector(n, {"add": 1}, [(b, True, 0, 4 * n)], label="w")
+        sim.mac(4, 4, 16, (a, 0, 16, 1), (b, 0, 4, 1), (c, 0, 4, 1), label="mm")
+        report = sim.finish()
+        (mac,) = [e for e in report.events if e.kind == "mac"]
+        return mac, report
+
+    a_ready = ISSUE + exp
+    mac, report = run(False)
+    # its load in the 4 cycles before A is ready, its folds streaming from then
+    assert (mac.start, mac.end) == (
+        a_ready - t.load,
+        a_ready + t.first + t.steady - t.load,
+    )
+    assert report.cycles == a_ready + t.first + t.steady - t.load + t.tail
+    # the weights written after A (16 cycles of adds): they load after them
+    b_ready = a_ready + math.ceil(n / 4)
+    mac, report = run(True)
+    assert (mac.start, mac.end) == (b_ready, b_ready + t.first + t.steady)
 
 
 def test_full_command_queue_stalls_the_scalar_core(rt):

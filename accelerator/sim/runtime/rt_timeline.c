@@ -272,6 +272,23 @@ static int64_t pc_can_start(pc_ctx *ctx, int e) {
   return PC_MAX(PC_MAX(h->issue, engine_free), PC_MAX(tl->now, h->not_before));
 }
 
+/* When a MAC call's stationary operand can begin to shift into the array's
+ * second register: once the call is issued, the register is free (the call
+ * before is on its last fold, as pc_can_start allows) and the operations that
+ * wrote the operand are done. Not after the streamed operand: a weight-stationary
+ * array loads its weights through their own path (TPU v1's weight FIFO, Jouppi et
+ * al., ISCA 2017), so a call whose activations come from the vector unit shifts
+ * its weights in while the vector unit computes them. */
+static int64_t pc_head_from(pc_ctx *ctx, const pc_op *o, int64_t before) {
+  pc_timeline *tl = &ctx->tl;
+  int64_t from = PC_MAX(o->issue, PC_MIN(before, tl->fold_at[o->engine]));
+  for (int i = 0; i < PC_MAX_ENGINES; i++) {
+    const pc_op *w = pc_find(tl, o->stat_deps[i]);
+    if (w) from = PC_MAX(from, w->ready);
+  }
+  return from;
+}
+
 static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
   pc_timeline *tl = &ctx->tl;
   int e = o->engine;
@@ -294,7 +311,11 @@ static void pc_start(pc_ctx *ctx, pc_op *o, int64_t t) {
     if (o->head > 0 || o->spacing > 0) { /* a MAC call: its first fold streams once
                                           * loaded, the array is free and the
                                           * stationary register has swapped */
-      int64_t s0 = PC_MAX(PC_MAX(t + o->head, before), tl->fold_at[e] + o->spacing);
+      int64_t loaded = PC_MIN(t, pc_head_from(ctx, o, before)) + o->head;
+      int64_t s0 = PC_MAX(PC_MAX(loaded, PC_MAX(t, before)), tl->fold_at[e] + o->spacing);
+      /* a head loaded while the call waited for its other operands occupies the
+       * array from s0 - head (the latest it could have begun) */
+      o->body = PC_MAX(PC_MIN(t, s0 - o->head), before);
       o->free_at = s0 + (o->busy - o->head);
       tl->fold_at[e] = o->free_at - o->last;
     } else {
@@ -654,6 +675,12 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   }
   for (int e = 0; e < PC_MAX_ENGINES; e++)
     if (e != engine) ids[e] = PC_MAX(ids[e], own[e]);
+  pc__no_ops(o->stat_deps); /* see pc_head_from: who wrote what the PEs hold */
+  if (engine == PC_ENG_MAC && nacc >= 2) {
+    int held = ctx->spec.dataflow == PC_DF_INPUT_STATIONARY ? 0 : 1;
+    pc__users(ctx, &ctx->bufs[acc[held].buf], acc[held].lo, acc[held].hi, 0,
+              o->stat_deps);
+  }
   o->est_start = o->issue;
   o->read_dep = -1;
   if (mac_reads > ids[PC_ENG_MAC] && !pc__done(ctx, mac_reads)) {
