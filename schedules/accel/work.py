@@ -336,12 +336,12 @@ def in_order(steps, tiles, n: int, ahead: int = 0, order=None):
     time; a call back to back shifts its stationary operand in under the one
     before); its results are ready ``tail`` cycles (the array's skew) after it
     frees the array. ``held``: ``(array, cycles)``, the operand the array holds
-    and the cycles it takes to shift in (:func:`held_operand`), or None: it
-    shifts in while the statement waits for its other operands, from when the
-    array is idle and the statements of the tile that write that array are done
-    (the runtime's ``pc_head_from``: an MLP's fc2 weights load while the vector
-    unit computes its activation), so the statement streams at the later of its
-    operands and that load's end. Issue order:
+    and the cycles it takes to shift in (:func:`held_operand`; None off the
+    array). That operand shifts in while the statement waits for its other
+    operands, from when the array is idle and the statements of the tile that
+    write it are done (the runtime's ``pc_head_from``: an MLP's fc2 weights load
+    while the vector unit computes its activation), so the statement streams at
+    the later of its operands and that load's end. Issue order:
     per tile the statements in ``order`` (positions in ``steps``; the layer's
     order by default), the first ``ahead`` of them for the next tile
     (:mod:`schedules.accel.pipeline`: issued once for the first tile before
