@@ -103,9 +103,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
             first = ev(model.mac_once(s))
             tail = ev(model.mac_tail(s))
             load = (first - tail) / chains
-            shift = model.mac_load(s)
-            shift = float(shift) if shift.is_Number else ev(shift)
-            held = (held_operand(model, s), shift)
+            held = (held_operand(model, s), _value(model.mac_load(s), ev))
             steps.append((s, eng, tiles * cyc + first - tail - load, load, tail, held))
             mac += tiles * cyc + first
             once += first / chains
@@ -267,8 +265,7 @@ def _chain(model: LayerModel, ev):
             written.add(stmts[i].target.array)
     hidden = 0.0
     if held_operand(model, stmts[macs[0]]) not in written:
-        shift = model.mac_load(stmts[macs[0]])
-        hidden = np.minimum(pro, float(shift) if shift.is_Number else ev(shift))
+        hidden = np.minimum(pro, _value(model.mac_load(stmts[macs[0]]), ev))
     after = {stmts[i].target.array for i in macs}
     for i in range(macs[-1] + 1, len(stmts)):
         s = stmts[i]
@@ -389,6 +386,12 @@ def in_order(steps, tiles, n: int, ahead: int = 0, order=None):
     three = np.maximum(two, done[2])
     more = three + (tiles - 3) * np.maximum(three - two, 0)
     return np.where(tiles <= 1, one, np.where(tiles <= 2, two, more))
+
+
+def _value(e, ev):
+    """``e`` over the grid (``ev``), or the number it is (``ev`` takes only
+    expressions of the tile sizes)."""
+    return float(e) if e.is_Number else ev(e)
 
 
 def held_operand(model: LayerModel, stmt) -> str | None:
