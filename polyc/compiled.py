@@ -191,7 +191,7 @@ class Compiled:
         for lc in choice.layers:
             name = lc.layer.name
             if lc.candidate is None and lc.extra_cycles:
-                continue  # a gather's indirect DMA: what the hardware allows
+                continue  # a gather's or a prefetch's DMA: what the hardware allows
             if lc.candidate is None:
                 out.append(
                     f"{name}: DRAM-direct on the scalar core because {lc.note}. "
@@ -238,7 +238,7 @@ class Compiled:
         for lc in self.choice.layers:
             cand = lc.candidate
             head = f"    {lc.layer.name}: "
-            if cand is None and lc.extra_cycles:  # a gather (schedules.accel.gather)
+            if cand is None and lc.extra_cycles:  # a gather's or a prefetch's DMA
                 out.append(head + f"{lc.note}; predicted {lc.extra_cycles:,.0f} cycles")
                 continue
             if cand is None:
@@ -349,6 +349,8 @@ def _engines(kernel: Kernel) -> dict[str, str]:
                 out[t.init] = f"folded into the first MAC calls of {t.stmt}"
         elif kind == "gather":  # "@gather S3"
             out[text.split()[1]] = "DMA: indirect (gather), one call per run of rows"
+        elif kind == "prefetch":  # "@prefetch PF0"
+            out[text.split()[1]] = "DMA: the whole weight into its home, ahead"
         elif kind == "vector":
             vm = pm.VectorMark.parse(text)
             for s in vm.stmts:

@@ -47,6 +47,7 @@ from polyc.errors import CodegenError, SimulationError
 from polyc.ir.expr import Load, ops_count
 from polyc.ir.inputs import prepare
 from polyc.ir.kernel import Kernel, Statement
+from polyc.ir.prefetches import copies
 
 #: flags every kernel module is built with (its own symbols stay internal)
 FLAGS = ("-fvisibility=hidden",)
@@ -68,6 +69,16 @@ class SimEmitter(CEmitter):
 
     def leading_args(self) -> list[c.Value]:
         return [c.Pointer(c.Value("pc_ctx", CTX))]
+
+    def signature_arrays(self) -> list:
+        """The arrays the caller passes: all but the generated code's own."""
+        own = {a.name for a in self.own_arrays()}
+        return [a for a in self.kernel.arrays.values() if a.name not in own]
+
+    def own_arrays(self) -> list:
+        """The copies of weights fetched ahead (:mod:`polyc.ir.prefetches`): the
+        user's program has no such array, so the code holds it."""
+        return [self.kernel.arrays[copy] for _, copy in copies(self.kernel).values()]
 
     def declare_array(self, a) -> list[c.Generable]:
         """The typed view of the array, and its binding as a DRAM buffer."""

@@ -1,4 +1,6 @@
-"""``pc_gather`` calls for a statement marked ``@gather`` (an indirect DMA).
+"""``pc_gather`` calls for a statement marked ``@gather`` (an indirect DMA), and
+the one ``pc_dma`` of a copy marked ``@prefetch`` (a weight fetched ahead into its
+home: :func:`prefetch`).
 
 The statement's indirect-DMA form (:func:`polyc.ir.gathers.form`, the predicate
 the scheduler marked it by) gives the rows one call moves and the loops around
@@ -9,13 +11,17 @@ issues one call per run of rows and nothing per element.
 
 from __future__ import annotations
 
+import math
+
 import cgen as c
 
 from codegen.accel import names
 from codegen.accel.names import CTX
 from polyc.errors import CodegenError
+from polyc.ir import prefetches
 from polyc.ir.gathers import GatherForm, form
 from polyc.ir.kernel import Kernel
+from polyc.ir.prefetches import Chunk
 
 
 def _var(it: str) -> str:
@@ -56,4 +62,57 @@ def emit(kernel: Kernel, stmt_name: str) -> list[c.Generable]:
     return [c.Comment(summary), *body]
 
 
-__all__ = ["emit"]
+def chunks(kernel: Kernel) -> list[Chunk]:
+    """The chunks of the weights fetched ahead (:func:`polyc.ir.prefetches.chunks`),
+    checked: each copy still a whole input's, its copy at a home on chip.
+
+    Raises:
+        CodegenError: when a marked copy lost that form (the kernel was edited
+            after the scheduler marked it).
+    """
+    out = prefetches.chunks(kernel)
+    for ch in out:
+        arr = kernel.arrays[ch.weight]
+        rows = int(arr.concrete_shape({})[0]) if arr.ndim else 1
+        if not kernel.arrays[ch.copy].home or not 0 <= ch.lo <= ch.hi <= rows:
+            raise CodegenError(
+                f"codegen: {ch.stmt} is marked @prefetch but its rows {ch.lo} to "
+                f"{ch.hi} are not a chunk of {ch.weight}'s {rows} rows into a home "
+                "on chip because the kernel was edited after the scheduler marked "
+                "it. Remove the mark (schedules.unmark)."
+            )
+    return out
+
+
+def prefetch(kernel: Kernel, ch: Chunk) -> list[c.Generable]:
+    """The DMA of one chunk of a weight fetched ahead into its home: rows
+    ``[lo, hi)`` of its first dimension, one contiguous block, DRAM to chip
+    (the copy's array is bound at its home, :mod:`schedules.accel.prefetch`)."""
+    arr = kernel.arrays[ch.weight]
+    shape = arr.concrete_shape({})
+    row = math.prod(shape[1:]) if len(shape) > 1 else 1
+    count, off = (ch.hi - ch.lo) * row, ch.lo * row
+    if count <= 0:
+        return []
+    b = names.dram_buffer
+    label = names.cstr(f"{ch.stmt}: {ch.weight} ahead")
+    nbytes = count * arr.dtype.itemsize
+    return [
+        c.Comment(
+            f"{ch.stmt}: rows {ch.lo}..{ch.hi - 1} of {ch.weight} ({nbytes:,} bytes) "
+            "fetched ahead"
+        ),
+        c.Block(
+            [
+                c.Line(f"const int64_t pc_pf_n[1] = {{{count}}}, pc_pf_s[1] = {{1}};"),
+                c.Statement(
+                    f"pc_dma({CTX}, PC_LAST_CHANNEL, {arr.dtype.itemsize}, 1, pc_pf_n, "
+                    f"{b(ch.copy)}, {off}, pc_pf_s, {b(ch.weight)}, {off}, pc_pf_s, "
+                    f"{label})"
+                ),
+            ]
+        ),
+    ]
+
+
+__all__ = ["chunks", "emit", "prefetch"]

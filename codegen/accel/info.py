@@ -41,10 +41,17 @@ class Placed:
     homes: set[str] = field(default_factory=set)
     # statements run as indirect DMA (``@gather``)
     gathers: set[str] = field(default_factory=set)
+    # weights copied to their home ahead as one DMA (``@prefetch``)
+    prefetches: set[str] = field(default_factory=set)
 
     @property
     def any(self) -> bool:
-        return bool(set(self.buffers) - self.homes or self.tensorize or self.gathers)
+        return bool(
+            set(self.buffers) - self.homes
+            or self.tensorize
+            or self.gathers
+            or self.prefetches
+        )
 
 
 def collect(kernel: Kernel) -> Placed:
@@ -72,6 +79,8 @@ def collect(kernel: Kernel) -> Placed:
                 info.tensorize[tm.stmt] = tm
             elif kind == "gather":  # the band's statements: an indirect DMA
                 info.gathers.update(_statements(node))
+            elif kind == "prefetch":  # the band's copy: one DMA to its home
+                info.prefetches.update(_statements(node))
             elif kind == "vector":
                 vm = pm.VectorMark.parse(name)
                 for s in vm.stmts:
@@ -102,7 +111,7 @@ def collect(kernel: Kernel) -> Placed:
         if tm.init:
             info.engine[tm.init] = "folded"
             info.folded[tm.init] = s
-    for s in info.gathers:
+    for s in info.gathers | info.prefetches:
         info.engine[s] = "dma"
     for s in own:
         info.engine.setdefault(s, "scalar")

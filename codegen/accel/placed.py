@@ -16,6 +16,8 @@ engine mapping ask for (:mod:`polyc.ir.marks`):
   reduction into one element);
 - ``@gather``: ``pc_gather`` calls (an indirect DMA, see
   :mod:`codegen.accel.gathercall`) instead of the statement's loops;
+- ``@prefetch``: one ``pc_dma`` of a whole weight into its home
+  (:func:`codegen.accel.gathercall.prefetch`) instead of the copy's loops;
 - every other statement runs on the scalar core, reading its buffers, after a
   ``pc_wait`` on them.
 
@@ -54,6 +56,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         self._tiles: list[tuple[str, ...]] = []
         self._covered: set[str] = set()
         self._stmt: Statement | None = None
+        self._ahead: list = []  # chunks fetched ahead, not yet emitted (top)
 
     # declarations ---------------------------------------------------------------
     def prologue(self) -> list[c.Generable]:
@@ -122,6 +125,8 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
 
     # tree walking ---------------------------------------------------------------
     def body(self, nodes) -> list[c.Generable]:
+        if self._ahead and len(nodes) > 1:
+            return self._interleaved(nodes)
         out: list[c.Generable] = []
         for n in nodes:
             if not isinstance(n, loops.Mark):
@@ -142,6 +147,8 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             elif kind == "gather":  # the DMA moves the rows: no loops below
                 for stmt in sorted(loops.calls_below(n.body)):
                     out.extend(self.flush() + gathercall.emit(self.kernel, stmt))
+            elif kind == "prefetch":  # its chunks go before later layers (top)
+                out.append(c.Comment(pm.summary(n.name)))
             elif kind == "tensorize":
                 out.append(c.Comment(pm.summary(n.name)))
                 calls = [x for x in n.body if isinstance(x, loops.Call)]
@@ -158,6 +165,32 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 out.extend(self._scalar_band(n))
             else:
                 out.extend(self.mark(n.name, self.body(n.body), n))
+        return out
+
+    def top(self, nodes) -> list[c.Generable]:
+        """The program, each layer after the chunks of the weights fetched ahead
+        that the scheduler put before it (``@prefetch``: a chunk goes before
+        the layer that runs its statement, every chunk left before a reader of
+        the weight's copy). The layers are the nodes of the first sequence
+        below the marks around the whole program (a level's zero block)."""
+        self._ahead = gathercall.chunks(self.kernel)
+        return self.body(nodes)
+
+    def _interleaved(self, nodes) -> list[c.Generable]:
+        """``nodes`` (the layers), each after its chunks fetched ahead."""
+        pending, self._ahead = self._ahead, []
+        readers = {s.name: {ld.array for ld in s.reads} for s in self.kernel.statements}
+        out: list[c.Generable] = []
+        for n in nodes:
+            stmts = loops.calls_below([n])
+            reads = set().union(*(readers.get(s, set()) for s in stmts))
+            due = [ch for ch in pending if ch.before in stmts or ch.copy in reads]
+            if due:
+                out.extend(self.flush())
+                for ch in due:
+                    out.extend(gathercall.prefetch(self.kernel, ch))
+                pending = [ch for ch in pending if ch not in due]
+            out.extend(self.body([n]))
         return out
 
     def _scope(self, n) -> list[c.Generable]:

@@ -22,6 +22,8 @@ Marks:
   with ``unit=mac``, in the MAC array's output path: a fused requantization).
 - ``@gather``: the band's one statement gathers rows through an indirect DMA
   (its form: :func:`polyc.ir.gathers.form`).
+- ``@prefetch``: the band's one statement copies a weight into its home on
+  chip ahead of its reader, as one DMA (:mod:`schedules.accel.prefetch`).
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ def summary(mark: str) -> str:
 
 
 def kind(mark: str) -> str | None:
-    """``buffer``, ``scope``, ``tensorize``, ``vector``, ``gather`` or None."""
-    for k in ("buffer", "scope", "tensorize", "vector", "gather"):
+    """``buffer``, ``scope``, ``tensorize``, ``vector``, ``gather``, ``prefetch``
+    or None."""
+    for k in ("buffer", "scope", "tensorize", "vector", "gather", "prefetch"):
         if mark.startswith(f"@{k}"):
             return k
     return None

@@ -296,6 +296,11 @@ void *pc_ptr(pc_ctx *ctx, int buf);
 int64_t pc_ready(pc_ctx *ctx, int buf);
 
 /* engines */
+/* a DMA's channel: 0..channels-1, PC_ANY_CHANNEL (the first free one, stores
+ * to DRAM on the last half of the channels), or PC_LAST_CHANNEL (the last one:
+ * a transfer ahead of its reader, kept off the channels the loads pick first) */
+#define PC_ANY_CHANNEL -1
+#define PC_LAST_CHANNEL -2
 void pc_dma(pc_ctx *ctx, int channel, int elem_bytes, int ndims,
             const int64_t *sizes, int dst, int64_t dst_off,
             const int64_t *dst_strides, int src, int64_t src_off,
@@ -402,8 +407,6 @@ typedef struct {
                          that reads what it overwrites: it may start once that
                          transfer's data has moved, before its latency; -1: none */
   int64_t not_before; /* ... the cycle that call frees the array */
-  int64_t stat_deps[PC_MAX_ENGINES]; /* MAC: per engine, the latest op writing
-                         its stationary operand (its head loads once that is ready) */
   /* the SRAM banks it touches (level * PC_MAX_BANKS + bank) and, per bank, its
    * bytes per cycle there: for a DMA per byte per cycle of its rate; for an
    * engine operation at its full speed, then (held) what it holds once started */

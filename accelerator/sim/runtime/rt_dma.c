@@ -87,11 +87,13 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
                               "1, 2, 4 or 8-byte elements in up to %d dimensions. "
                               "Split the transfer.", label ? label : "", ndims,
                          elem, PC_MAX_DIMS);
-  if (channel < -1 || channel >= sp->channels)
+  if (channel < -2 || channel >= sp->channels)
     return (void)pc__fail(ctx, "pc_dma %s: channel %d does not exist because the "
-                              "config has %d DMA channels. Use 0..%d, or -1 for "
-                              "the first free one.", label ? label : "", channel,
-                         sp->channels, sp->channels - 1);
+                              "config has %d DMA channels. Use 0..%d, -1 for "
+                              "the first free one or -2 for the last one.",
+                         label ? label : "", channel, sp->channels,
+                         sp->channels - 1);
+  if (channel == PC_LAST_CHANNEL) channel = sp->channels - 1;
   int64_t size[PC_MAX_DIMS], ds[PC_MAX_DIMS], ss[PC_MAX_DIMS], count = 1;
   for (int d = 0; d < ndims; d++) {
     if (sizes[d] <= 0) return; /* an empty block moves nothing */

@@ -1,0 +1,86 @@
+"""Which statements copy a weight ahead into a home on chip: the scheduler's
+:mod:`schedules.accel.prefetch` makes them, the accelerator code generator runs
+each as one DMA, and the array each fills is the generated code's own (the
+user's program has no such array: it is declared in the C, not passed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from polyc.ir import tree
+from polyc.ir.expr import Load
+from polyc.ir.kernel import Kernel, Role
+
+#: the origin of a prefetch's copy statement (``prefetch W``)
+ORIGIN = "prefetch"
+#: the attribute mark of a band whose copy runs as DMA chunks ahead of its
+#: reader: ``@prefetch PF0 | before=S3,S10 | rows=4,12`` (the chunk of rows
+#: [0, 4) of the weight's first dimension issued before the layer that runs
+#: S3, rows [4, 16) before the one that runs S10)
+MARK = "@prefetch"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows ``[lo, hi)`` of a weight's first dimension, copied into ``copy``
+    before the layer that runs statement ``before``."""
+
+    stmt: str
+    weight: str
+    copy: str
+    before: str
+    lo: int
+    hi: int
+
+
+def mark(stmt: str, before: tuple[str, ...], rows: tuple[int, ...]) -> str:
+    """The ``@prefetch`` mark of copy ``stmt`` issued in chunks of ``rows`` rows,
+    each before the layer that runs the statement of ``before`` at its place."""
+    return (
+        f"{MARK} {stmt} | before={','.join(before)} | "
+        f"rows={','.join(str(r) for r in rows)}"
+    )
+
+
+def chunks(kernel: Kernel) -> list[Chunk]:
+    """The chunks of every ``@prefetch`` mark of ``kernel``'s schedule, in order."""
+    pairs = copies(kernel)
+    if not pairs:
+        return []
+    out = []
+    for text in tree.marks(kernel.schedule):
+        if not text.startswith(MARK + " "):
+            continue
+        head, *fields = text.split(" | ")
+        stmt = head.split()[1]
+        if stmt not in pairs:
+            continue
+        got = dict(f.split("=", 1) for f in fields)
+        before = got["before"].split(",")
+        rows = [int(r) for r in got["rows"].split(",")]
+        lo = 0
+        for b, r in zip(before, rows):
+            out.append(Chunk(stmt, *pairs[stmt], b, lo, lo + r))
+            lo += r
+    return out
+
+
+def copies(kernel: Kernel) -> dict[str, tuple[str, str]]:
+    """The prefetch copies of ``kernel``: statement -> (weight, its copy), where
+    the statement still copies the whole input into a temporary of its shape."""
+    out = {}
+    for s in kernel.statements:
+        if not s.origin.startswith(ORIGIN + " ") or not isinstance(s.body, Load):
+            continue
+        weight, copy = kernel.arrays[s.body.array], kernel.arrays[s.target.array]
+        if (
+            weight.role == Role.INPUT
+            and copy.role == Role.TEMP
+            and copy.shape == weight.shape
+            and copy.dtype == weight.dtype
+        ):
+            out[s.name] = (weight.name, copy.name)
+    return out
+
+
+__all__ = ["MARK", "ORIGIN", "Chunk", "chunks", "copies", "mark"]
