@@ -20,6 +20,7 @@ from schedules.accel.homes import home
 from schedules.accel.inline import inline_copy
 from schedules.accel.pads import inline_zero_pad
 from schedules.accel.placement import place
+from schedules.accel.prefetch import prefetch, prefetch_dma
 from schedules.accel.reindex import permute_iterators, translate_iterators
 from schedules.accel.split import split_layer
 from schedules.accel.tensorize import map_vector, tensorize
@@ -52,6 +53,8 @@ TRANSFORMATIONS.update(
             pack,
             parallel,
             place,
+            prefetch,
+            prefetch_dma,
             permute,
             permute_iterators,
             reorder,
@@ -88,6 +91,8 @@ __all__ = [
     "pack",
     "parallel",
     "place",
+    "prefetch",
+    "prefetch_dma",
     "permute",
     "permute_iterators",
     "reorder",

@@ -41,6 +41,7 @@ from polyc.errors import PlacementError
 from polyc.ir import marks as pm
 from polyc.ir import tree
 from polyc.ir.marks import Allocation
+from polyc.ir.prefetches import copies
 from schedules.accel import isltree
 
 #: bytes of the zero block a level keeps for zero-filling copies (one element of
@@ -404,15 +405,19 @@ def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     return [_buffer(t) for t in tree.marks(schedule) if pm.kind(t) == "buffer"]
 
 
-def below_homes(spec: Spec, kernel) -> Spec:
+def below_homes(spec: Spec, kernel, ahead: bool = True) -> Spec:
     """``spec`` with each level that holds homes of ``kernel`` (intermediates on
     chip for the whole kernel, :mod:`schedules.accel.homes`) ending where they
-    begin: what the planner may give the layers' buffers."""
+    begin: what the planner may give the layers' buffers. ``ahead=False``: but
+    the homes of weights fetched ahead (:mod:`schedules.accel.prefetch`), which
+    take room every layer's chosen buffers leave (the search plans without
+    them)."""
     if kernel is None:
         return spec
+    skip = set() if ahead else {c for _, c in copies(kernel).values()}
     low: dict[int, int] = {}
     for arr in kernel.arrays.values():
-        if arr.home:
+        if arr.home and arr.name not in skip:
             low[arr.home] = min(low.get(arr.home, arr.home_offset), arr.home_offset)
     if not low:
         return spec

@@ -29,6 +29,7 @@ buffer bytes, then structure text.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -50,6 +51,7 @@ from schedules.accel import (
     mlp,
     pads,
     pipeline,
+    prefetch,
     search,
     share,
     space,
@@ -170,7 +172,6 @@ def schedule(
     # a depthwise layer's channels shared by the vector unit and the MAC array
     shared = share.plan(kernel, spec, stage)
     kernel = shared.kernel
-    level = _on_chip(spec)
     found: dict = {}  # (children, depth) -> the layer's candidates
     # attentions first: how to fuse each is a choice among orders and cuts
     fused = attention.plan(kernel, spec, stage)
@@ -189,7 +190,48 @@ def schedule(
     cuts |= groups.fusion_cuts(
         kernel, spec, stage, found, cuts, wide, meanwhile=lambda: _deps(kernel)
     )
-    failed_groups: list[tuple[frozenset, str]] = []
+    # searched, its first candidates predicted, then built once: with later
+    # layers' weights fetched ahead where the layers leave DRAM idle, if that
+    # is predicted faster
+    pick = first = _place(kernel, spec, stage, found, cuts, wide, whole, objective)
+    cycles = _finish(first, spec, fused, mlps, shared).predicted_cycles
+    ahead = stage and prefetch.ahead(kernel, spec, first.layers, first.chosen, cycles)
+    if ahead:
+        k2, marks = ahead
+        moved = prefetch.shifted(k2, cuts, wide)
+        again = _place(k2, spec, stage, {}, *moved, {**whole, **marks}, objective)
+        other = _finish(again, spec, fused, mlps, shared).predicted_cycles
+        if other < cycles * (1 - prefetch.margin()):
+            pick, found = again, {}
+    return _finish(
+        _built(pick, spec, stage, found, objective), spec, fused, mlps, shared
+    )
+
+
+@dataclass
+class _Placed:
+    """One placement of the program: its layers, their candidates (the first
+    of each, or those placed once ``result`` is built) and choices."""
+
+    kernel: Kernel
+    layers: list
+    options: list
+    choices: list
+    chosen: list
+    failed_groups: list
+    cuts: set
+    wide: tuple
+    whole: dict
+    result: Kernel | None = None
+
+
+def _place(kernel, spec, stage, found, cuts, wide, whole, objective, failed=()):
+    """The layers of ``kernel`` searched, fusing less where a fused group fits
+    nothing (``found``: the candidates already searched, by layer; ``failed``:
+    the groups already split, with why), each with its first candidate."""
+    cuts = set(cuts)
+    level = _on_chip(spec)
+    failed_groups: list[tuple[frozenset, str]] = list(failed)
     while True:
         layers = split(kernel, cuts=frozenset(cuts), wide=wide)
         options, choices = _search(
@@ -219,26 +261,54 @@ def schedule(
             )
             failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
             continue
-        result, chosen, failed = _build_first(kernel, layers, options, choices, spec)
-        if failed is not None:
-            layer = layers[failed.index]
-            cuts.add(_cut(layer))
-            why = f"no candidate fits once placed ({failed.reason})"
-            failed_groups.append((frozenset(layer.children), f"{layer.name}: {why}"))
-            continue
-        break
-    for i, cand in enumerate(chosen):
+        first = [opts[0] if opts else None for opts in options]
+        return _Placed(
+            kernel, layers, options, choices, first, failed_groups, cuts, wide, whole
+        )
+
+
+def _built(got: _Placed, spec, stage, found, objective) -> _Placed:
+    """``got`` with its choice applied (the first candidates that place); a
+    layer whose candidates all fail to place runs DRAM-direct, unless it fuses
+    several statements: then it is split and the program searched again."""
+    while True:
+        result, chosen, failed = _build_first(
+            got.kernel, got.layers, got.options, got.choices, spec
+        )
+        if failed is None:
+            return dataclasses.replace(got, result=result, chosen=chosen)
+        layer = got.layers[failed.index]
+        why = f"no candidate fits once placed ({failed.reason})"
+        got = _place(
+            got.kernel,
+            spec,
+            stage,
+            found,
+            got.cuts | {_cut(layer)},
+            got.wide,
+            got.whole,
+            objective,
+            [*got.failed_groups, (frozenset(layer.children), f"{layer.name}: {why}")],
+        )
+
+
+def _finish(got: _Placed, spec, fused, mlps, shared) -> Choice:
+    """The choice of a placement, each layer's explanation and prediction set."""
+    kernel, layers, choices, result = got.kernel, got.layers, got.choices, got.result
+    for i, cand in enumerate(got.chosen):
         choices[i].candidate = cand
-        choices[i].tried = len(options[i])
+        choices[i].tried = len(got.options[i])
         choices[i].context = (kernel, spec)
         mine = set(layers[i].children)
-        for group, why in reversed(failed_groups):
+        for group, why in reversed(got.failed_groups):
             if mine < group:
                 choices[i].split_from = why
                 break
         fused.annotate(choices[i])
         mlps.annotate(choices[i])
-    gather.annotate(result, spec, choices)
+    marked = kernel if result is None else result  # predicted before building
+    gather.annotate(marked, spec, choices)
+    prefetch.annotate(marked, spec, choices)
     for lc in choices:
         if lc.candidate is None and not lc.extra_cycles:  # DRAM-direct
             lc.direct_cycles = terms.direct_cycles(kernel, lc.layer, spec)

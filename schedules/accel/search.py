@@ -177,7 +177,7 @@ def capacities(kernel: Kernel, layer: Layer, spec: Spec) -> dict[int, int]:
 
     halo = may_leave(kernel, layer)
     out = {}
-    for m in below_homes(spec, kernel).sram_levels:
+    for m in below_homes(spec, kernel, ahead=False).sram_levels:
         room = m.capacity_bytes
         if halo:
             room -= 2 * max(ZERO_BYTES, m.alignment_bytes)

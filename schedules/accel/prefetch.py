@@ -1,0 +1,471 @@
+"""Weights fetched ahead: a later layer's weights moved on chip while earlier
+layers compute.
+
+On edge-npu some layers leave DRAM idle for much of their time (bound by the
+MAC array or the vector unit: attention, a normalisation, a CNN's first
+stage), while others are bound by DRAM, streaming weights the array waits for
+(a transformer's MLP, a CNN's last stage). Each layer alone is near its own
+bound, and the model is not: the engine bound lets any layer's transfers run
+during any other's compute. Moving later weights on chip during the earlier
+layers' compute, into SRAM they leave free, wins part of that.
+
+:func:`prefetch` rewrites the program: a copy of the weight ``W`` into a new
+intermediate ``W_pf`` runs first, and every reader reads ``W_pf`` instead::
+
+    PF0: W_pf[o, c, kh, kw] = W[o, c, kh, kw]        (first in program order)
+    ...
+    S33: out[...] += x[...] * W_pf[o, c, kh, kw]     (was W)
+
+the same values, so it is exact and always legal (``W`` is an input, never
+written). ``W_pf`` gets a home below the intermediates' homes
+(:mod:`schedules.accel.homes`): its reader uses it in place, with no DMA of
+its own. The copy is marked ``@prefetch`` (:func:`mark_all`), a layer of its
+own that the code generator runs as DMA chunks of whole rows of ``W``'s first
+dimension, each issued just before the layer the scheduler put it under
+(``polyc.ir.prefetches.mark``), on the DMA's last channel, which the layers'
+loads take last (edge-npu's stores take it): DRAM's bandwidth is shared with
+the layer's own transfers. The reader's engines wait for the copy only if it
+has not arrived (the runtime's byte-range hazards).
+
+What to fetch is decided once the program is placed without it
+(:func:`ahead`, from the layers' chosen candidates):
+
+- a weight qualifies when one layer alone reads it, that layer's predicted DMA
+  time exceeds its engines', and the weight has :data:`MIN_BYTES` or more;
+- the weights that save the most go first (a layer saves at most its DMA
+  time beyond its engines'), each in the time the layers before its reader
+  leave DMA idle, the nearest first, when they leave enough for all of it: a
+  layer's
+  predicted cycles less twice its DMA time (a chunk takes half of DRAM's
+  bandwidth while the layer's transfers move, so they run up to twice as long:
+  a layer whose DMA is busy half its time or more takes no chunk);
+- its home fits in what every layer's chosen buffers leave below the homes
+  (the homes are the kernel's for all of it), at most :data:`SHARE` of the level.
+
+The scheduler then places the rewritten program again (its layers' searches
+come from the cache: the search plans each layer in the room below the
+intermediates' homes, :func:`schedules.accel.memplan.below_homes`) and keeps it
+when it is predicted :data:`MARGIN` faster; not at all where the weights
+could not save that much (their readers' DMA time beyond their engines'). The cost model charges each copy
+what its chunks' layers leave no idle time for (:func:`annotate`). It does
+not see the vector unit's and the DMA's share of a bank: the copies' homes
+may take a bank the layers' buffers had, and a layer's transfers into banks
+its engines use then run slower than predicted (hf-convnext in float32 on
+edge-npu, predicted 0.6% faster, ran 4.5% slower), hence the margin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from accelerator.hardware.spec import Spec
+from polyc.errors import ArgumentError, ScheduleError
+from polyc.ir import affine, prefetches, tree
+from polyc.ir.expr import Load
+from polyc.ir.kernel import Kernel, Role, Statement, make_domain
+from polyc.ir.prefetches import MARK, ORIGIN, copies
+from schedules import stree
+from schedules.accel import homes
+from schedules.accel.layers import top_children
+from schedules.common import step
+
+#: the share of the engines' level the fetched weights may take, below the
+#: intermediates' homes
+SHARE = 0.5
+#: the predicted gain below which the program placed with weights fetched ahead
+#: is not kept: their homes may take a bank the layers' buffers had, and the
+#: cost model does not charge the vector unit's and the DMA's share of a bank
+MARGIN = 0.02
+#: overrides :data:`MARGIN` (the fuzzer sets it below zero on some cases, so
+#: that every fetch that fits is kept and the path runs often)
+MARGIN_ENV = "POLYC_PREFETCH_MARGIN"
+#: the smallest weight worth a fetch of its own (a bias is moved with its tiles)
+MIN_BYTES = 4096
+
+
+def prefetch(kernel: Kernel, array: str, chunks=None) -> Kernel:
+    """``kernel`` with input ``array`` copied into a new intermediate
+    ``<array>_pf`` first in program order, every reader reading the copy (see
+    the module docstring). The copy has no home yet: :func:`ahead` gives it
+    one (:func:`schedules.accel.homes.home`). ``chunks``: pairs ``(statement,
+    rows)`` of the weight's first dimension, in order, each issued before the
+    layer that runs the statement (:func:`mark_all`); by default the whole
+    weight before its first reader.
+
+    Raises:
+        ArgumentError: ``array`` is not an input of the kernel, or the sizes
+            are symbolic, or the chunks are not statements with rows that
+            cover the weight's first dimension.
+    """
+    op = "prefetch"
+    arr = kernel.arrays.get(array)
+    if arr is None or arr.role != Role.INPUT:
+        what = "not an array" if arr is None else f"its {arr.role}"
+        raise ArgumentError(
+            f"{op}: {array!r} cannot be fetched ahead because it is {what} of "
+            f"{kernel.name}: only the caller's inputs (weights) are read as they "
+            "are from start to end. Pass an input."
+        )
+    if kernel.params:
+        raise ArgumentError(
+            f"{op}: {array} cannot be fetched ahead because the sizes are symbolic "
+            f"({', '.join(kernel.params)}). Specialize the kernel first."
+        )
+    chunks = _chunks(kernel, array, chunks, op)
+    name = _fresh(kernel.arrays, f"{array}_pf")
+    its = tuple(f"i{d}" for d in range(arr.ndim))
+    index = tuple(affine.var(i) for i in its)
+    stmt_name = _fresh({s.name for s in kernel.statements}, "PF0", numbered=True)
+    bounds = [(affine.const(0), extent) for extent in arr.shape]
+    copy = Statement(
+        stmt_name,
+        its,
+        make_domain(stmt_name, its, bounds, kernel.params),
+        Load(name, index, arr.dtype),
+        Load(array, index, arr.dtype),
+        origin=f"{ORIGIN} {array} | " + ",".join(f"{b}:{r}" for b, r in chunks),
+    )
+
+    def read_copy(node):
+        if isinstance(node, Load) and node.array == array:
+            return Load(name, node.index, node.dtype)
+        return None
+
+    stmts = [copy] + [
+        dataclasses.replace(s, body=s.body.map(read_copy))
+        if any(ld.array == array for ld in s.reads)
+        else s
+        for s in kernel.statements
+    ]
+    arrays = dict(kernel.arrays)
+    arrays[name] = dataclasses.replace(arr, name=name, role=Role.TEMP, home=0)
+    first = stree.from_isl(tree.initial_schedule([(stmt_name, copy.domain, its)]))
+    root = stree.Sequence_((first, *top_children(kernel)))
+    chunks = tuple(tuple(ch) for ch in chunks)
+    return kernel.replace(
+        arrays=arrays,
+        statements=tuple(stmts),
+        schedule=stree.to_isl(root),
+        program_schedule=None,
+        history=kernel.history + (step(op, array, chunks=chunks),),
+    )
+
+
+def _chunks(kernel: Kernel, array: str, chunks, op: str) -> list[tuple[str, int]]:
+    """``chunks`` checked (statements of the kernel, positive rows adding up to
+    the weight's first dimension), or the whole weight before its first reader.
+
+    Raises:
+        ArgumentError: for an unknown statement or rows that do not add up.
+    """
+    arr = kernel.arrays[array]
+    rows = int(arr.concrete_shape({})[0]) if arr.ndim else 1
+    names = [s.name for s in kernel.statements]
+    if chunks is None:
+        first = next(
+            s.name
+            for s in kernel.statements
+            if any(ld.array == array for ld in s.reads)
+        )
+        return [(first, rows)]
+    out = [(str(b), r) for b, r in chunks]
+    bad = [b for b, r in out if b not in names or not isinstance(r, int) or r < 1]
+    if bad or sum(r for _, r in out) != rows:
+        raise ArgumentError(
+            f"{op}: the chunks {out} of {array} are not statements of "
+            f"{kernel.name} with positive rows adding up to its {rows} rows. "
+            "Pass (statement, rows) pairs that cover the first dimension."
+        )
+    return out
+
+
+def _fresh(taken, base: str, numbered: bool = False) -> str:
+    """``base``, or ``base`` with a number (``PF0``, ``PF1``...) not in ``taken``."""
+    if not numbered and base not in taken:
+        return base
+    stem = base.rstrip("0123456789")
+    n = 0 if numbered else 1
+    while f"{stem}{n}" in taken:
+        n += 1
+    return f"{stem}{n}"
+
+
+def fetched(kernel: Kernel) -> dict[str, tuple[str, str]]:
+    """The prefetch copies of ``kernel``: statement -> (weight, its copy)."""
+    return copies(kernel)
+
+
+def _plan_of(stmt: Statement) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The chunks :func:`prefetch` recorded in its copy's origin: the
+    statements they go before, and their rows."""
+    pairs = [p.split(":") for p in stmt.origin.split(" | ", 1)[1].split(",")]
+    return tuple(b for b, _ in pairs), tuple(int(r) for _, r in pairs)
+
+
+# the marks ----------------------------------------------------------------------
+
+
+def prefetch_dma(kernel: Kernel, band: str) -> Kernel:
+    """Run the copy of ``band`` (a :func:`prefetch` copy) as one DMA: mark it
+    ``@prefetch``. The loops are unchanged, so it is always legal.
+
+    Raises:
+        ScheduleError: unknown band, or its statement is not a prefetch copy.
+    """
+    op = "prefetch_dma"
+    root = stree.from_isl(kernel.schedule)
+    path, nb = stree.find(root, band, op)
+    names = stree.statements(nb.node())
+    copies = fetched(kernel)
+    if len(names) != 1 or names[0] not in copies:
+        raise ScheduleError(
+            f"{op}: band {band!r} cannot run as a prefetch because it does not run "
+            "one prefetch copy (schedules.accel.prefetch.prefetch makes them). "
+            "Mark the band of a PF statement."
+        )
+    if any(a.startswith(MARK) for a in nb.attrs):
+        return kernel
+    before, rows = _plan_of(kernel.statement(names[0]))
+    text = prefetches.mark(names[0], before, rows)
+    named = stree.Named(nb.name, nb.members, nb.attrs + (text,), nb.band)
+    new = stree.replace_at(root, path, lambda _n: named.node())
+    return kernel.with_schedule(stree.to_isl(new), step(op, band))
+
+
+def mark_all(kernel: Kernel) -> tuple[Kernel, dict[str, str]]:
+    """Every prefetch copy whose copy has a home marked ``@prefetch``, and per
+    copy statement what runs it, for the explanation."""
+    notes: dict[str, str] = {}
+    copies = fetched(kernel)
+    if not copies:
+        return kernel, notes
+    root = stree.from_isl(kernel.schedule)
+    bands = {
+        tuple(stree.statements(nb.node())): nb.name
+        for _, n in stree.walk(root)
+        if (nb := stree.named_at(n)) is not None
+    }
+    for stmt, (weight, copy) in copies.items():
+        band = bands.get((stmt,))
+        if band is None or not kernel.arrays[copy].home:
+            continue
+        kernel = prefetch_dma(kernel, band)
+        nbytes = kernel.arrays[weight].nbytes()
+        notes[stmt] = (
+            f"it fetches {weight} ({nbytes:,} bytes) ahead into its home on chip "
+            "in one DMA, while the layers before its reader compute"
+        )
+    return kernel, notes
+
+
+def marked(kernel: Kernel) -> set[str]:
+    """The statements of the ``@prefetch PF0`` marks (read as text: a placed tree
+    holds extension nodes)."""
+    if not fetched(kernel):
+        return set()
+    return {m.split()[1] for m in tree.marks(kernel.schedule) if m.startswith(MARK)}
+
+
+# cost --------------------------------------------------------------------------
+
+
+def rate(spec: Spec) -> float:
+    """Bytes a cycle of a DMA from DRAM on one channel."""
+    d = spec.dram
+    r = min(spec.dma.bytes_per_cycle, d.bytes_per_cycle)
+    return min(r, d.read_bytes_per_cycle) if d.read_bytes_per_cycle else r
+
+
+def cycles(spec: Spec, nbytes: int) -> float:
+    """Cycles of one prefetch alone: set-up, its bytes at DRAM's rate, the read
+    latency."""
+    return spec.dma.setup_cycles + nbytes / rate(spec) + spec.dram.latency_cycles
+
+
+def annotate(kernel: Kernel, spec: Spec, choices) -> None:
+    """Each layer that is one marked prefetch copy: the cycles of its chunks
+    that the layers they go before leave no idle DMA time for
+    (``LayerChoice.extra_cycles``; the layers' candidates are chosen)."""
+    found = prefetches.chunks(kernel)
+    if not found:
+        return
+    at = {s.name: i for i, lc in enumerate(choices) for s in lc.layer.stmts}
+    idle = [_idle(lc.candidate) for lc in choices]
+    exposed: dict[str, float] = {}
+    for ch in found:
+        arr = kernel.arrays[ch.weight]
+        nbytes = arr.nbytes() * (ch.hi - ch.lo) // max(arr.concrete_shape({})[0], 1)
+        t = spec.dma.setup_cycles + nbytes / rate(spec)
+        j = at.get(ch.before)
+        hidden = min(t, idle[j]) if j is not None else 0.0
+        if j is not None:
+            idle[j] -= hidden
+        exposed[ch.stmt] = exposed.get(ch.stmt, 0.0) + t - hidden
+    copies_ = fetched(kernel)
+    for lc in choices:
+        stmts = lc.layer.stmts
+        if len(stmts) != 1 or stmts[0].name not in exposed:
+            continue
+        weight = copies_[stmts[0].name][0]
+        nbytes = kernel.arrays[weight].nbytes()
+        n = sum(1 for ch in found if ch.stmt == stmts[0].name)
+        lc.extra_cycles = max(float(spec.dma.setup_cycles), exposed[stmts[0].name])
+        lc.note = (
+            f"prefetch: {weight} ({nbytes:,} bytes) into its home on chip in {n} "
+            f"DMA chunk{'s' if n > 1 else ''} under earlier layers, "
+            f"{cycles(spec, nbytes):,.0f} cycles alone"
+        )
+
+
+# the choice --------------------------------------------------------------------
+
+
+def ahead(kernel: Kernel, spec: Spec, layers, chosen, predicted: float):
+    """``(kernel, notes)`` with the weights worth fetching ahead fetched and
+    marked (see the module docstring), given the layers placed without them,
+    their chosen candidates and the program's predicted cycles; None when none
+    is worth it, or they could not save :data:`MARGIN` of those cycles (their
+    readers' DMA time beyond their engines' at most: the program is not
+    placed again)."""
+    level = homes.resident_level(spec)
+    if level is None or kernel.params or fetched(kernel):
+        return None
+    from schedules.accel.memplan import below_homes
+
+    mem = spec.memory[level]
+    align = mem.alignment_bytes
+    low = below_homes(spec, kernel).memory[level].capacity_bytes
+    # every layer keeps its buffers below the copies' homes: what they leave
+    room = low - max((c.sram_bytes for c in chosen if c is not None), default=0)
+    room = min(room, int(mem.capacity_bytes * SHARE)) // align * align
+    picked, saving = _pick(kernel, spec, layers, chosen, room)
+    if not picked or saving < margin() * predicted:
+        return None
+    low = min(
+        (a.home_offset for a in kernel.arrays.values() if a.home == level),
+        default=mem.capacity_bytes // align * align,
+    )
+    for weight, chunks in picked:
+        kernel = prefetch(kernel, weight, chunks)
+        copy = kernel.statements[0].target.array
+        low -= -(-kernel.arrays[copy].nbytes() // align) * align
+        kernel = homes.home(kernel, copy, mem.name, low, spec)
+    return mark_all(kernel)
+
+
+def margin() -> float:
+    """:data:`MARGIN`, or ``$POLYC_PREFETCH_MARGIN`` where it is set."""
+    text = os.environ.get(MARGIN_ENV)
+    return MARGIN if text is None else float(text)
+
+
+def shifted(kernel: Kernel, cuts, wide):
+    """The fusion cuts and wide spans of a program, for the same program with
+    ``kernel``'s prefetch copies first (each top-level position that many
+    later)."""
+    n = len(fetched(kernel))
+    return {c + n for c in cuts}, tuple(tuple(p + n for p in w) for w in wide)
+
+
+def _pick(kernel: Kernel, spec: Spec, layers, chosen, room: int):
+    """The weights to fetch ahead and their chunks, and the most they save: a
+    weight one layer alone
+    reads, where that layer's DMA is busier than its engines, fetched in the
+    DMA time the layers before it leave idle when they leave enough for all of
+    it and its copy fits in ``room``. The weights that save the most go first
+    (a layer's saving is at most its DMA time beyond its engines'); each takes
+    the idle time nearest before its reader, leaving the earlier layers' to
+    the weights read earlier. A chunk is whole rows of the weight's first
+    dimension; the chunks are issued in program order. With a margin below
+    zero (:func:`margin`: the fuzzer's) every weight one layer alone reads is
+    fetched that fits, whatever it saves: what the idle time does not cover
+    goes before the reader's layer, or the one before it."""
+    force = margin() < 0
+    bw = rate(spec)
+    align = spec.memory[homes.resident_level(spec)].alignment_bytes
+    readers: dict[str, set[int]] = {}
+    for i, layer in enumerate(layers):
+        for s in layer.stmts:
+            for ld in (*s.reads, *s.gathers):
+                readers.setdefault(ld.array, set()).add(i)
+    idle = [_idle(c) for c in chosen]
+    excess, wanted = {}, []
+    for i, (layer, cand) in enumerate(zip(layers, chosen)):
+        if cand is None:
+            continue
+        busy = dict(cand.engines)
+        compute = max((v for k, v in busy.items() if k != "dma"), default=0.0)
+        excess[i] = busy.get("dma", 0.0) - compute
+        for a in layer.arrays:
+            arr = kernel.arrays[a]
+            if (
+                arr.role == Role.INPUT
+                and arr.ndim
+                and readers.get(a) == {i}
+                and (force or arr.nbytes() >= MIN_BYTES)
+            ):
+                wanted.append((i, a, spec.dma.setup_cycles + arr.nbytes() / bw))
+    used, out, saving = 0, [], 0.0
+    while wanted:
+        i, weight, t = max(wanted, key=lambda w: (min(w[2], excess[w[0]]), -w[0]))
+        wanted.remove((i, weight, t))
+        size = -(-kernel.arrays[weight].nbytes() // align) * align
+        short = excess[i] <= 0 or sum(idle[:i]) < t
+        if used + size > room or (short and not force):
+            continue
+        pieces, need = [], t
+        for j in range(i - 1, -1, -1):  # the nearest idle time first
+            got = min(idle[j], need)
+            if got > 0:
+                idle[j] -= got
+                need -= got
+                pieces.append((j, got))
+            if need <= 0:
+                break
+        if need > 0:  # forced: the rest before the reader or the layer before
+            pieces.append((max(i - 1, 0), need))
+        out.append((i, weight, _rows(kernel, weight, layers, sorted(pieces), t)))
+        used += size
+        saving += max(0.0, min(t, excess[i]))
+        excess[i] -= t
+    return [(weight, chunks) for _, weight, chunks in sorted(out)], saving
+
+
+def _rows(kernel: Kernel, weight: str, layers, pieces, t: float):
+    """``pieces`` (layer index, cycles) of a transfer of ``t`` cycles as chunks
+    of whole rows of ``weight``'s first dimension, each before the layer's
+    first statement."""
+    rows = int(kernel.arrays[weight].concrete_shape({})[0])
+    chunks, done, cum = [], 0, 0.0
+    for n, (j, got) in enumerate(pieces):
+        cum += got
+        upto = rows if n == len(pieces) - 1 else min(rows, round(rows * cum / t))
+        if upto > done:
+            chunks.append((layers[j].stmts[0].name, upto - done))
+            done = upto
+    return tuple(chunks)
+
+
+def _idle(cand) -> float:
+    """The DMA time a layer's candidate leaves a chunk fetched ahead: its
+    cycles less twice its DMA time (a chunk takes half of DRAM's bandwidth
+    while the layer's own transfers move, DRAM being shared fairly, so they
+    may run twice as long)."""
+    if cand is None:
+        return 0.0
+    return max(0.0, cand.cycles - 2 * dict(cand.engines).get("dma", 0.0))
+
+
+__all__ = [
+    "MARGIN",
+    "ahead",
+    "annotate",
+    "cycles",
+    "fetched",
+    "margin",
+    "mark_all",
+    "prefetch",
+    "prefetch_dma",
+    "shifted",
+]
