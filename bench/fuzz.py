@@ -74,6 +74,7 @@ def table(t: dict) -> str:
     for kind in (*KINDS, *sorted(set(kinds) - set(KINDS))):
         rows.append(f"| {kind} | {kinds.get(kind, 0):,} |")
     rows.append(f"| layers that fell back to DRAM-direct | {t['fallback_layers']:,} |")
+    rows.append(f"| weights fetched ahead | {t['prefetched']:,} |")
     configs = ", ".join(f"{k} {v:,}" for k, v in t["configs"].items())
     fronts = ", ".join(f"{k} {v:,}" for k, v in t["frontends"].items())
     fams = ", ".join(f"{k} {v:,}" for k, v in t["families"].items())

@@ -47,6 +47,7 @@ def batch_line(result: Result, jobs: str = "") -> dict:
         "layers": sum(r["layers"] for r in recs),
         "ops": count(op for r in recs for op in r["ops"]),
         "fallback_layers": sum(len(r["fallbacks"]) for r in recs),
+        "prefetched": sum(r.get("prefetched", 0) for r in recs),
         "failures": [
             {
                 "kind": r["status"],
@@ -124,12 +125,13 @@ def totals(lines: list[dict]) -> dict:
     counters = ("kinds", "configs", "frontends", "families", "dtypes", "ops")
     for key in counters:
         out[key] = Counter()
-    out["fallback_layers"] = 0
+    out["fallback_layers"] = out["prefetched"] = 0
     for line in lines:
         out["cases"] += line["cases"]
         out["layers"] += line["layers"]
         out["seconds"] += line.get("seconds", 0.0)
         out["fallback_layers"] += line.get("fallback_layers", 0)
+        out["prefetched"] += line.get("prefetched", 0)
         for key in counters:
             out[key].update(line.get(key, {}))
     for key in counters:

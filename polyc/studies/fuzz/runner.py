@@ -101,6 +101,7 @@ def blank(case: Case) -> dict:
         "error": None,
         "cycles": None,
         "fallbacks": [],
+        "prefetched": 0,
         "seconds": None,
         "cpu_seconds": None,
     }
@@ -111,7 +112,7 @@ def run_case(case: Case, timeout: float | None = 300.0) -> dict:
     record = blank(case)
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        with cpu_limit(timeout), _fast_build():
+        with cpu_limit(timeout), _fast_build(), _ahead_often(case):
             _run(case, record)
     except CaseTimeout:
         record.update(status="hang", error_type="CaseTimeout")
@@ -162,6 +163,11 @@ def _run(case: Case, record: dict) -> None:
         ]
         if choice.note:
             record["fallbacks"].append(choice.note)
+        # weights fetched ahead (schedules.accel.prefetch): how often the
+        # fuzzer reaches that path
+        record["prefetched"] = sum(
+            lc.note.startswith("prefetch:") for lc in choice.layers
+        )
     record["stage"] = "run"
     try:
         outputs, report = compiled.run(**inputs)
@@ -244,6 +250,26 @@ def cpu_limit(seconds: float | None):
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, old)
+
+
+@contextlib.contextmanager
+def _ahead_often(case: Case):
+    """On every third case, weights fetched ahead wherever they fit
+    (:data:`schedules.accel.prefetch.MARGIN_ENV` below zero), whatever they
+    are predicted to save: the values must be right either way, and the path
+    would otherwise run on few random programs."""
+    from schedules.accel.prefetch import MARGIN_ENV
+
+    old = os.environ.get(MARGIN_ENV)
+    if case.index % 3 == 0:
+        os.environ[MARGIN_ENV] = "-1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(MARGIN_ENV, None)
+        else:
+            os.environ[MARGIN_ENV] = old
 
 
 @contextlib.contextmanager
