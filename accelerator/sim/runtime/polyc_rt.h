@@ -407,6 +407,8 @@ typedef struct {
                          that reads what it overwrites: it may start once that
                          transfer's data has moved, before its latency; -1: none */
   int64_t not_before; /* ... the cycle that call frees the array */
+  int64_t stat_deps[PC_MAX_ENGINES]; /* MAC: per engine, the latest op writing
+                         its stationary operand (its head loads once that is ready) */
   /* the SRAM banks it touches (level * PC_MAX_BANKS + bank) and, per bank, its
    * bytes per cycle there: for a DMA per byte per cycle of its rate; for an
    * engine operation at its full speed, then (held) what it holds once started */
