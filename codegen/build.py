@@ -76,24 +76,84 @@ def jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def in_background(build_fn: Callable[[], object]) -> threading.Thread | None:
-    """Run ``build_fn`` (a build) in a daemon thread and return the thread (none
-    with ``POLYC_JOBS=1``: the build runs when it is first asked for). The C
-    compiler is a process of its own, so it runs on another core while Python
-    goes on (the GIL is free while the thread waits for it). A failure is
-    dropped here: the caller's own call of the same build raises it, where the
-    user asked."""
+def in_background(
+    build_fn: Callable[[], object], compilers: int | None = None
+) -> Background | None:
+    """Run ``build_fn`` (a build) in a daemon thread and return it as a
+    :class:`Background` (none with ``POLYC_JOBS=1``: the build runs when it is
+    first asked for). The C compiler is a process of its own, so it runs on
+    another core while Python goes on (the GIL is free while the thread waits
+    for it). ``compilers``: how many C compilers the build runs at once until
+    :meth:`Background.hurry` (default :func:`jobs`): fewer leave cores to the
+    caller's own work. A failure is dropped here: the caller's own call of the
+    same build raises it, where the user asked."""
 
     if jobs() == 1:  # POLYC_JOBS=1: everything in turn, where it is asked for
         return None
+    share = Compilers(jobs() if compilers is None else max(1, compilers))
 
     def quietly() -> None:
+        _thread.compilers = share  # what this thread's builds may run at once
         with contextlib.suppress(Exception):  # the caller's own build reports it
             build_fn()
 
     thread = threading.Thread(target=quietly, name="polyc-build", daemon=True)
     thread.start()
-    return thread
+    return Background(thread, share)
+
+
+class Compilers:
+    """How many C compilers the builds of a background thread run at once: a
+    count the caller may raise (:meth:`widen`) while they run."""
+
+    def __init__(self, count: int):
+        self._count = count
+        self._running = 0
+        self._changed = threading.Condition()
+
+    def widen(self, count: int) -> None:
+        """Let ``count`` compilers run at once from now on."""
+        with self._changed:
+            self._count = max(self._count, count)
+            self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def turn(self):
+        """Wait until one more compiler may run, and hold its place."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._running < self._count)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify_all()
+
+
+@dataclass(frozen=True)
+class Background:
+    """A build running in a daemon thread (:func:`in_background`)."""
+
+    thread: threading.Thread
+    compilers: Compilers
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def hurry(self) -> None:
+        """Let it run :func:`jobs` compilers at once from now on (the caller is
+        about to wait for it)."""
+        self.compilers.widen(jobs())
+
+
+#: per thread: the :class:`Compilers` of a background build (none elsewhere: a
+#: build asked for by the caller runs :func:`jobs` compilers at once)
+_thread = threading.local()
+
+
+def _turn(share: Compilers | None):
+    return contextlib.nullcontext() if share is None else share.turn()
 
 
 def _lock(modname: str) -> threading.Lock:
@@ -154,6 +214,7 @@ def build(
     files: Mapping[str, str] | None = None,
     opt: tuple[str, ...] | None = None,
     split: tuple[str, Callable[[str], tuple[str, dict] | None]] | None = None,
+    requires: Callable[[], object] | None = None,
 ) -> Built:
     """Compile ``source`` (C) exposing the declarations ``cdef``; return the module.
 
@@ -172,14 +233,16 @@ def build(
             the main unit and more files to compile instead (or ``None``: as it
             is); the key holds ``source`` and ``tag``, so a cached module is found
             without splitting.
+        requires: called before the module links or loads: the build of what
+            it links against (``link_flags`` naming its :func:`location`), which
+            may then run while this module's own units compile.
 
     Raises:
         CodegenError: when the C compiler fails; the message quotes the offending
             generated line and the compiler's own message.
     """
     files = dict(sorted((files or {}).items()))
-    flags = tuple(flags)
-    all_flags = (opt_flags() if opt is None else tuple(opt)) + BASE_FLAGS + flags
+    all_flags = _all_flags(flags, opt)
     keyed = {**files, "split": split[0]} if split is not None else files
     modname = module_name(name, source, cdef, all_flags, link_flags, keyed)
     if modname in _loaded:
@@ -189,21 +252,55 @@ def build(
         if modname in _loaded:
             mod = _loaded[modname]
             return Built(mod.ffi, mod.lib, Path(mod.__file__), True)
-        return _build_locked(modname, source, cdef, all_flags, link_flags, files, split)
+        return _build_locked(
+            modname, source, cdef, all_flags, link_flags, files, split, requires
+        )
+
+
+def _all_flags(flags, opt) -> tuple[str, ...]:
+    return (opt_flags() if opt is None else tuple(opt)) + BASE_FLAGS + tuple(flags)
+
+
+def location(
+    source: str,
+    cdef: str,
+    *,
+    name: str = "kernel",
+    flags: tuple[str, ...] = (),
+    files: Mapping[str, str] | None = None,
+) -> Path:
+    """Where :func:`build` of these arguments finds its module, or will put it
+    (built at installation, else in the cache), without building it: another
+    module may name it in its ``link_flags`` while it builds."""
+    files = dict(sorted((files or {}).items()))
+    modname = module_name(name, source, cdef, _all_flags(flags, None), (), files)
+    return _where(modname)[0]
+
+
+def _where(modname: str) -> tuple[Path, Path]:
+    """The module file and manifest of ``modname``: installed (``polyc
+    prebuild``) when a sound copy is there, else in the cache."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    shelf = installed_dir()
+    path, manifest = shelf / f"{modname}{suffix}", shelf / f"{modname}.json"
+    if _verified(path, manifest):
+        return path, manifest
+    root = cache_dir()
+    return root / f"{modname}{suffix}", root / f"{modname}.json"
 
 
 def _build_locked(
-    modname, source, cdef, all_flags, link_flags, files, split=None
+    modname, source, cdef, all_flags, link_flags, files, split=None, requires=None
 ) -> Built:
     root = cache_dir()
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    shelf = installed_dir()  # built at installation (``polyc prebuild``)?
-    path = shelf / f"{modname}{suffix}"
-    mod = _load_verified(modname, path, shelf / f"{modname}.json")
-    if mod is None:
-        path = root / f"{modname}{suffix}"
-    manifest = root / f"{modname}.json"
-    mod = mod or _load_verified(modname, path, manifest)
+    path, manifest = _where(modname)
+    if requires is not None and manifest.is_file():
+        requires()  # a module to load: what it links against first
+        requires = None
+    mod = _load_verified(modname, path, manifest)
+    if mod is None and path.parent != root:  # installed, but it did not import
+        path, manifest = root / path.name, root / manifest.name
+        mod = _load_verified(modname, path, manifest)
     cached = mod is not None
     if mod is None:
         parts = split[1](source) if split is not None else None
@@ -211,7 +308,16 @@ def _build_locked(
             source, more = parts
             files = dict(sorted({**files, **more}.items()))
         _compile(
-            modname, source, cdef, all_flags, link_flags, files, path, manifest, root
+            modname,
+            source,
+            cdef,
+            all_flags,
+            link_flags,
+            files,
+            path,
+            manifest,
+            root,
+            requires,
         )
         mod = _load_verified(modname, path, manifest)
         if mod is None:
@@ -252,14 +358,19 @@ def module_name(
     return f"_polyc_{_safe(name)}_{digest}"
 
 
-def _load_verified(modname: str, path: Path, manifest: Path):
-    """Import the cached module when its bytes match its manifest; else None."""
+def _verified(path: Path, manifest: Path) -> bool:
+    """Whether the module file's bytes match its manifest."""
     try:
         want = json.loads(manifest.read_text())["sha256"]
         data = path.read_bytes()
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if hashlib.sha256(data).hexdigest() != want:
+        return False
+    return hashlib.sha256(data).hexdigest() == want
+
+
+def _load_verified(modname: str, path: Path, manifest: Path):
+    """Import the cached module when its bytes match its manifest; else None."""
+    if not _verified(path, manifest):
         return None
     try:
         loader = importlib.machinery.ExtensionFileLoader(modname, str(path))
@@ -272,10 +383,11 @@ def _load_verified(modname: str, path: Path, manifest: Path):
 
 
 def _compile(
-    modname, source, cdef, flags, link_flags, files, path, manifest, root
+    modname, source, cdef, flags, link_flags, files, path, manifest, root, requires
 ) -> None:
     import cffi
 
+    share = getattr(_thread, "compilers", None)  # a background build's
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     ffi.set_source(modname, f'#line 1 "{_LINE_FILE}"\n{source}')
@@ -291,19 +403,26 @@ def _compile(
         include = sysconfig.get_paths()["include"]
         compile_flags = [*flags, "-fPIC", f"-I{include}", f"-I{tmp}"]
         if len(units) == 1:  # one process compiles and links
+            if requires is not None:
+                requires()
             cmd = [CC, *compile_flags, "-shared", str(c_file), "-o", str(so_file)]
-            _run([*cmd, *link_flags, "-lm"], source)
+            with _turn(share):
+                _run([*cmd, *link_flags, "-lm"], source)
         else:  # one compiler per unit, at once, then the link
             headers = {f: t for f, t in files.items() if not f.endswith(".c")}
             key = [list(flags), include, _compiler_id(), sorted(headers.items())]
             with ThreadPoolExecutor(max_workers=min(jobs(), len(units))) as pool:
                 objects = list(
                     pool.map(
-                        lambda u: _object(u, compile_flags, key, root, source), units
+                        lambda u: _object(u, compile_flags, key, root, source, share),
+                        units,
                     )
                 )
+            if requires is not None:  # built while the units compiled
+                requires()
             cmd = [CC, *flags, "-shared", *map(str, objects), "-o", str(so_file)]
-            _run([*cmd, *link_flags, "-lm"], source)
+            with _turn(share):
+                _run([*cmd, *link_flags, "-lm"], source)
         digest = hashlib.sha256(so_file.read_bytes()).hexdigest()
         os.replace(so_file, path)
         man_tmp = tmp / "manifest.json"
@@ -333,15 +452,19 @@ def object_path(root: Path, unit_text: str, key: list) -> Path:
     return root / "objects" / f"{digest}.o"
 
 
-def _object(unit: Path, compile_flags: list[str], key: list, root: Path, source):
+def _object(
+    unit: Path, compile_flags: list[str], key: list, root: Path, source, share=None
+):
     """The object file of ``unit``: from the object cache, else compiled into it
-    (written under a temporary name and renamed, like every cache entry)."""
+    (written under a temporary name and renamed, like every cache entry), when
+    ``share`` (a background build's :class:`Compilers`) lets it."""
     text = unit.read_text()  # cffi's wrapper names its module: never shared
     cached = object_path(root, text, key)
     if cached.is_file():
         return cached
     out = unit.with_suffix(".o")
-    _run([CC, *compile_flags, "-c", str(unit), "-o", str(out)], source)
+    with _turn(share):
+        _run([CC, *compile_flags, "-c", str(unit), "-o", str(out)], source)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".obj.", dir=cached.parent)

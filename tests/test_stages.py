@@ -167,3 +167,56 @@ def test_a_dram_direct_compile_shows_the_kernel_as_given(monkeypatch, capsys):
     got = sections(capsys.readouterr().err)
     assert list(got) == ["schedule", "tensorize", "place"]
     assert {text.strip() for text in got.values()} == {str(kernel)}
+
+
+def test_the_runtime_library_builds_once_the_layers_are_searched(tmp_path, monkeypatch):
+    # the search's workers take every core; applying the choice and codegen
+    # run on one, and the runtime library's gcc on the others then
+    import functools
+    import itertools
+
+    import torch
+    from torch import nn
+
+    from codegen import build as cbuild
+    from codegen.accel import direct
+    from schedules.accel import cache, scheduler
+
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    order = []
+
+    def logged(name, fn):
+        def run(*args, **kwargs):
+            order.append(name)
+            return fn(*args, **kwargs)
+
+        return run
+
+    real = direct.build_runtime
+    # as in a new process: the runtime library not loaded yet
+    monkeypatch.setattr(direct, "build_runtime", functools.cache(lambda: real()))
+    monkeypatch.setattr(
+        cbuild, "in_background", logged("runtime", cbuild.in_background)
+    )
+    monkeypatch.setattr(cache, "in_workers", logged("workers", cache.in_workers))
+    monkeypatch.setattr(
+        scheduler, "_build_first", logged("apply", scheduler._build_first)
+    )
+    torch.manual_seed(0)
+    layers = []
+    for a, b in itertools.pairwise((32, 32, 48, 16)):  # three distinct searches
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    kernel = polyc.from_torch(nn.Sequential(*layers).eval(), (torch.randn(8, 32),))
+    compiled = polyc.compile(kernel, config="edge-npu")
+    assert "workers" in order and order.count("runtime") == 1
+    assert order.index("runtime") > max(
+        i for i, n in enumerate(order) if n == "workers"
+    )
+    assert order.index("runtime") < order.index("apply")
+    x = np.random.default_rng(0).standard_normal((8, 32)).astype(np.float32)
+    out, _ = compiled.run(arg0=x)
+    with torch.no_grad():
+        want = nn.Sequential(*layers).eval()(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(next(iter(out.values())), want, rtol=1e-4, atol=1e-4)

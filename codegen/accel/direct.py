@@ -29,6 +29,7 @@ import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import cgen as c
 import numpy as np
@@ -222,14 +223,42 @@ def distinct(loads) -> list[Load]:
 # building and running ----------------------------------------------------------------
 
 
+#: the runtime module's main translation unit
+_RUNTIME = f'#include "{abi.HEADER}"\n'
+
+
 @functools.cache
 def build_runtime() -> cbuild.Built:
     """The runtime as a cffi module: kernels link against its shared library, and
     Python can drive it directly (tests, hand-written schedules). Each of the
     runtime's C files is a translation unit of its own (:func:`abi.files`)."""
-    return cbuild.build(
-        f'#include "{abi.HEADER}"\n', abi.cdef(), name="runtime", files=abi.files()
-    )
+    return cbuild.build(_RUNTIME, abi.cdef(), name="runtime", files=abi.files())
+
+
+def runtime_location() -> Path:
+    """Where :func:`build_runtime` finds or puts the runtime's shared library,
+    without building it: a kernel compiles while the runtime builds, and links
+    against it once it is there."""
+    if build_runtime.cache_info().currsize:
+        return build_runtime().path
+    return cbuild.location(_RUNTIME, abi.cdef(), name="runtime", files=abi.files())
+
+
+class _RuntimeElsewhere(Exception):
+    """The runtime was built elsewhere than the kernel was about to link it
+    from (a build started under another cache directory)."""
+
+    def __init__(self, path: Path):
+        super().__init__(str(path))
+        self.path = path
+
+
+def _runtime_at(path: Path) -> None:
+    """The runtime built (or waited for, when it builds in the background), at
+    ``path``; raises :class:`_RuntimeElsewhere` when it is elsewhere."""
+    built = build_runtime().path
+    if built != path:
+        raise _RuntimeElsewhere(built)
 
 
 def prebuild() -> cbuild.Built:
@@ -339,7 +368,9 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
     from codegen.accel import units
 
     flags = FLAGS + (() if checks else NO_CHECKS)
-    rt = build_runtime()
+    # the kernel's units compile while the runtime builds (in the background,
+    # polyc/stages.py), the link waits for it
+    rt = runtime_location()
     # a large kernel as several units, compiled at once (the same statements);
     # split only when it compiles, so that a cached module is found without it
     jobs = cbuild.jobs()
@@ -353,23 +384,30 @@ def load(kernel: Kernel, source: CSource, *, checks: bool = True) -> SimModule:
 
     opt = cbuild.opt_flags(kernel_opt(source.text))
 
-    def compiled(split):
+    def compiled(split, rt):
         return cbuild.build(
             source.text,
             source.cdef,
             name=kernel.name,
             flags=flags,
-            link_flags=(str(rt.path),),
+            link_flags=(str(rt),),
             opt=opt,
             split=split,
+            requires=lambda: _runtime_at(rt),
         )
 
+    def linked(rt):
+        try:
+            return compiled(split, rt)
+        except CodegenError:
+            if split is None:
+                raise
+            return compiled(None, rt)  # the one-unit C, whose error is the user's
+
     try:
-        built = compiled(split)
-    except CodegenError:
-        if split is None:
-            raise
-        built = compiled(None)  # the one-unit C, whose error (if any) is the user's
+        built = linked(rt)
+    except _RuntimeElsewhere as moved:  # a build this process started before
+        built = linked(moved.path)
     return SimModule(kernel, source, built, checks)
 
 

@@ -141,14 +141,21 @@ class Choice:
 
 
 def schedule(
-    kernel: Kernel, spec: Spec, stage: bool = True, objective: str = "cycles"
+    kernel: Kernel,
+    spec: Spec,
+    stage: bool = True,
+    objective: str = "cycles",
+    searched: Callable[[], object] | None = None,
 ) -> Choice:
     """Schedule ``kernel`` for ``spec`` (see the module docstring). Never raises for
     a valid kernel: a fused group that fits nothing is split into smaller layers;
     what still cannot be placed runs DRAM-direct, and the choice says why.
     ``stage=False`` keeps every layer in the engines' level alone (no operand
     staged in the SRAM level above it). ``objective`` orders each layer's
-    candidates (:mod:`schedules.accel.objective`: cycles, energy or edp)."""
+    candidates (:mod:`schedules.accel.objective`: cycles, energy or edp).
+    ``searched`` is called once the layers are searched, before the choice is
+    applied (in this process alone, so the caller's own work may take the
+    other cores: the compile starts the runtime library's build there)."""
     if not _concrete(kernel):
         p = kernel.params[0]
         return Choice(
@@ -203,6 +210,8 @@ def schedule(
         other = _finish(again, spec, fused, mlps, shared).predicted_cycles
         if other < cycles * (1 - prefetch.margin()):
             pick, found = again, {}
+    if searched is not None:
+        searched()
     return _finish(
         _built(pick, spec, stage, found, objective), spec, fused, mlps, shared
     )

@@ -84,3 +84,97 @@ def test_a_failed_background_build_is_reported_by_the_build_asked_for(fresh):
         thread.join()  # dropped there
     with pytest.raises(cbuild.CodegenError, match="build: the C compiler failed"):
         broken()
+
+
+def _counting(monkeypatch, first=None):
+    """``cbuild._run`` recording how many compilers run at once (``peak``) and
+    what ran in order (``log``): each of the first two compiles (``-c``) waits
+    for the other (a barrier that gives up after a second), so two that may
+    run at once do; ``first``: an event the first compile waits for."""
+    import contextlib
+    import threading
+
+    real = cbuild._run
+    lock = threading.Lock()
+    state = {"running": 0, "peak": 0, "log": []}
+    meet = threading.Barrier(2, timeout=1.0)
+
+    def counted(cmd, source):
+        unit = "-c" in cmd
+        with lock:
+            state["log"].append("compile" if unit else "link")
+            if unit and first is not None and state["log"].count("compile") == 1:
+                wait = first
+            else:
+                wait = None
+            state["running"] += 1
+            state["peak"] = max(state["peak"], state["running"])
+        try:
+            if wait is not None:
+                wait.wait(timeout=10)
+            if unit:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    meet.wait()
+            real(cmd, source)
+        finally:
+            with lock:
+                state["running"] -= 1
+
+    monkeypatch.setattr(cbuild, "_run", counted)
+    return state
+
+
+def test_a_build_in_the_background_runs_the_compilers_it_is_given(fresh, monkeypatch):
+    # one compiler at a time leaves the other cores to the caller's own work
+    # (polyc/stages.py: the runtime library while the choice is applied)
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    state = _counting(monkeypatch)
+    job = cbuild.in_background(lambda: _module(plus=7), compilers=1)
+    job.join()
+    assert state["log"].count("compile") == 3 and state["peak"] == 1
+    assert _module(plus=7).lib.both(1) == 9  # built, and found
+
+
+def test_a_build_in_the_background_hurried_runs_every_compiler(fresh, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    hurried = threading.Event()
+    state = _counting(monkeypatch, first=hurried)
+    job = cbuild.in_background(lambda: _module(plus=8), compilers=1)
+    job.hurry()  # the caller waits for it next: the second compiler starts
+    hurried.set()
+    job.join()
+    assert state["peak"] == 2
+    assert _module(plus=8).lib.both(1) == 10
+
+
+def test_a_module_compiles_its_units_before_what_it_links_against_is_built(
+    fresh, monkeypatch
+):
+    # a kernel compiles while the runtime library it links against builds in
+    # the background (codegen/accel/direct.py): ``requires`` runs before the link
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    state = _counting(monkeypatch)
+
+    def requires():
+        state["log"].append("requires")
+
+    source = '#include "shared.h"\nint both(int x) { return plus_one(twice(x)); }\n'
+
+    def module():
+        return cbuild.build(
+            source,
+            "int both(int x);",
+            name="units",
+            files=_files(4),
+            opt=("-O1",),
+            requires=requires,
+        )
+
+    assert module().lib.both(1) == 6
+    assert state["log"] == ["compile"] * 3 + ["requires", "link"]
+    monkeypatch.setattr(cbuild, "_loaded", {})  # a later process: from the cache
+    state["log"].clear()
+    assert module().cached
+    assert state["log"] == ["requires"]  # before it loads
