@@ -32,6 +32,7 @@ import gc
 import hashlib
 import json
 import os
+import pickle
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -222,16 +223,31 @@ def in_workers(
     comes back pickled). ``meanwhile`` is called while they work. A task that
     raised is missing (the caller runs it itself, and so meets its error); all
     are where no worker can start (in a pool's worker, or without fork)."""
+    with workers(task, count) as running:
+        if meanwhile is not None:
+            meanwhile()
+        got = {n: running.get(n) for n in range(count)}
+    return {n: r[0] for n, r in got.items() if r is not None}
+
+
+@contextlib.contextmanager
+def workers(task: Callable[[int], object], count: int):
+    """:func:`jobs` forked worker processes running ``task(n)`` for each ``n``
+    below ``count``, in that order, while the block runs: it gets a
+    :class:`Running` whose ``get(n)`` waits for ``task(n)`` (the caller may
+    use each result as it comes, its own work beside the workers'). Tasks not
+    asked for are dropped when the block ends."""
     import multiprocessing
-    import pickle
 
     global _TASK
     if multiprocessing.current_process().daemon:
-        return {}  # a pool's worker may not have children: run in turn
+        yield Running(None)  # a pool's worker may not have children: in turn
+        return
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: run in turn
-        return {}
+        yield Running(None)
+        return
     _TASK = task
     # the workers inherit the caller's whole heap (torch, the program, its
     # analyses): frozen, their collector never walks it, which copied every
@@ -243,14 +259,31 @@ def in_workers(
     try:
         with context.Pool(min(jobs(), count)) as pool:
             _thaw(was)
-            running = pool.map_async(_work, range(count), chunksize=1)
-            if meanwhile is not None:
-                meanwhile()
-            done = running.get()
+            yield Running([pool.apply_async(_work, (n,)) for n in range(count)])
     finally:
         _thaw(was)
         _TASK = None
-    return {n: pickle.loads(r)[0] for n, r in enumerate(done) if r is not None}
+
+
+class Running:
+    """The tasks of :func:`workers`, in worker processes (none when no worker
+    could start: each result is then missing, and the caller runs the task)."""
+
+    def __init__(self, pending):
+        self._pending = pending
+        self._got: dict[int, tuple | None] = {}
+
+    def get(self, n: int) -> tuple | None:
+        """``(task(n),)``, once its worker is done; None when it raised or no
+        worker runs it."""
+        if n not in self._got:
+            done = None if self._pending is None else self._pending[n].get()
+            self._got[n] = None if done is None else pickle.loads(done)
+        return self._got[n]
+
+    def ready(self, n: int) -> bool:
+        """Whether :meth:`get` of ``n`` returns at once."""
+        return self._pending is None or self._pending[n].ready()
 
 
 def _thaw(frozen: bool) -> None:
@@ -288,8 +321,6 @@ _FROZEN = [0]
 
 
 def _work(n: int) -> bytes | None:
-    import pickle
-
     try:
         return pickle.dumps((_TASK(n),))
     except Exception:  # the caller's own run of the task reports it

@@ -26,6 +26,7 @@ beside them (a GEMV, which an output-stationary array runs at one row in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
@@ -102,11 +103,20 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
     across the MAC array and the vector unit (see the module docstring)."""
     if not _program_order(kernel):
         return Plan(kernel)
+    layers = _pieces(kernel)
+    # the choices the workers make, used as they come: the parent applies the
+    # splits in order meanwhile, and chooses those of the layers an earlier
+    # split cut otherwise beside the workers
+    with _chosen_ahead(kernel, layers, spec, stage) as known:
+        return _planned(kernel, layers, spec, stage, known)
+
+
+def _planned(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool, known):
+    """:func:`plan` of ``kernel`` split into ``layers`` (:func:`_pieces`), the
+    choices of :class:`_Ahead` ``known`` taken where they were made."""
     notes: list[str] = []
     groups: list[tuple[str, ...]] = []
     done: set[str] = set()
-    layers = _pieces(kernel)
-    known = _chosen_ahead(kernel, layers, spec, stage)
     while True:
         todo = [
             (layer, found)
@@ -119,9 +129,9 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
         layer, found = todo[0]
         choose, stmts, iterator, point = found
         done.add(layer.stmts[0].name)
-        key = _key(kernel, layer, *found) if known else None
-        if key in known:
-            choice = known[key]
+        made = known.get(_key(kernel, layer, *found)) if known else None
+        if made is not None:
+            (choice,) = made
         else:
             choice = choose(kernel, layer, spec, stage, stmts, iterator, point)
         chosen = _applied(kernel, stmts, iterator, choice)
@@ -137,18 +147,20 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
         layers = _pieces(kernel, joined, frozenset(g[-1] for g in groups))
 
 
+@contextlib.contextmanager
 def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
     """The choices of the layers of ``layers`` that :func:`plan` may split,
-    made at once in worker processes (:func:`schedules.accel.cache.in_workers`)
-    where there are several and more than one job, by :func:`_key`; else
-    none. A choice is made on the layer as a program of its own
-    (:func:`_local`), so it is a function of what the key holds: :func:`plan`
-    takes it from there for a layer whose key it finds (the same choice as its
-    own), and chooses itself for the others (a layer that an earlier split
-    cut otherwise, a worker that failed)."""
+    made in worker processes (:func:`schedules.accel.cache.workers`) while
+    the block runs, where there are several and more than one job: an
+    :class:`_Ahead` (empty otherwise). A choice is made on the layer as a
+    program of its own (:func:`_local`), so it is a function of what
+    :func:`_key` holds: :func:`plan` takes it from there for a layer whose key
+    it finds (the same choice as its own), and chooses itself for the others
+    (a layer that an earlier split cut otherwise, a worker that failed)."""
     tasks = [(la, found) for la in layers if (found := _candidate(kernel, la, spec))]
     if len(tasks) < 2 or cache.jobs() < 2:
-        return {}
+        yield _Ahead({}, None)
+        return
 
     def task(n: int):
         layer, (choose, stmts, iterator, point) = tasks[n]
@@ -159,13 +171,48 @@ def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
         new = {k: v for k, v in fusion_answers().items() if k not in known}
         return choice, new
 
-    done = cache.in_workers(task, len(tasks))
-    out = {}
-    for n, (choice, answers) in sorted(done.items()):
-        learn(answers)
-        layer, found = tasks[n]
-        out[_key(kernel, layer, *found)] = choice
-    return out
+    keys = {_key(kernel, layer, *found): n for n, (layer, found) in enumerate(tasks)}
+    with cache.workers(task, len(tasks)) as running:
+        ahead = _Ahead(keys, running)
+        yield ahead
+        ahead.learn_ready()  # the others are layers split otherwise: dropped
+
+
+class _Ahead:
+    """The choices :func:`_chosen_ahead`'s workers make, by :func:`_key`."""
+
+    def __init__(self, keys: dict[tuple, int], running):
+        self._keys = keys
+        self._running = running
+        self._learned: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def get(self, key: tuple) -> tuple | None:
+        """``(choice,)`` made by a worker for the layer of ``key`` (waiting
+        for it), or None when none was (the caller chooses)."""
+        n = self._keys.get(key)
+        if n is None:
+            return None
+        got = self._running.get(n)
+        # the fusion checks of every choice made so far, as the parent's
+        # network split next asks them
+        self._learn([n])
+        self.learn_ready()
+        return None if got is None else (got[0][0],)
+
+    def learn_ready(self) -> None:
+        """Keep the fusion checks of every choice made by now."""
+        self._learn([m for m in range(len(self._keys)) if self._running.ready(m)])
+
+    def _learn(self, tasks) -> None:
+        for n in tasks:
+            if n not in self._learned:
+                self._learned.add(n)
+                got = self._running.get(n)
+                if got is not None:
+                    learn(got[0][1])
 
 
 def _key(kernel: Kernel, layer: Layer, choose, stmts, iterator, point) -> tuple:

@@ -4,6 +4,8 @@ the same C as one search after the other, and the cache counts the same."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 from torch import nn
@@ -85,10 +87,11 @@ def test_depthwise_splits_chosen_in_workers_are_the_ones_chosen_in_turn(
     ahead = []
     chosen_ahead = share._chosen_ahead
 
+    @contextlib.contextmanager
     def recorded(*args):
-        got = chosen_ahead(*args)
-        ahead.append(len(got))
-        return got
+        with chosen_ahead(*args) as got:
+            ahead.append(len(got))
+            yield got
 
     monkeypatch.setattr(share, "_chosen_ahead", recorded)
     out = {}
@@ -177,21 +180,24 @@ def test_the_fusion_checks_of_the_workers_depthwise_splits_come_back(
     monkeypatch.setattr(layers, "_FUSES", {})
     monkeypatch.setattr(layers, "_OWN", {})
     seen = []
+    learned = {}
     chosen_ahead = share._chosen_ahead
 
+    @contextlib.contextmanager
     def recorded(kernel, pieces, spec, stage):
-        before = layers.fusion_answers()
-        got = chosen_ahead(kernel, pieces, spec, stage)
-        after = layers.fusion_answers()
-        seen.append(
-            (kernel, pieces, stage, {k: after[k] for k in after.keys() - before.keys()})
-        )
-        return got
+        seen.append((kernel, pieces, stage))
+        with chosen_ahead(kernel, pieces, spec, stage) as got:
+            yield got
+
+    def learn(answers):  # what comes back from the workers
+        learned.update(answers)
+        layers.learn(answers)
 
     monkeypatch.setattr(share, "_chosen_ahead", recorded)
+    monkeypatch.setattr(share, "learn", learn)
     monkeypatch.setenv("POLYC_JOBS", "2")
     schedule(depthwise_pair()[0], spec)
-    ((kernel, pieces, stage, learned),) = seen
+    ((kernel, pieces, stage),) = seen
     assert learned
     # the same checks, made in this process
     monkeypatch.setattr(layers, "_FUSES", {})
@@ -202,3 +208,31 @@ def test_the_fusion_checks_of_the_workers_depthwise_splits_come_back(
             choose, *args = found
             choose(kernel, piece, spec, stage, *args)
     assert learned.items() <= layers.fusion_answers().items()
+
+
+def test_the_caller_uses_a_workers_result_while_the_others_still_work(
+    tmp_path, monkeypatch
+):
+    """``cache.workers`` hands each result back as its worker finishes: here
+    the second task waits for what the caller does with the first (the
+    parent applies the depthwise splits chosen so far while the workers still
+    choose the others: share._chosen_ahead)."""
+    import time
+
+    monkeypatch.setenv("POLYC_JOBS", "2")
+    mark = tmp_path / "first-used"
+
+    def task(n: int):
+        if n == 0:
+            return "first"
+        give_up = time.monotonic() + 30
+        while not mark.exists():  # the caller's use of the first result
+            if time.monotonic() > give_up:
+                raise TimeoutError("the first result was not handed back")
+            time.sleep(0.01)
+        return "second"
+
+    with cache.workers(task, 2) as running:
+        assert running.get(0) == ("first",)
+        mark.write_text("used")
+        assert running.get(1) == ("second",)
