@@ -155,10 +155,12 @@ def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
         for n in stree.statements(top_children(first.kernel)[p])
     }
     memo: dict = {}  # (statements, depth) -> candidates
+    splits = {v.name: split(v.kernel, cuts=v.cuts, wide=v.wide) for v in options}
+    # every variant's layers at once (in workers: one set for all of them)
+    cache.search_into(memo, [(v.kernel, splits[v.name]) for v in options], spec, stage)
 
     def searched(v: Variant):
-        layers = split(v.kernel, cuts=v.cuts, wide=v.wide)
-        cache.search_into(memo, v.kernel, layers, spec, stage)
+        layers = splits[v.name]
         return [(la, None if la.opaque else memo[cache.memo_key(la)]) for la in layers]
 
     def predicted(v: Variant) -> float:

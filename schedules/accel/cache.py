@@ -142,8 +142,16 @@ def search_layers(
     processes (:func:`jobs` of them, forked: they share the
     kernel and its analyses), when there are two or more. ``meanwhile`` is
     called while they work (the caller's next step, on a core of its own)."""
+    pairs = [(kernel, layer) for layer in layers]
+    return _search_pairs(pairs, spec, stage, keep, meanwhile)
+
+
+def _search_pairs(pairs, spec, stage=True, keep=8, meanwhile=None):
+    """:func:`search_layers` of ``pairs`` ``(kernel, layer)``: layers of one
+    program or of several."""
     sigs = [
-        signature(kernel, la, spec, stage, keep) if enabled() else None for la in layers
+        signature(kernel, la, spec, stage, keep) if enabled() else None
+        for kernel, la in pairs
     ]
     todo: dict[object, int] = {}  # one layer per distinct search, by its key
     for i, sig in enumerate(sigs):
@@ -153,11 +161,9 @@ def search_layers(
             todo.setdefault((sig.digest, sig.domains), i)
     found: dict[int, list] = {}
     if len(todo) >= 2 and jobs() > 1:
-        found = _in_workers(
-            kernel, layers, list(todo.values()), spec, stage, keep, meanwhile
-        )
+        found = _in_workers(pairs, list(todo.values()), spec, stage, keep, meanwhile)
     out = []
-    for i, (layer, sig) in enumerate(zip(layers, sigs)):
+    for i, ((kernel, layer), sig) in enumerate(zip(pairs, sigs)):
         key = ("layer", i) if sig is None else (sig.digest, sig.domains)
         # a repeated layer finds its first one's result in memory, renamed
         mine = found.get(i) if todo.get(key) == i else None
@@ -173,18 +179,25 @@ def memo_key(layer: Layer) -> tuple:
 
 
 def search_into(
-    memo: dict, kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool = True
+    memo: dict,
+    programs: list[tuple[Kernel, list[Layer]]],
+    spec: Spec,
+    stage: bool = True,
 ) -> None:
-    """The layers of ``kernel`` (not opaque) that ``memo`` (by :func:`memo_key`)
-    does not hold yet, searched and put in it: at once, in worker processes
-    where there are several (:func:`search_layers`), where a planner comparing
-    variants of a program (:mod:`schedules.accel.attention`,
-    :mod:`schedules.accel.mlp`) would search them one after the other."""
+    """The layers of each ``(kernel, layers)`` of ``programs`` (not opaque)
+    that ``memo`` (by :func:`memo_key`) does not hold yet, searched and put in
+    it, the first of each key in the order given: at once, in worker
+    processes where there are several (:func:`search_layers`), where a
+    planner comparing variants of a program (:mod:`schedules.accel.attention`,
+    :mod:`schedules.accel.mlp`) would search them one after the other, and
+    the variants' layers in one go (one set of workers, whose last searches
+    overlap the next variant's first)."""
     new: dict = {}
-    for layer in layers:
-        if not layer.opaque and memo_key(layer) not in memo:
-            new.setdefault(memo_key(layer), layer)
-    memo.update(zip(new, search_layers(kernel, list(new.values()), spec, stage=stage)))
+    for kernel, layers in programs:
+        for layer in layers:
+            if not layer.opaque and memo_key(layer) not in memo:
+                new.setdefault(memo_key(layer), (kernel, layer))
+    memo.update(zip(new, _search_pairs(list(new.values()), spec, stage)))
 
 
 def jobs() -> int:
@@ -196,15 +209,13 @@ def jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _in_workers(
-    kernel, layers, indices, spec, stage, keep, meanwhile=None
-) -> dict[int, list]:
-    """``{index: candidates}`` of the layers at ``indices``, searched in forked
-    worker processes; a layer whose worker failed is missing (the caller's own
-    search of it raises, or not, as it would have)."""
+def _in_workers(pairs, indices, spec, stage, keep, meanwhile=None) -> dict[int, list]:
+    """``{index: candidates}`` of the ``(kernel, layer)`` pairs at ``indices``,
+    searched in forked worker processes; a layer whose worker failed is
+    missing (the caller's own search of it raises, or not, as it would have)."""
 
     def task(n: int) -> list:
-        layer = layers[indices[n]]
+        kernel, layer = pairs[indices[n]]
         return _search.search(kernel, layer, spec, keep=keep, stage=stage)
 
     done = in_workers(task, len(indices), meanwhile)

@@ -165,11 +165,18 @@ def plan(
         # dimension 203,008)
         # (cut where each layer starts too, or not: the search may merge a
         # piece into the next, which pays in hf-llama's layers on datacenter)
-        apart = min(
-            _predicted(kernel, spec, stage, memo, frozenset(cuts) | starts, wide, span)
+        ways = [
+            (kernel, frozenset(cuts) | starts, wide)
             for starts in (set(), *cut_apart(written, span))
+        ]
+        ways.append((fused, mine_cuts, mine))
+        # the layers of every way at once (in workers: one set for all)
+        spans = [(k, _in_span(k, c, w, span)) for k, c, w in ways]
+        cache.search_into(
+            memo, [(k, ls) for k, ls in spans if ls is not None], spec, stage
         )
-        together = _predicted(fused, spec, stage, memo, mine_cuts, mine, span)
+        apart = min(_predicted(spec, memo, layers) for _, layers in spans[:-1])
+        together = _predicted(spec, memo, spans[-1][1])
         what = f"{'+'.join(core.first)}..{core.second}"
         if together < apart * (1 - TIE):
             kernel, out_wide = fused, list(mine)
@@ -242,19 +249,24 @@ def _cycles(c: float) -> str:
     return "does not fit" if c == float("inf") else f"{c:,.0f}"
 
 
-def _predicted(kernel, spec, stage, memo, cuts, wide, window) -> float:
-    """Predicted cycles of the layers of ``kernel`` that hold a loop nest of
-    ``window``, in order, less what consecutive ones overlap
-    (:func:`schedules.accel.boundary.program_cycles`); infinite when one of
-    them fits nothing."""
+def _in_span(kernel, cuts, wide, window) -> list | None:
+    """The layers of ``kernel`` that hold a loop nest of ``window``, in order;
+    None when one of them is opaque (it fits no search)."""
     layers = [
         layer
         for layer in split(kernel, cuts=frozenset(cuts), wide=wide)
         if set(layer.children) & set(window)
     ]
-    if any(layer.opaque for layer in layers):
+    return None if any(layer.opaque for layer in layers) else layers
+
+
+def _predicted(spec, memo, layers) -> float:
+    """Predicted cycles of ``layers`` (:func:`_in_span`'s, searched into
+    ``memo``), in order, less what consecutive ones overlap
+    (:func:`schedules.accel.boundary.program_cycles`); infinite when there
+    are none to search (an opaque one) or one of them fits nothing."""
+    if layers is None:
         return float("inf")
-    cache.search_into(memo, kernel, layers, spec, stage)
     chosen = []
     for layer in layers:
         found = memo[cache.memo_key(layer)]

@@ -13,7 +13,7 @@ from torch import nn
 import polyc
 from accelerator.hardware.config import load_config
 from codegen.accel import placed
-from schedules.accel import cache, search
+from schedules.accel import attention, cache, search
 from schedules.accel.layers import per_statement, split
 from schedules.accel.scheduler import schedule
 from tests.support.depthwise import depthwise_pair
@@ -236,3 +236,27 @@ def test_the_caller_uses_a_workers_result_while_the_others_still_work(
         assert running.get(0) == ("first",)
         mark.write_text("used")
         assert running.get(1) == ("second",)
+
+
+def test_a_planners_variants_are_searched_in_one_set_of_workers(fresh, monkeypatch):
+    """attention.plan compares variants of the program, each its own layers:
+    their searches run in one set of workers (the last searches of one variant
+    beside the first of the next), where each variant had its own; the same
+    plan as one search after the other."""
+    from tests.schedules.accel.test_attention import _mha
+
+    spec = load_config("edge-npu")
+    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
+    kernel, _ = per_statement(_mha()[0])
+    pools = []
+    real = cache.in_workers
+    monkeypatch.setattr(
+        cache, "in_workers", lambda task, n, *a: pools.append(n) or real(task, n, *a)
+    )
+    plans = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("POLYC_JOBS", jobs)
+        got = attention.plan(kernel, spec)
+        plans[jobs] = (str(got.kernel.schedule), got.cuts, got.wide, got.note)
+    assert len(pools) == 1 and pools[0] > 2  # every variant's layers at once
+    assert plans["2"] == plans["1"]
