@@ -171,8 +171,9 @@ def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
         new = {k: v for k, v in fusion_answers().items() if k not in known}
         return choice, new
 
-    keys = {_key(kernel, layer, *found): n for n, (layer, found) in enumerate(tasks)}
     with cache.workers(task, len(tasks)) as running:
+        # (computed while the workers start)
+        keys = {_key(kernel, la, *found): n for n, (la, found) in enumerate(tasks)}
         ahead = _Ahead(keys, running)
         yield ahead
         ahead.learn_ready()  # the others are layers split otherwise: dropped
