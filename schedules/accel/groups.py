@@ -34,13 +34,15 @@ def fusion_cuts(
     cuts: set[int] = frozenset(),
     wide: tuple[tuple[int, ...], ...] = (),
     meanwhile: Callable[[], object] | None = None,
+    then: Callable[[], object] | None = None,
 ) -> set[int]:
     """Top-level positions at which a layer starts so that contractions fuse only
     where the cost model says it pays (see the module docstring). ``found`` holds
     the searches by ``(children, depth)``, the scheduler's own; ``cuts`` and
     ``wide`` are the fused attentions' (:mod:`schedules.accel.attention`): an
     attention's core is never cut. ``meanwhile`` is called while workers search
-    the pieces (:func:`schedules.accel.cache.search_layers`)."""
+    the pieces (:func:`schedules.accel.cache.search_layers`), ``then`` once
+    they have (the decisions run in this process alone)."""
     layers = split(kernel, cuts=frozenset(cuts), wide=wide)
     fused = [layer for layer in layers if not layer.opaque]
     inside = {p for w in wide for p in w}
@@ -72,6 +74,8 @@ def fusion_cuts(
         kernel, list(new.values()), spec, stage=stage, meanwhile=meanwhile
     )
     found.update(zip(new, searched))
+    if then is not None:
+        then()
     cuts = set(edges)
     before = cur = cost = None  # ``before``: the layer that ends where cur starts
     for piece in pieces:

@@ -153,9 +153,10 @@ def schedule(
     ``stage=False`` keeps every layer in the engines' level alone (no operand
     staged in the SRAM level above it). ``objective`` orders each layer's
     candidates (:mod:`schedules.accel.objective`: cycles, energy or edp).
-    ``searched`` is called once the layers are searched, before the choice is
-    applied (in this process alone, so the caller's own work may take the
-    other cores: the compile starts the runtime library's build there)."""
+    ``searched`` is called once, when the layers are searched (the fusion
+    groups' pieces, or else before the choice is applied): what follows runs
+    in this process alone, so the caller's own work may take the other
+    cores (the compile starts the runtime library's build there)."""
     if not _concrete(kernel):
         p = kernel.params[0]
         return Choice(
@@ -194,8 +195,16 @@ def schedule(
     # fusion across contractions where the cost model says it pays
     # the program's dependences (applying the choice needs them) are computed
     # while workers search the pieces
+    searched = _once(searched)
     cuts |= groups.fusion_cuts(
-        kernel, spec, stage, found, cuts, wide, meanwhile=lambda: _deps(kernel)
+        kernel,
+        spec,
+        stage,
+        found,
+        cuts,
+        wide,
+        meanwhile=lambda: _deps(kernel),
+        then=searched,
     )
     # searched, its first candidates predicted, then built once: with later
     # layers' weights fetched ahead where the layers leave DRAM idle, if that
@@ -210,8 +219,7 @@ def schedule(
         other = _finish(again, spec, fused, mlps, shared).predicted_cycles
         if other < cycles * (1 - prefetch.margin()):
             pick, found = again, {}
-    if searched is not None:
-        searched()
+    searched()  # (a layer split again later searches beside it)
     return _finish(
         _built(pick, spec, stage, found, objective), spec, fused, mlps, shared
     )
@@ -356,6 +364,18 @@ def _search(kernel, layers, spec, stage, found, whole, keep=8):
         note = "" if cands else f"no tiling of the statement fits {level}"
         choices.append(LayerChoice(layer, None, note=note))
     return options, choices
+
+
+def _once(fn: Callable[[], object] | None) -> Callable[[], None]:
+    """``fn`` run at the first call alone (``None``: nothing)."""
+    done = [fn is None]
+
+    def run() -> None:
+        if not done[0]:
+            done[0] = True
+            fn()
+
+    return run
 
 
 def _deps(kernel: Kernel) -> None:
