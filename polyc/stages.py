@@ -194,10 +194,9 @@ def _compile(kernel, config, schedule, *, checks, trace_limit, verify, objective
         if reused is not None:  # the scheduled kernel loads when it is asked for
             timing["note"] = REUSED
             chosen, choice, source, mode = reused
-        else:
-            # the runtime library builds once the search's workers are done
+        else:  # the runtime library builds once the search's workers are done
             chosen, choice = _schedule(kernel, spec, schedule, objective, runtime.start)
-    runtime.start()  # (when nothing was searched)
+    runtime.start()  # (a reused or given schedule: from here)
 
     def choice_kernel() -> Kernel:
         return chosen if isinstance(chosen, Kernel) else chosen()
@@ -237,8 +236,9 @@ class _Runtime:
     the compile goes on, so that the build stage need not wait for its gcc.
 
     It starts when the schedule stage has searched its layers (:meth:`start`):
-    the search's workers take every core, and what follows (applying the
-    choice, codegen) runs on one, so the library's gcc runs on the others
+    the search's workers take every core, and what follows (the fusion
+    decisions, applying the choice, codegen) runs on one, so the library's
+    gcc runs on the others
     (``jobs - 1`` compilers at once; ResNet-18's runtime is 1.6 CPU s of gcc,
     about the second core's idle time while the choice is applied and the C
     generated). The build stage lets it run on every core (:meth:`hurry`)
