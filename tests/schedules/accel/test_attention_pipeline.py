@@ -16,7 +16,7 @@ from polyc import compute as pc
 from polyc.errors import IllegalTransformError
 from polyc.ops import nn
 from schedules import replay
-from schedules.accel import pipeline, scheduler, search, space
+from schedules.accel import assemble, pipeline, scheduler, search, space
 from schedules.accel.layers import sub_kernel
 from schedules.bands import shift
 
@@ -163,7 +163,7 @@ def test_the_shift_is_checked_against_the_dependences_and_replays():
     part = sub_kernel(pre, lc.layer.children)
     cand = lc.candidate
     plain = replace(cand, structure=replace(cand.structure, ahead=()))
-    tiled, _ = scheduler._loops(part, lc.layer, plain)
+    tiled, _ = assemble._loops(part, lc.layer, plain)
     band = f"L{lc.layer.index}"
     (member,) = [m for m in ("i_t",) if m]
     shifted = tiled
