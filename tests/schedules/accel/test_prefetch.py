@@ -138,3 +138,32 @@ def test_res_blocks_fetch_the_head_weights_under_the_convolutions(monkeypatch):
     assert report.cycles < 0.95 * before.cycles
     # the prediction sees the gain it was chosen for
     assert ahead.choice.predicted_cycles < plain.choice.predicted_cycles
+
+
+def test_a_split_kernel_links_the_copies_storage(monkeypatch, tmp_path):
+    """A kernel large enough to compile as several units keeps the copies'
+    storage at file scope, which every unit links to: inside the function it
+    went into the units' frame, the split build failed and the kernel was built
+    again as one unit (hf-mobilenetv2: 1.4 s for every compile after the first)."""
+    from codegen import build as cbuild
+    from codegen.accel import direct, units
+
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path))  # nothing built before
+    monkeypatch.setattr(units, "MIN_LINES", 0)  # split whatever its size
+    monkeypatch.setattr(cbuild, "jobs", lambda: 2)
+    calls = []
+    real = cbuild.build
+
+    def counted(*args, **kwargs):
+        calls.append((kwargs.get("name"), kwargs.get("split") is not None))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(direct.cbuild, "build", counted)
+    module, inputs = zoo.model("res-blocks").build("float32")
+    compiled = polyc.compile(polyc.from_torch(module, inputs), config="edge-npu")
+    text = compiled.module.c_source
+    storage = text.index("static unsigned char _pc_")
+    assert storage < text.index("void polyc_")  # at file scope
+    kernel_builds = [split for name, split in calls if name != "runtime"]
+    assert kernel_builds == [True]  # built split, once
