@@ -232,6 +232,6 @@ def test_build_refuses_a_candidate_codegen_could_not_emit():
         cand, structure=replace(st, groups=(("S1", (m, n, window)),), layouts=layouts)
     )
     with pytest.raises(
-        accel._LayerFailed, match=r"tensorize: iterators rh, rw, rc of S1"
+        accel.LayerFailed, match=r"tensorize: iterators rh, rw, rc of S1"
     ):
         accel.build(kernel, layers, [bad], spec)
