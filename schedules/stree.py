@@ -261,6 +261,15 @@ def band_names(node: Node) -> list[str]:
     return [nb.name for _, n in walk(node) if (nb := named_at(n)) is not None]
 
 
+def bands_by_statements(node: Node) -> dict[tuple[str, ...], str]:
+    """Each named band's name, by the statements it runs (in tree order)."""
+    return {
+        tuple(statements(nb.node())): nb.name
+        for _, n in walk(node)
+        if (nb := named_at(n)) is not None
+    }
+
+
 def fresh_name(node: Node, wanted: str, op: str) -> str:
     """``wanted`` when no band has that name yet.
 

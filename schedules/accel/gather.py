@@ -73,12 +73,7 @@ def mark_all(kernel: Kernel) -> tuple[Kernel, dict[str, str]]:
     notes: dict[str, str] = {}
     if not any(s.gathers for s in kernel.statements):
         return kernel, notes
-    root = stree.from_isl(kernel.schedule)
-    bands = {
-        tuple(stree.statements(nb.node())): nb.name
-        for _, n in stree.walk(root)
-        if (nb := stree.named_at(n)) is not None
-    }
+    bands = stree.bands_by_statements(stree.from_isl(kernel.schedule))
     for s in kernel.statements:
         if not s.gathers:
             continue

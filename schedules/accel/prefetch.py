@@ -240,12 +240,7 @@ def mark_all(kernel: Kernel) -> tuple[Kernel, dict[str, str]]:
     copies = fetched(kernel)
     if not copies:
         return kernel, notes
-    root = stree.from_isl(kernel.schedule)
-    bands = {
-        tuple(stree.statements(nb.node())): nb.name
-        for _, n in stree.walk(root)
-        if (nb := stree.named_at(n)) is not None
-    }
+    bands = stree.bands_by_statements(stree.from_isl(kernel.schedule))
     for stmt, (weight, copy) in copies.items():
         band = bands.get((stmt,))
         if band is None or not kernel.arrays[copy].home:
