@@ -350,7 +350,7 @@ def _engines(kernel: Kernel) -> dict[str, str]:
         elif kind == "gather":  # "@gather S3"
             out[text.split()[1]] = "DMA: indirect (gather), one call per run of rows"
         elif kind == "prefetch":  # "@prefetch PF0"
-            out[text.split()[1]] = "DMA: the whole weight into its home, ahead"
+            out[text.split()[1]] = "DMA: the weight into its home in chunks, ahead"
         elif kind == "vector":
             vm = pm.VectorMark.parse(text)
             for s in vm.stmts:

@@ -1,6 +1,6 @@
 """``pc_gather`` calls for a statement marked ``@gather`` (an indirect DMA), and
-the one ``pc_dma`` of a copy marked ``@prefetch`` (a weight fetched ahead into its
-home: :func:`prefetch`).
+the ``pc_dma`` of each chunk of a copy marked ``@prefetch`` (a weight fetched
+ahead into its home: :func:`prefetch`).
 
 The statement's indirect-DMA form (:func:`polyc.ir.gathers.form`, the predicate
 the scheduler marked it by) gives the rows one call moves and the loops around

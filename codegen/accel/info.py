@@ -41,7 +41,7 @@ class Placed:
     homes: set[str] = field(default_factory=set)
     # statements run as indirect DMA (``@gather``)
     gathers: set[str] = field(default_factory=set)
-    # weights copied to their home ahead as one DMA (``@prefetch``)
+    # weights copied to their home ahead, as DMA chunks (``@prefetch``)
     prefetches: set[str] = field(default_factory=set)
 
     @property

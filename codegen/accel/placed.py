@@ -16,8 +16,10 @@ engine mapping ask for (:mod:`polyc.ir.marks`):
   reduction into one element);
 - ``@gather``: ``pc_gather`` calls (an indirect DMA, see
   :mod:`codegen.accel.gathercall`) instead of the statement's loops;
-- ``@prefetch``: one ``pc_dma`` of a whole weight into its home
-  (:func:`codegen.accel.gathercall.prefetch`) instead of the copy's loops;
+- ``@prefetch``: nothing in place of the copy's loops; its chunks, one
+  ``pc_dma`` each of rows of the weight into its home
+  (:func:`codegen.accel.gathercall.prefetch`), go before the layers the mark
+  names (:meth:`PlacedEmitter.top`);
 - every other statement runs on the scalar core, reading its buffers, after a
   ``pc_wait`` on them.
 

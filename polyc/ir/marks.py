@@ -23,7 +23,8 @@ Marks:
 - ``@gather``: the band's one statement gathers rows through an indirect DMA
   (its form: :func:`polyc.ir.gathers.form`).
 - ``@prefetch``: the band's one statement copies a weight into its home on
-  chip ahead of its reader, as one DMA (:mod:`schedules.accel.prefetch`).
+  chip ahead of its reader, as DMA chunks each issued before a given layer
+  (:mod:`polyc.ir.prefetches`, :mod:`schedules.accel.prefetch`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which statements copy a weight ahead into a home on chip: the scheduler's
 :mod:`schedules.accel.prefetch` makes them, the accelerator code generator runs
-each as one DMA, and the array each fills is the generated code's own (the
+each as DMA chunks (the ``@prefetch`` mark), and the array each fills is the generated code's own (the
 user's program has no such array: it is declared in the C, not passed)."""
 
 from __future__ import annotations

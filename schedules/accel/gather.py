@@ -28,6 +28,7 @@ from polyc.ir import tree
 from polyc.ir.gathers import GatherForm, form
 from polyc.ir.kernel import Kernel
 from schedules import stree
+from schedules.accel.terms import load_rate
 from schedules.common import step
 
 #: the attribute mark of a band whose statement runs as an indirect DMA
@@ -122,16 +123,12 @@ def _marked(kernel: Kernel) -> set[str]:
 def cycles(spec: Spec, f: GatherForm) -> float:
     """Predicted cycles of a statement's gathers (the simulator's charge, calls
     in sequence on one channel, their latencies overlapping)."""
-    dram = spec.dram
-    rate = min(spec.dma.bytes_per_cycle, dram.bytes_per_cycle)
-    if dram.read_bytes_per_cycle:
-        rate = min(rate, dram.read_bytes_per_cycle)
     busy = (1 + f.rows) * spec.dma.setup_cycles + (
         f.rows * (f.idx_elem + f.row_bytes)
-    ) / rate
+    ) / load_rate(spec)
     # the channel is free again once a call's data moved: the latencies of
     # consecutive calls overlap, the last one's shows
-    return f.calls * busy + 2 * dram.latency_cycles
+    return f.calls * busy + 2 * spec.dram.latency_cycles
 
 
 __all__ = ["MARK", "annotate", "cycles", "gather_dma", "mark_all"]

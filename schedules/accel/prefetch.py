@@ -19,7 +19,7 @@ intermediate ``W_pf`` runs first, and every reader reads ``W_pf`` instead::
 the same values, so it is exact and always legal (``W`` is an input, never
 written). ``W_pf`` gets a home below the intermediates' homes
 (:mod:`schedules.accel.homes`): its reader uses it in place, with no DMA of
-its own. The copy is marked ``@prefetch`` (:func:`mark_all`), a layer of its
+its own. The copy is marked ``@prefetch`` (:func:`prefetch_dma`), a layer of its
 own that the code generator runs as DMA chunks of whole rows of ``W``'s first
 dimension, each issued just before the layer the scheduler put it under
 (``polyc.ir.prefetches.mark``), on the DMA's last channel, which the layers'
@@ -68,6 +68,7 @@ from polyc.ir.prefetches import MARK, ORIGIN, copies
 from schedules import stree
 from schedules.accel import homes
 from schedules.accel.layers import top_children
+from schedules.accel.terms import load_rate
 from schedules.common import step
 
 #: the share of the engines' level the fetched weights may take, below the
@@ -84,19 +85,16 @@ MARGIN_ENV = "POLYC_PREFETCH_MARGIN"
 MIN_BYTES = 4096
 
 
-def prefetch(kernel: Kernel, array: str, chunks=None) -> Kernel:
+def prefetch(kernel: Kernel, array: str) -> Kernel:
     """``kernel`` with input ``array`` copied into a new intermediate
     ``<array>_pf`` first in program order, every reader reading the copy (see
     the module docstring). The copy has no home yet: :func:`ahead` gives it
-    one (:func:`schedules.accel.homes.home`). ``chunks``: pairs ``(statement,
-    rows)`` of the weight's first dimension, in order, each issued before the
-    layer that runs the statement (:func:`mark_all`); by default the whole
-    weight before its first reader.
+    one (:func:`schedules.accel.homes.home`), and :func:`prefetch_dma` its
+    chunks.
 
     Raises:
         ArgumentError: ``array`` is not an input of the kernel, or the sizes
-            are symbolic, or the chunks are not statements with rows that
-            cover the weight's first dimension.
+            are symbolic.
     """
     op = "prefetch"
     arr = kernel.arrays.get(array)
@@ -112,7 +110,6 @@ def prefetch(kernel: Kernel, array: str, chunks=None) -> Kernel:
             f"{op}: {array} cannot be fetched ahead because the sizes are symbolic "
             f"({', '.join(kernel.params)}). Specialize the kernel first."
         )
-    chunks = _chunks(kernel, array, chunks, op)
     name = _fresh(kernel.arrays, f"{array}_pf")
     its = tuple(f"i{d}" for d in range(arr.ndim))
     index = tuple(affine.var(i) for i in its)
@@ -124,7 +121,7 @@ def prefetch(kernel: Kernel, array: str, chunks=None) -> Kernel:
         make_domain(stmt_name, its, bounds, kernel.params),
         Load(name, index, arr.dtype),
         Load(array, index, arr.dtype),
-        origin=f"{ORIGIN} {array} | " + ",".join(f"{b}:{r}" for b, r in chunks),
+        origin=f"{ORIGIN} {array}",
     )
 
     def read_copy(node):
@@ -142,19 +139,19 @@ def prefetch(kernel: Kernel, array: str, chunks=None) -> Kernel:
     arrays[name] = dataclasses.replace(arr, name=name, role=Role.TEMP, home=0)
     first = stree.from_isl(tree.initial_schedule([(stmt_name, copy.domain, its)]))
     root = stree.Sequence_((first, *top_children(kernel)))
-    chunks = tuple(tuple(ch) for ch in chunks)
     return kernel.replace(
         arrays=arrays,
         statements=tuple(stmts),
         schedule=stree.to_isl(root),
         program_schedule=None,
-        history=kernel.history + (step(op, array, chunks=chunks),),
+        history=kernel.history + (step(op, array),),
     )
 
 
-def _chunks(kernel: Kernel, array: str, chunks, op: str) -> list[tuple[str, int]]:
-    """``chunks`` checked (statements of the kernel, positive rows adding up to
-    the weight's first dimension), or the whole weight before its first reader.
+def _chunks(kernel: Kernel, array: str, copy: str, chunks, op: str):
+    """``chunks`` of weight ``array`` checked (statements of the kernel,
+    positive rows adding up to its first dimension), or the whole weight before
+    the first reader of its ``copy``.
 
     Raises:
         ArgumentError: for an unknown statement or rows that do not add up.
@@ -164,9 +161,7 @@ def _chunks(kernel: Kernel, array: str, chunks, op: str) -> list[tuple[str, int]
     names = [s.name for s in kernel.statements]
     if chunks is None:
         first = next(
-            s.name
-            for s in kernel.statements
-            if any(ld.array == array for ld in s.reads)
+            s.name for s in kernel.statements if any(ld.array == copy for ld in s.reads)
         )
         return [(first, rows)]
     out = [(str(b), r) for b, r in chunks]
@@ -191,34 +186,26 @@ def _fresh(taken, base: str, numbered: bool = False) -> str:
     return f"{stem}{n}"
 
 
-def fetched(kernel: Kernel) -> dict[str, tuple[str, str]]:
-    """The prefetch copies of ``kernel``: statement -> (weight, its copy)."""
-    return copies(kernel)
-
-
-def _plan_of(stmt: Statement) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The chunks :func:`prefetch` recorded in its copy's origin: the
-    statements they go before, and their rows."""
-    pairs = [p.split(":") for p in stmt.origin.split(" | ", 1)[1].split(",")]
-    return tuple(b for b, _ in pairs), tuple(int(r) for _, r in pairs)
-
-
 # the marks ----------------------------------------------------------------------
 
 
-def prefetch_dma(kernel: Kernel, band: str) -> Kernel:
-    """Run the copy of ``band`` (a :func:`prefetch` copy) as one DMA: mark it
-    ``@prefetch``. The loops are unchanged, so it is always legal.
+def prefetch_dma(kernel: Kernel, band: str, chunks=None) -> Kernel:
+    """Run the copy of ``band`` (a :func:`prefetch` copy) as DMA chunks: mark it
+    ``@prefetch``. ``chunks``: pairs ``(statement, rows)`` of the weight's first
+    dimension, in order, each issued before the layer that runs the statement;
+    by default the whole weight before its first reader. The loops are
+    unchanged, so it is always legal.
 
     Raises:
         ScheduleError: unknown band, or its statement is not a prefetch copy.
+        ArgumentError: the chunks are not statements with rows that cover the
+            weight's first dimension.
     """
     op = "prefetch_dma"
     root = stree.from_isl(kernel.schedule)
     path, nb = stree.find(root, band, op)
     names = stree.statements(nb.node())
-    copies = fetched(kernel)
-    if len(names) != 1 or names[0] not in copies:
+    if len(names) != 1 or names[0] not in copies(kernel):
         raise ScheduleError(
             f"{op}: band {band!r} cannot run as a prefetch because it does not run "
             "one prefetch copy (schedules.accel.prefetch.prefetch makes them). "
@@ -226,56 +213,22 @@ def prefetch_dma(kernel: Kernel, band: str) -> Kernel:
         )
     if any(a.startswith(MARK) for a in nb.attrs):
         return kernel
-    before, rows = _plan_of(kernel.statement(names[0]))
+    weight, copy = copies(kernel)[names[0]]
+    chunks = tuple(_chunks(kernel, weight, copy, chunks, op))
+    before, rows = zip(*chunks)
     text = prefetches.mark(names[0], before, rows)
     named = stree.Named(nb.name, nb.members, nb.attrs + (text,), nb.band)
     new = stree.replace_at(root, path, lambda _n: named.node())
-    return kernel.with_schedule(stree.to_isl(new), step(op, band))
-
-
-def mark_all(kernel: Kernel) -> tuple[Kernel, dict[str, str]]:
-    """Every prefetch copy whose copy has a home marked ``@prefetch``, and per
-    copy statement what runs it, for the explanation."""
-    notes: dict[str, str] = {}
-    copies = fetched(kernel)
-    if not copies:
-        return kernel, notes
-    bands = stree.bands_by_statements(stree.from_isl(kernel.schedule))
-    for stmt, (weight, copy) in copies.items():
-        band = bands.get((stmt,))
-        if band is None or not kernel.arrays[copy].home:
-            continue
-        kernel = prefetch_dma(kernel, band)
-        nbytes = kernel.arrays[weight].nbytes()
-        notes[stmt] = (
-            f"it fetches {weight} ({nbytes:,} bytes) ahead into its home on chip "
-            "in one DMA, while the layers before its reader compute"
-        )
-    return kernel, notes
-
-
-def marked(kernel: Kernel) -> set[str]:
-    """The statements of the ``@prefetch PF0`` marks (read as text: a placed tree
-    holds extension nodes)."""
-    if not fetched(kernel):
-        return set()
-    return {m.split()[1] for m in tree.marks(kernel.schedule) if m.startswith(MARK)}
+    return kernel.with_schedule(stree.to_isl(new), step(op, band, chunks=chunks))
 
 
 # cost --------------------------------------------------------------------------
 
 
-def rate(spec: Spec) -> float:
-    """Bytes a cycle of a DMA from DRAM on one channel."""
-    d = spec.dram
-    r = min(spec.dma.bytes_per_cycle, d.bytes_per_cycle)
-    return min(r, d.read_bytes_per_cycle) if d.read_bytes_per_cycle else r
-
-
 def cycles(spec: Spec, nbytes: int) -> float:
     """Cycles of one prefetch alone: set-up, its bytes at DRAM's rate, the read
     latency."""
-    return spec.dma.setup_cycles + nbytes / rate(spec) + spec.dram.latency_cycles
+    return spec.dma.setup_cycles + nbytes / load_rate(spec) + spec.dram.latency_cycles
 
 
 def annotate(kernel: Kernel, spec: Spec, choices) -> None:
@@ -291,18 +244,18 @@ def annotate(kernel: Kernel, spec: Spec, choices) -> None:
     for ch in found:
         arr = kernel.arrays[ch.weight]
         nbytes = arr.nbytes() * (ch.hi - ch.lo) // max(arr.concrete_shape({})[0], 1)
-        t = spec.dma.setup_cycles + nbytes / rate(spec)
+        t = spec.dma.setup_cycles + nbytes / load_rate(spec)
         j = at.get(ch.before)
         hidden = min(t, idle[j]) if j is not None else 0.0
         if j is not None:
             idle[j] -= hidden
         exposed[ch.stmt] = exposed.get(ch.stmt, 0.0) + t - hidden
-    copies_ = fetched(kernel)
+    pairs = copies(kernel)
     for lc in choices:
         stmts = lc.layer.stmts
         if len(stmts) != 1 or stmts[0].name not in exposed:
             continue
-        weight = copies_[stmts[0].name][0]
+        weight = pairs[stmts[0].name][0]
         nbytes = kernel.arrays[weight].nbytes()
         n = sum(1 for ch in found if ch.stmt == stmts[0].name)
         lc.extra_cycles = max(float(spec.dma.setup_cycles), exposed[stmts[0].name])
@@ -324,7 +277,7 @@ def ahead(kernel: Kernel, spec: Spec, layers, chosen, predicted: float):
     readers' DMA time beyond their engines' at most: the program is not
     placed again)."""
     level = homes.resident_level(spec)
-    if level is None or kernel.params or fetched(kernel):
+    if level is None or kernel.params or copies(kernel):
         return None
     from schedules.accel.memplan import below_homes
 
@@ -341,12 +294,19 @@ def ahead(kernel: Kernel, spec: Spec, layers, chosen, predicted: float):
         (a.home_offset for a in kernel.arrays.values() if a.home == level),
         default=mem.capacity_bytes // align * align,
     )
+    notes = {}
     for weight, chunks in picked:
-        kernel = prefetch(kernel, weight, chunks)
-        copy = kernel.statements[0].target.array
+        kernel = prefetch(kernel, weight)
+        stmt, copy = kernel.statements[0].name, kernel.statements[0].target.array
         low -= -(-kernel.arrays[copy].nbytes() // align) * align
         kernel = homes.home(kernel, copy, mem.name, low, spec)
-    return mark_all(kernel)
+        kernel = prefetch_dma(kernel, stmt, chunks)  # its band is named after it
+        notes[stmt] = (
+            f"it fetches {weight} ({kernel.arrays[weight].nbytes():,} bytes) ahead "
+            f"into its home on chip in {len(chunks)} DMA chunk(s), while the layers "
+            "before its reader compute"
+        )
+    return kernel, notes
 
 
 def margin() -> float:
@@ -359,7 +319,7 @@ def shifted(kernel: Kernel, cuts, wide):
     """The fusion cuts and wide spans of a program, for the same program with
     ``kernel``'s prefetch copies first (each top-level position that many
     later)."""
-    n = len(fetched(kernel))
+    n = len(copies(kernel))
     return {c + n for c in cuts}, tuple(tuple(p + n for p in w) for w in wide)
 
 
@@ -377,7 +337,7 @@ def _pick(kernel: Kernel, spec: Spec, layers, chosen, room: int):
     fetched that fits, whatever it saves: what the idle time does not cover
     goes before the reader's layer, or the one before it."""
     force = margin() < 0
-    bw = rate(spec)
+    bw = load_rate(spec)
     align = spec.memory[homes.resident_level(spec)].alignment_bytes
     readers: dict[str, set[int]] = {}
     for i, layer in enumerate(layers):
@@ -457,9 +417,7 @@ __all__ = [
     "ahead",
     "annotate",
     "cycles",
-    "fetched",
     "margin",
-    "mark_all",
     "prefetch",
     "prefetch_dma",
     "shifted",

@@ -549,6 +549,12 @@ def _chained(work: Work, dma_time, fill, drain, depth: int):
     return np.where(work.ahead > 1, pipelined, serial)
 
 
+def load_rate(spec: Spec) -> float:
+    """Bytes a cycle of one DMA load from DRAM alone: the channel's rate, DRAM's
+    and its read split (a gather's rows, a weight fetched ahead)."""
+    return min(spec.dma.bytes_per_cycle, _dram_rates(spec)[1])
+
+
 def _dram_rates(spec: Spec) -> tuple[float, float, float]:
     """DRAM's bytes per cycle in all, for reads and for writes (each split capped
     by the total; no split: the total)."""

@@ -62,7 +62,7 @@ def test_a_weight_fetched_ahead_computes_the_same_and_replays():
     assert first.name == "PF0" and str(first) == f"PF0: {w}_pf[i0, i1] = {w}[i0, i1]"
     assert not any(ld.array == w for s in got.statements[1:] for ld in s.reads)
     assert got.arrays[f"{w}_pf"].role.value == "temp"
-    assert prefetch.fetched(got) == {"PF0": (w, f"{w}_pf")}
+    assert prefetches.copies(got) == {"PF0": (w, f"{w}_pf")}
     x = numpy_inputs(kernel, np.random.default_rng(0))
     want, out = interpret(kernel, x), interpret(got, x)
     for name, v in want.items():
@@ -80,7 +80,7 @@ def test_bad_fetches_are_refused_with_the_reason():
     rows = kernel.arrays[w].concrete_shape({})[0]
     first = kernel.statements[0].name
     with pytest.raises(ArgumentError, match=f"adding up to its {rows} rows"):
-        S.prefetch(kernel, w, chunks=((first, rows - 1),))
+        S.prefetch_dma(S.prefetch(kernel, w), "PF0", chunks=((first, rows - 1),))
     with pytest.raises(ScheduleError, match="does not run one prefetch copy"):
         S.prefetch_dma(kernel, first)
 
@@ -90,8 +90,8 @@ def test_the_chunks_go_in_the_mark_and_need_a_home_for_codegen():
     w = _weight(kernel)
     rows = kernel.arrays[w].concrete_shape({})[0]
     names = [s.name for s in kernel.statements]
-    got = S.prefetch(kernel, w, chunks=((names[0], 4), (names[1], rows - 4)))
-    marked = S.prefetch_dma(got, "PF0")
+    got = S.prefetch(kernel, w)
+    marked = S.prefetch_dma(got, "PF0", chunks=((names[0], 4), (names[1], rows - 4)))
     chunks = prefetches.chunks(marked)
     assert [(c.before, c.lo, c.hi) for c in chunks] == [
         (names[0], 0, 4),
