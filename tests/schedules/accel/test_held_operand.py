@@ -6,26 +6,16 @@ Predictions against the simulator, outputs against the interpreter."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import torch
 
 import polyc
 from accelerator.sim.attribution import attribute
 from schedules.accel.work import in_order
+from tests.schedules.accel.test_chain import _stmt
 
 #: predicted over simulated cycles of the layer
 TOLERANCE = 0.10
-
-
-def _stmt(name: str, target: str, *reads: str):
-    """A statement as :func:`in_order` reads it: its name, target and reads."""
-    return SimpleNamespace(
-        name=name,
-        target=SimpleNamespace(array=target),
-        reads=tuple(SimpleNamespace(array=a) for a in reads),
-    )
 
 
 def _mlp_steps(held: str):
