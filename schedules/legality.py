@@ -16,14 +16,15 @@ transformation, the dependence kind, the array, one concrete source and sink ins
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import islpy as isl
 
 from polyc.errors import IllegalTransformError
 from polyc.ir import tree
-from polyc.ir.deps import by_program
+from polyc.ir.deps import DEPS, by_program
+from polyc.ir.deps import carried as carried_deps
 from polyc.ir.kernel import Kernel, Step, accesses
 from schedules import stree
 
@@ -93,53 +94,100 @@ def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
         whole = k.part_of
         if whole is not None and whole.has_analysis(_MEMORY):
             return _between(memory_dependences(whole), {s.name for s in k.statements})
-        return by_program(k, "memory_dependences", program)
-
-    def program(k: Kernel):
-        times = statement_times(k.program_schedule)
-        root = stree.from_isl(k.program_schedule)
-        children = root.children if isinstance(root, stree.Sequence_) else (root,)
-        child = {
-            n: c for c, node in enumerate(children) for n in stree.statements(node)
-        }
-        before: dict[tuple[str, str], isl.Map | None] = {}
-
-        def order(s: str, t: str) -> isl.Map | bool:
-            """``s[x] -> t[y]`` with ``s[x]`` first; True: every pair (an
-            earlier child of the root sequence), False: none."""
-            if child[s] != child[t]:
-                return child[s] < child[t]
-            if (s, t) not in before:
-                before[s, t] = times[s].lex_lt_map(times[t])
-            return before[s, t]
-
-        # a gather's read covers its whole gathered dimension (over-approximated)
-        every = [(s.name, a, w, m) for s in k.statements for a, w, m in accesses(k, s)]
-        # only accesses to one array pair up: each access meets those of its
-        # array, in the program's order (the pairs and their order as when
-        # every access met every other: a network's 200 statements' 600
-        # accesses met 360,000 times)
-        same: dict[str, list] = {}
-        for acc in every:
-            same.setdefault(acc[1], []).append(acc)
-        out = []
-        for s, array, write, m in every:
-            for t, _, write2, m2 in same[array]:
-                if not (write or write2):
-                    continue
-                first = order(s, t)
-                if first is False:
-                    continue
-                kind = "output" if write and write2 else "flow" if write else "anti"
-                pairs = m.apply_range(m2.reverse()).intersect_params(k.context)
-                if first is not True:
-                    pairs = pairs.intersect(first)
-                if not pairs.is_empty():
-                    out.append((kind, array, pairs))
-        return out
+        return by_program(k, "memory_dependences", _memory)
 
     # a function of the program's text, as its exact dependences are
     return kernel.analysis(_MEMORY, compute)
+
+
+def _memory(k: Kernel, arrays: frozenset[str] | None = None):
+    """:func:`memory_dependences` of program ``k`` (through ``arrays`` alone
+    when given), computed."""
+    root = stree.from_isl(k.program_schedule)
+    children = root.children if isinstance(root, stree.Sequence_) else (root,)
+    child = {n: c for c, node in enumerate(children) for n in stree.statements(node)}
+    before: dict[tuple[str, str], isl.Map | None] = {}
+    times: dict[str, isl.Map] = {}
+    stmts = [s for s in k.statements if arrays is None or _touches(s, arrays)]
+
+    def order(s: str, t: str) -> isl.Map | bool:
+        """``s[x] -> t[y]`` with ``s[x]`` first; True: every pair (an
+        earlier child of the root sequence), False: none."""
+        if child[s] != child[t]:
+            return child[s] < child[t]
+        if not times:  # the statements' times, once two share a child
+            schedule = k.program_schedule
+            if arrays is not None:  # theirs alone: the same order between them
+                domain = isl.UnionSet.empty(k.context.get_space())
+                for st in stmts:
+                    domain = domain.union(isl.UnionSet.from_set(st.domain))
+                schedule = schedule.intersect_domain(domain)
+            times.update(statement_times(schedule))
+        if (s, t) not in before:
+            before[s, t] = times[s].lex_lt_map(times[t])
+        return before[s, t]
+
+    # a gather's read covers its whole gathered dimension (over-approximated)
+    every = [
+        (s.name, a, w, m)
+        for s in stmts
+        for a, w, m in accesses(k, s)
+        if arrays is None or a in arrays
+    ]
+    # only accesses to one array pair up: each access meets those of its
+    # array, in the program's order (the pairs and their order as when
+    # every access met every other: a network's 200 statements' 600
+    # accesses met 360,000 times)
+    same: dict[str, list] = {}
+    for acc in every:
+        same.setdefault(acc[1], []).append(acc)
+    out = []
+    for s, array, write, m in every:
+        for t, _, write2, m2 in same[array]:
+            if not (write or write2):
+                continue
+            first = order(s, t)
+            if first is False:
+                continue
+            kind = "output" if write and write2 else "flow" if write else "anti"
+            pairs = m.apply_range(m2.reverse()).intersect_params(k.context)
+            if first is not True:
+                pairs = pairs.intersect(first)
+            if not pairs.is_empty():
+                out.append((kind, array, pairs))
+    return out
+
+
+def _touches(stmt, arrays: frozenset[str]) -> bool:
+    """Whether ``stmt`` accesses one of ``arrays``."""
+    names = (stmt.target.array, *(a.array for a in (*stmt.reads, *stmt.gathers)))
+    return not arrays.isdisjoint(names)
+
+
+def carry(before: Kernel, after: Kernel, arrays: Collection[str]) -> Kernel:
+    """``after`` given the dependences ``before`` has computed, exact
+    (:func:`polyc.ir.deps.carried`) and memory-based, where ``after`` is
+    ``before``'s program with its accesses to ``arrays`` changed alone (see
+    :func:`polyc.ir.deps.carried`; the other statements in the same order in
+    the statement list too). The memory-based ones through ``arrays`` are
+    computed on ``after``'s accesses to them; they go first when their sources
+    run before every other's (statements added first, as the scheduler's
+    weights fetched ahead are), else all are computed anew, when asked. The
+    same relations, in the same order, as ``after``'s own analyses."""
+    arrays = frozenset(arrays)
+    if before.has_analysis(DEPS):
+        after.analysis(DEPS, lambda k: carried_deps(before.deps, k, arrays))
+    if before.has_analysis(_MEMORY) and not after.has_analysis(_MEMORY):
+        kept = [d for d in memory_dependences(before) if d[1] not in arrays]
+        new = _memory(after, arrays)
+        at = {s.name: n for n, s in enumerate(after.statements)}
+
+        def source(d) -> int:
+            return at[d[2].get_tuple_name(isl.dim_type.in_)]
+
+        if not new or not kept or max(map(source, new)) < min(map(source, kept)):
+            after.analysis(_MEMORY, lambda k: new + kept)
+    return after
 
 
 _MEMORY = "schedules.memory_dependences"

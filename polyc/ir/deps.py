@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,6 +29,8 @@ from polyc.ir import tree
 from polyc.ir.kernel import Kernel, accesses
 
 END = "_END"
+#: the key of a program's :class:`Deps` among its analyses (:attr:`Kernel.deps`)
+DEPS = "ir.deps"
 
 #: isl operations one dataflow analysis may take (``POLYC_DEPS_MAX_OPERATIONS``
 #: overrides): ResNet-18 (73 statements) needs 1-3 million per analysis; parametric
@@ -68,29 +70,44 @@ class Ref:
     is_write: bool
 
 
-def _tagged(kernel: Kernel):
-    """Tagged read and write maps ``[S[i] -> tag[]] -> A[...]`` and the ref table."""
+def _tagged(kernel: Kernel, arrays: frozenset[str] | None = None):
+    """Tagged read and write maps ``[S[i] -> tag[]] -> A[...]`` (of the accesses to
+    ``arrays`` alone when given; their tags are the same as among all)."""
     reads = writes = None
-    refs: dict[str, Ref] = {}
     for s in kernel.statements:
         # the data-dependent reads last, over their whole gathered dimension
         for n, (array, is_write, m) in enumerate(accesses(kernel, s)):
-            tag = f"{s.name}__{'w' if is_write else 'r'}{n}"
-            refs[tag] = Ref(tag, s.name, array, is_write)
+            if arrays is not None and array not in arrays:
+                continue
+            tag = _tag(s.name, is_write, n)
             tag_space = isl.Set(f"{{ {tag}[] }}")
-            tagged = isl.Map.from_domain_and_range(
-                isl.Map.from_domain_and_range(s.domain, tag_space).wrap(), m.range()
-            )
             # [S[i] -> tag[]] -> A[f(i)]: pull the access back through the tag
             unwrap = isl.Map.from_domain_and_range(s.domain, tag_space).domain_map()
-            tagged = unwrap.apply_range(m)
-            piece = isl.UnionMap.from_map(tagged)
+            piece = isl.UnionMap.from_map(unwrap.apply_range(m))
             if is_write:
                 writes = piece if writes is None else writes.union(piece)
             else:
                 reads = piece if reads is None else reads.union(piece)
     empty = isl.UnionMap.empty(kernel.context.get_space())
-    return reads or empty, writes or empty, refs
+    return reads or empty, writes or empty
+
+
+def _refs(kernel: Kernel) -> dict[str, Ref]:
+    """Every access of the kernel by its tag (in the order of
+    :func:`polyc.ir.kernel.accesses`: the write, the reads, the gathers)."""
+    refs: dict[str, Ref] = {}
+    for s in kernel.statements:
+        touched = [(s.target.array, True)]
+        touched += [(ld.array, False) for ld in s.reads]
+        touched += [(g.array, False) for g in s.gathers]
+        for n, (array, is_write) in enumerate(touched):
+            tag = _tag(s.name, is_write, n)
+            refs[tag] = Ref(tag, s.name, array, is_write)
+    return refs
+
+
+def _tag(stmt: str, is_write: bool, n: int) -> str:
+    return f"{stmt}__{'w' if is_write else 'r'}{n}"
 
 
 def _untag(umap: isl.UnionMap) -> isl.UnionMap:
@@ -108,12 +125,28 @@ class Deps:
     """The dependences of a program (see module docstring). All relations are isl
     union maps from source instance to sink instance (``S0[i, j] -> S1[i, j, k]``)."""
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, arrays: frozenset[str] | None = None):
+        """The dependences of ``kernel`` (through ``arrays`` alone when given:
+        a dependence, a kill and a live-in read each go through one array, so
+        those through ``arrays`` are the whole program's through them)."""
         self._kernel = kernel
         self._kernel_name = kernel.name
-        self._reads, self._writes, self.refs = _tagged(kernel)
+        self._arrays = arrays
+        self.refs = _refs(kernel)
         self._empty_set = isl.UnionSet.empty(kernel.context.get_space())
         self._over_budget: dict[str, str] = {}
+
+    @cached_property
+    def _accesses(self) -> tuple[isl.UnionMap, isl.UnionMap]:
+        return _tagged(self._kernel, self._arrays)
+
+    @property
+    def _reads(self) -> isl.UnionMap:
+        return self._accesses[0]
+
+    @property
+    def _writes(self) -> isl.UnionMap:
+        return self._accesses[1]
 
     def _compute_flow(self, info: isl.UnionAccessInfo, what: str) -> isl.UnionFlow:
         """``info.compute_flow()`` within :data:`MAX_OPERATIONS` isl operations.
@@ -283,6 +316,82 @@ class Deps:
         lines.append(f"  live-in: {self.live_in.coalesce()}")
         lines.append(f"  live-out: {self.live_out.coalesce()}")
         return "\n".join(lines)
+
+
+class _Carried(Deps):
+    """The dependences of a program that is an analysed one with its accesses
+    to ``arrays`` changed (see :func:`carried`): what the other program knows
+    of the rest is its, what goes through ``arrays`` is computed on this
+    program's accesses to them alone, and what the other does not know yet is
+    computed on the whole of this one, as :class:`Deps` does."""
+
+    def __init__(self, kernel: Kernel, before: Deps, arrays: frozenset[str]):
+        super().__init__(kernel)
+        self._before = before
+        self._changed = arrays
+        self._part = Deps(kernel, arrays)
+
+    def _known(self, name: str) -> bool:
+        return name in self._before.__dict__
+
+    def _kept(self, tagged: isl.UnionMap) -> isl.UnionMap:
+        """The dependences of ``tagged`` (the other program's) whose source
+        accesses an array outside ``arrays``."""
+        refs, changed = self._before.refs, self._changed
+        maps: list[isl.Map] = []
+        tagged.foreach_map(maps.append)
+        out = isl.UnionMap.empty(tagged.get_space())
+        for m in maps:
+            if refs[m.domain().unwrap().range().get_tuple_name()].array not in changed:
+                out = out.union(isl.UnionMap.from_map(m))
+        return out
+
+    @cached_property
+    def flow_tagged(self) -> isl.UnionMap:
+        if not self._known("flow_tagged"):
+            return super().flow_tagged
+        return self._kept(self._before.flow_tagged).union(self._part.flow_tagged)
+
+    @cached_property
+    def live_in_accesses(self) -> isl.UnionMap:
+        if not self._known("live_in_accesses"):
+            return super().live_in_accesses
+        maps: list[isl.Map] = []
+        self._before.live_in_accesses.foreach_map(maps.append)
+        out = self._part.live_in_accesses
+        for m in maps:
+            if m.get_tuple_name(isl.dim_type.out) not in self._changed:
+                out = out.union(isl.UnionMap.from_map(m))
+        return out
+
+    @cached_property
+    def _false(self) -> isl.UnionMap:
+        if not self._known("_false"):
+            return super()._false
+        return self._kept(self._before._false).union(self._part._false)
+
+    @cached_property
+    def live_out_instances(self) -> isl.UnionSet:
+        outputs = {a.name for a in self._kernel.outputs}
+        if not self._known("live_out_instances") or outputs & self._changed:
+            return super().live_out_instances
+        return self._before.live_out_instances
+
+
+def carried(before: Deps, kernel: Kernel, arrays: Collection[str]) -> Deps:
+    """The dependences of ``kernel``, a program made from ``before``'s by
+    changing its accesses to ``arrays`` alone: statements added that access
+    only ``arrays``, accesses renamed from one array of ``arrays`` to another,
+    each other access where it was (the same statement, domain and position
+    among the statement's accesses), the other statements' instances in the
+    same order, and no output among ``arrays``. A dependence, a kill and a
+    live-in read each go through one array, so what goes through the other
+    arrays is ``before``'s, and what goes through ``arrays`` is computed on
+    ``kernel``'s accesses to them alone: the same relations as ``kernel``'s
+    own analysis, for a fraction of its work (the scheduler's weights fetched
+    ahead, :func:`schedules.accel.prefetch.prefetch`). Analyses ``before`` has
+    not made are made on the whole of ``kernel``, when asked."""
+    return _Carried(kernel, before, frozenset(arrays))
 
 
 def _width(sched: isl.UnionMap) -> int:

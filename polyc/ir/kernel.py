@@ -386,9 +386,9 @@ class Kernel:
     @property
     def deps(self):
         """Exact dependences (:class:`polyc.ir.deps.Deps`), computed once per program."""
-        from polyc.ir.deps import compute_deps
+        from polyc.ir.deps import DEPS, compute_deps
 
-        return self.analysis("ir.deps", compute_deps)
+        return self.analysis(DEPS, compute_deps)
 
     def analysis(self, key: AnalysisKey, compute: Callable[[Kernel], T]) -> T:
         """``compute(self)``, memoised under ``key`` among the kernels of this

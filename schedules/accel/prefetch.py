@@ -70,6 +70,7 @@ from schedules.accel import homes
 from schedules.accel.layers import top_children
 from schedules.accel.terms import load_rate
 from schedules.common import step
+from schedules.legality import carry
 
 #: the share of the engines' level the fetched weights may take, below the
 #: intermediates' homes
@@ -275,7 +276,9 @@ def ahead(kernel: Kernel, spec: Spec, layers, chosen, predicted: float):
     their chosen candidates and the program's predicted cycles; None when none
     is worth it, or they could not save :data:`MARGIN` of those cycles (their
     readers' DMA time beyond their engines' at most: the program is not
-    placed again)."""
+    placed again). The rewritten program takes the dependences the program
+    has computed (:func:`schedules.legality.carry`): only those through the
+    weights and their copies are computed again."""
     level = homes.resident_level(spec)
     if level is None or kernel.params or copies(kernel):
         return None
@@ -294,19 +297,22 @@ def ahead(kernel: Kernel, spec: Spec, layers, chosen, predicted: float):
         (a.home_offset for a in kernel.arrays.values() if a.home == level),
         default=mem.capacity_bytes // align * align,
     )
-    notes = {}
+    notes, program, changed = {}, kernel, set()
     for weight, chunks in picked:
         kernel = prefetch(kernel, weight)
         stmt, copy = kernel.statements[0].name, kernel.statements[0].target.array
         low -= -(-kernel.arrays[copy].nbytes() // align) * align
         kernel = homes.home(kernel, copy, mem.name, low, spec)
         kernel = prefetch_dma(kernel, stmt, chunks)  # its band is named after it
+        changed |= {weight, copy}
         notes[stmt] = (
             f"it fetches {weight} ({kernel.arrays[weight].nbytes():,} bytes) ahead "
             f"into its home on chip in {len(chunks)} DMA chunk(s), while the layers "
             "before its reader compute"
         )
-    return kernel, notes
+    # the copies and their readers changed the accesses to the weights alone,
+    # the copies first: the rest of the dependences are the program's
+    return carry(program, kernel, changed), notes
 
 
 def margin() -> float:

@@ -17,9 +17,13 @@ from bench import zoo
 from codegen.accel import gathercall
 from codegen.accel.direct import build_runtime, numpy_inputs
 from polyc.errors import ArgumentError, CodegenError, ScheduleError
+from polyc.ir import deps as deps_module
 from polyc.ir import prefetches
+from polyc.ir.deps import DEPS
 from polyc.oracle.interpreter import interpret
+from schedules import legality
 from schedules.accel import prefetch
+from schedules.accel.scheduler import schedule
 
 
 class _Head(nn.Module):
@@ -167,3 +171,87 @@ def test_a_split_kernel_links_the_copies_storage(monkeypatch, tmp_path):
     assert storage < text.index("void polyc_")  # at file scope
     kernel_builds = [split for name, split in calls if name != "runtime"]
     assert kernel_builds == [True]  # built split, once
+
+
+def _analysed(kernel):
+    """``kernel`` with the analyses the scheduler makes before it fetches
+    ahead, and the anti and output dependences too."""
+    legality.memory_dependences(kernel)
+    d = kernel.deps
+    d.by_array("flow"), d.live_in_accesses, d.live_out_instances, d.anti
+    return kernel
+
+
+def _same_dependences(carried, fresh):
+    """The carried analyses of a program equal isl's own on it: every
+    relation, the memory-based ones in the same order."""
+    a, b = legality.memory_dependences(carried), legality.memory_dependences(fresh)
+    assert [(k, arr) for k, arr, _ in a] == [(k, arr) for k, arr, _ in b]
+    assert all(x[2].is_equal(y[2]) for x, y in zip(a, b))
+    c, d = carried.deps, fresh.deps
+    for name in ("flow_tagged", "anti_tagged", "output_tagged", "live_in_accesses"):
+        assert getattr(c, name).is_equal(getattr(d, name)), name
+    assert c.live_out_instances.is_equal(d.live_out_instances)
+    assert c.live_out.is_equal(d.live_out)
+    for kind in ("flow", "anti", "output"):
+        got, want = c.by_array(kind), d.by_array(kind)
+        assert sorted(got) == sorted(want)
+        assert all(got[a].is_equal(want[a]) for a in want)
+    ex, ey = legality.dependences(carried), legality.dependences(fresh)
+    assert [(k, arr) for k, arr, _ in ex] == [(k, arr) for k, arr, _ in ey]
+
+
+def test_the_rewritten_programs_dependences_are_carried_as_isl_computes_them(
+    monkeypatch,
+):
+    """The scheduler's rewritten program (res-blocks in float32 on edge-npu,
+    every weight that fits fetched) takes the dependences of the program it
+    was made from (``legality.carry``): its copies and their readers change the
+    accesses to the weights alone. They equal isl's analysis of the rewritten
+    program made anew, and no dataflow analysis of the whole rewritten
+    program runs (before, it ran again: 2.3 CPU s of hf-mobilenetv2's)."""
+    monkeypatch.setenv("POLYC_SHARED_ANALYSES", "0")  # each program its own
+    monkeypatch.setenv(prefetch.MARGIN_ENV, "-1")  # every weight that fits
+    module, inputs = zoo.model("res-blocks").build("float32")
+    kernel = polyc.from_torch(module, inputs)
+    made, real, flows = [], prefetch.ahead, []
+
+    def ahead(program, *args):
+        got = real(_analysed(program), *args)
+        made.append((program, got[0]))
+        return got
+
+    real_flow = deps_module.Deps._compute_flow
+
+    def counted(self, info, what):
+        flows.append((len(self._kernel.statements), self._arrays, what))
+        return real_flow(self, info, what)
+
+    monkeypatch.setattr(prefetch, "ahead", ahead)
+    monkeypatch.setattr(deps_module.Deps, "_compute_flow", counted)
+    schedule(kernel, load_config("edge-npu"))
+    (program, rewritten) = made[0]
+    copies = prefetches.copies(rewritten)
+    assert len(copies) >= 2
+    n = len(rewritten.statements)
+    assert n == len(program.statements) + len(copies)
+    assert not [f for f in flows if f[0] == n and f[1] is None]  # the whole: never
+    fresh = rewritten.replace()  # the same program, no analyses
+    assert not fresh.has_analysis(DEPS)
+    _same_dependences(rewritten, fresh)
+
+
+def test_dependences_carried_through_more_arrays_are_computed_in_order():
+    """Carried through an intermediate too, the memory-based dependences
+    through it come first when the statements that write it run before every
+    other's (``conv2d``, the first layer's): carried. When they do not
+    (``flatten``, written later) they are computed anew. The exact ones are
+    carried either way, and all equal isl's."""
+    kernel = _analysed(_kernel())
+    w = _weight(kernel)
+    for temp, in_order in (("conv2d", True), ("flatten", False)):
+        rewritten = S.prefetch(kernel, w)
+        legality.carry(kernel, rewritten, {w, f"{w}_pf", temp})
+        assert rewritten.has_analysis(DEPS)
+        assert rewritten.has_analysis(legality._MEMORY) == in_order
+        _same_dependences(rewritten, rewritten.replace())
