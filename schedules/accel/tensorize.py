@@ -349,7 +349,17 @@ def _running(schedule: isl.Schedule, stmt: str) -> list[isl.ScheduleNode]:
     if first.get_type() != isl.schedule_node_type.sequence:
         return [schedule.get_root()]
     children = (first.child(i) for i in range(first.n_children()))
-    return [child for child in children if stmt in isltree.statements_of(child)]
+    # a child's own filter: the domain that reaches a filter node is its
+    # parent's, every statement (each of a network's 190 children was walked
+    # for each contraction's init, 0.3 CPU s of hf-mobilenetv2's build)
+    return [child for child in children if stmt in _filtered(child)]
+
+
+def _filtered(node: isl.ScheduleNode) -> set[str]:
+    """The statements a filter node lets through."""
+    names: set[str] = set()
+    node.filter_get_filter().foreach_set(lambda s: names.add(s.get_tuple_name()))
+    return names
 
 
 def _group(op, con: Contraction, role: str, given) -> tuple[str, ...]:

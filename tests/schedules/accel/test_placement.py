@@ -603,3 +603,23 @@ def test_placing_at_depth_zero_of_a_tensorized_band_keeps_its_mac_calls():
     out, report = polyc.compile(kern, config="tiny", schedule=t).run(A=a, B=b)
     np.testing.assert_allclose(out["C"], a @ b, rtol=1e-5)
     assert report.to_dict()["macs"] == 60
+
+
+def test_an_inits_band_is_looked_for_in_the_child_that_runs_it():
+    """Tensorize looks for the init's band in the root sequence's children whose
+    filters hold it: the domain that reaches a filter node is every statement,
+    so asking it found them all, and a network's whole tree was walked for each
+    contraction's init."""
+    from schedules.accel.tensorize import _band_of, _running
+
+    A = pc.placeholder("A", (8, 4))
+    B = pc.placeholder("B", (4, 8))
+    k = pc.reduce_axis(4, "k")
+    C = pc.compute("C", (8, 8), lambda i, j: pc.sum(A[i, k] * B[k, j], k))
+    D = pc.compute("D", (8, 8), lambda i, j: C[i, j] + 1.0)
+    kernel = pc.kernel("mm1", [D])
+    assert [s.name for s in kernel.statements] == ["S0", "S1", "S2"]
+    for n, name in enumerate(["S0", "S1", "S2"]):
+        (child,) = _running(kernel.schedule, name)
+        assert child.get_child_position() == n
+    assert _band_of(kernel, "S0") == tree.band_names(kernel.schedule)[0]
