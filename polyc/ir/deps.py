@@ -337,14 +337,9 @@ class _Carried(Deps):
     def _kept(self, tagged: isl.UnionMap) -> isl.UnionMap:
         """The dependences of ``tagged`` (the other program's) whose source
         accesses an array outside ``arrays``."""
-        refs, changed = self._before.refs, self._changed
-        maps: list[isl.Map] = []
-        tagged.foreach_map(maps.append)
-        out = isl.UnionMap.empty(tagged.get_space())
-        for m in maps:
-            if refs[m.domain().unwrap().range().get_tuple_name()].array not in changed:
-                out = out.union(isl.UnionMap.from_map(m))
-        return out
+        refs = self._before.refs
+        kept = {t for t, r in refs.items() if r.array not in self._changed}
+        return _filter_source_tags(tagged, kept)
 
     @cached_property
     def flow_tagged(self) -> isl.UnionMap:
