@@ -47,7 +47,8 @@ come from the cache: the search plans each layer in the room below the
 intermediates' homes, :func:`schedules.accel.memplan.below_homes`) and keeps it
 when it is predicted :data:`MARGIN` faster; not at all where the weights
 could not save that much (their readers' DMA time beyond their engines'). The cost model charges each copy
-what its chunks' layers leave no idle time for (:func:`annotate`). It does
+what its chunks' layers leave no idle time for, and the time each chunk takes
+from the first loads it is issued beside (:func:`annotate`). It does
 not see the vector unit's and the DMA's share of a bank: the copies' homes
 may take a bank the layers' buffers had, and a layer's transfers into banks
 its engines use then run slower than predicted (hf-convnext in float32 on
@@ -68,6 +69,7 @@ from polyc.ir.prefetches import MARK, ORIGIN, copies
 from schedules import stree
 from schedules.accel import homes
 from schedules.accel.layers import top_children
+from schedules.accel.search import EDGES
 from schedules.accel.terms import load_rate
 from schedules.common import step
 from schedules.legality import carry
@@ -234,21 +236,32 @@ def cycles(spec: Spec, nbytes: int) -> float:
 
 def annotate(kernel: Kernel, spec: Spec, choices) -> None:
     """Each layer that is one marked prefetch copy: the cycles of its chunks
-    that the layers they go before leave no idle DMA time for
+    that the layers they go before leave no idle DMA time for, and the time a
+    chunk takes from the first loads of the layer it is issued with: DRAM
+    shares its bandwidth, so they move at half their rate while it runs and
+    the layer waits their DRAM time once more (hf-mobilenetv2 on edge-npu,
+    float16: a chunk of 67,648 B beside a layer's first load of 16 KiB, which
+    took 2,064 cycles instead of 1,040, and the layer ran 970 longer)
     (``LayerChoice.extra_cycles``; the layers' candidates are chosen)."""
     found = prefetches.chunks(kernel)
     if not found:
         return
     at = {s.name: i for i, lc in enumerate(choices) for s in lc.layer.stmts}
     idle = [_idle(lc.candidate) for lc in choices]
+    fills = [_fill(spec, lc.candidate) for lc in choices]
     exposed: dict[str, float] = {}
     for ch in found:
         arr = kernel.arrays[ch.weight]
         nbytes = arr.nbytes() * (ch.hi - ch.lo) // max(arr.concrete_shape({})[0], 1)
         t = spec.dma.setup_cycles + nbytes / load_rate(spec)
         j = at.get(ch.before)
-        hidden = min(t, idle[j]) if j is not None else 0.0
+        hidden = 0.0
         if j is not None:
+            # issued with the layer's first loads, the chunk takes half of
+            # DRAM from them: the layer waits what they move meanwhile
+            delay = min(t, fills[j])
+            fills[j] -= delay
+            hidden = min(t - delay, idle[j])
             idle[j] -= hidden
         exposed[ch.stmt] = exposed.get(ch.stmt, 0.0) + t - hidden
     pairs = copies(kernel)
@@ -406,6 +419,14 @@ def _rows(kernel: Kernel, weight: str, layers, pieces, t: float):
             chunks.append((layers[j].stmts[0].name, upto - done))
             done = upto
     return tuple(chunks)
+
+
+def _fill(spec: Spec, cand) -> float:
+    """The DRAM time of a layer's first loads (its fill's bytes at the load
+    rate; zero for a layer without boundary figures)."""
+    if cand is None or len(cand.edges) != len(EDGES):
+        return 0.0
+    return dict(zip(EDGES, cand.edges))["fill_bytes"] / load_rate(spec)
 
 
 def _idle(cand) -> float:
