@@ -20,9 +20,27 @@ that is min(tail, fill - waits) where DRAM has room for both, scaled by the
 share of the DMA channels the tail's stores and the waiting loads leave to the
 other loads (a channel runs its transfers in order). Zero where the two layers'
 buffers do not fit the engines' level together: the planner then reuses the
-previous layer's bytes, as before. The program's predicted cycles are the
-layers' sum less these credits, and the fusion search compares layers apart
-with their credit (:mod:`schedules.accel.groups`).
+previous layer's bytes, as before.
+
+The next layer's first loads are issued as soon as the scalar core has issued
+the previous layer's last command, which may be long before its tail: an
+engine queues ``queue_depth`` commands, so a layer that issues no more than
+that is issued all at once, when its own first loads are, and otherwise its
+last ``queue_depth`` commands' stretch remains (:func:`issued`). In a program
+(:func:`credits`) the tail above is that *window* where it is longer, with the
+DRAM bytes the previous layer moves in it, on the load channels its own loads
+leave (on edge-npu's one, behind them); and where the previous layer was
+issued at once, the window also holds the one before it (the planner keeps a
+layer's buffers off the two layers before it where the three fit). On
+datacenter hf-vit's first attention (float32) loaded its key and value
+projections' weights (347 cycles of fill) under the layer norm and the query
+projection, issued at once with the one-operation bias layer before it, whose
+tail (17 cycles) was all the credit had counted: the model over-predicted
+hf-vit by 10%.
+
+The program's predicted cycles are the layers' sum less these credits, and
+the fusion search compares layers apart with their credit alone
+(:mod:`schedules.accel.groups`).
 """
 
 from __future__ import annotations
@@ -40,21 +58,36 @@ def written(layer: Layer) -> frozenset[str]:
     return frozenset(s.target.array for s in layer.stmts)
 
 
-def credit(spec: Spec, prev: Candidate, writes: Iterable[str], nxt: Candidate) -> float:
+def credit(
+    spec: Spec,
+    prev: Candidate,
+    writes: Iterable[str],
+    nxt: Candidate,
+    window: tuple[float, float] | None = None,
+) -> float:
     """Cycles of ``nxt``'s fill that run under ``prev``'s tail (see the module
-    docstring); ``writes``: the arrays the previous layer writes. Zero for
-    candidates without boundary figures (an older search cache's)."""
+    docstring); ``writes``: the arrays the previous layer writes. ``window``:
+    ``(cycles, DRAM bytes)`` of the stretch before ``prev``'s end in which the
+    scalar core has issued ``nxt``'s first loads, where it is longer than the
+    tail (:func:`credits`). Zero for candidates without boundary figures (an
+    older search cache's)."""
     if len(prev.edges) != len(EDGES) or len(nxt.edges) != len(EDGES):
         return 0.0
     a, b = dict(zip(EDGES, prev.edges)), dict(zip(EDGES, nxt.edges))
-    capacity = spec.memory[engine_level(spec)].capacity_bytes
-    if prev.sram_bytes + nxt.sram_bytes > capacity:
+    if not _fit(spec, (prev, nxt)):
         return 0.0
     writes = set(writes)
     after = [t for array, t in nxt.first_loads if array in writes]
     waits = max(after, default=0.0)
-    tail, fill = a["tail"], b["fill"]
-    dram = (a["tail_bytes"] + b["fill_bytes"]) / spec.dram.bytes_per_cycle
+    tail, tail_bytes, fill = a["tail"], a["tail_bytes"], b["fill"]
+    if window is not None and window[0] > tail:
+        # before the tail, the loads go on the channels the previous layer's
+        # own loads leave (in order on each: behind them on edge-npu's one)
+        share = (_load_channels(spec) - a["fill_calls"]) / max(b["fill_calls"], 1.0)
+        share = min(max(share, 0.0), 1.0)
+        tail += (window[0] - tail) * share
+        tail_bytes += max(window[1] - tail_bytes, 0.0) * share
+    dram = (tail_bytes + b["fill_bytes"]) / spec.dram.bytes_per_cycle
     hidden = max(0.0, tail + fill - max(tail + waits, fill, dram))
     # a channel runs its transfers in order: the tail's stores and the loads
     # that wait for them hold theirs, and the other loads share what is left
@@ -63,19 +96,95 @@ def credit(spec: Spec, prev: Candidate, writes: Iterable[str], nxt: Candidate) -
     return hidden * min(1.0, max(free, 0.0) / loads)
 
 
-def program_cycles(
+def credits(
     spec: Spec, layers: Sequence[tuple[Layer, Candidate | None]]
+) -> list[float]:
+    """The credit of each of consecutive layers (each with its candidate, or
+    None where it runs DRAM-direct) at its boundary with the one before: zero
+    for the first and after a DRAM-direct one. Each boundary's window is the
+    previous layer's stretch after the scalar core has issued its last command
+    (:func:`issued`); where that layer issues all its commands at once, they
+    and the next layer's first loads are issued when its own first loads were,
+    so the window also holds the one before it (one layer further back at
+    most: the memory planner keeps a layer's buffers off the two before it,
+    where the three fit together)."""
+    out: list[float] = []
+    # per layer since the last DRAM-direct one: layer, candidate, its cycles
+    # less its credit, and its own window
+    chain: list[tuple[Layer, Candidate, float, tuple[float, float]]] = []
+    for layer, cand in layers:
+        if cand is None or len(cand.edges) != len(EDGES):
+            out.append(0.0)
+            chain = []
+            continue
+        got = 0.0
+        if chain:
+            prev_layer, prev, net, window = chain[-1]
+            if len(chain) > 1 and _at_once(spec, prev):
+                before = chain[-2]
+                if _fit(spec, (before[1], prev, cand)):
+                    window = (net + before[3][0], prev.dram_bytes + before[3][1])
+            got = credit(spec, prev, written(prev_layer), cand, window)
+        out.append(got)
+        net = cand.cycles - got
+        chain.append((layer, cand, net, issued(spec, cand, net, got)))
+    return out
+
+
+def issued(spec: Spec, cand: Candidate, net: float, hidden: float = 0.0):
+    """``(cycles, DRAM bytes)``: the stretch before a layer's end after the
+    scalar core has issued its last command (so it issues the next layer's
+    first loads), of ``net`` cycles in the program (its cycles less its
+    credit, the ``hidden`` part of its fill). An engine queues
+    ``queue_depth`` commands: a layer that issues no more runs all of its
+    ``net`` cycles with them issued, and otherwise the last ``queue_depth`` of
+    its commands, at least its tail."""
+    e = dict(zip(EDGES, cand.edges))
+    fill, tail = e["fill"], e["tail"]
+    if _at_once(spec, cand):
+        moved = cand.dram_bytes - e["fill_bytes"] * min(hidden / max(fill, 1.0), 1.0)
+        return max(net, tail), moved
+    share = spec.scalar.queue_depth / max(e["issues"], 1.0)
+    cycles = tail + max(net - tail, 0.0) * share
+    middle = max(cand.dram_bytes - e["fill_bytes"] - e["tail_bytes"], 0.0)
+    rate = middle / max(cand.cycles - fill - tail, 1.0)
+    return cycles, e["tail_bytes"] + min(rate * (cycles - tail), middle)
+
+
+def _at_once(spec: Spec, cand: Candidate) -> bool:
+    """Whether the scalar core issues all of a layer's commands without
+    stalling: no more than an engine queues."""
+    return dict(zip(EDGES, cand.edges))["issues"] <= spec.scalar.queue_depth
+
+
+def _fit(spec: Spec, cands) -> bool:
+    """Whether the candidates' buffers fit the engines' level together."""
+    capacity = spec.memory[engine_level(spec)].capacity_bytes
+    return sum(c.sram_bytes for c in cands) <= capacity
+
+
+def _load_channels(spec: Spec) -> int:
+    """The DMA channels a load takes while the stores wait (with two or more,
+    the stores take the last half)."""
+    n = spec.dma.channels
+    return n - n // 2 if n > 1 else n
+
+
+def program_cycles(
+    spec: Spec,
+    layers: Sequence[tuple[Layer, Candidate | None]],
+    windows: bool = True,
 ) -> float:
     """The predicted cycles of consecutive layers (each with its candidate, or
     None where it runs DRAM-direct): their sum less the credit of each boundary
-    between two placed layers."""
-    total, prev = 0.0, None
+    between two placed layers (:func:`credits`; with ``windows=False`` the
+    previous layer's tail alone, as the fusion search compares pieces)."""
+    placed = sum(cand.cycles for _, cand in layers if cand is not None)
+    if windows:
+        return placed - sum(credits(spec, layers))
+    total, prev = placed, None
     for layer, cand in layers:
-        if cand is None:
-            prev = None
-            continue
-        total += cand.cycles
-        if prev is not None:
+        if cand is not None and prev is not None:
             total -= credit(spec, prev[1], written(prev[0]), cand)
-        prev = (layer, cand)
+        prev = None if cand is None else (layer, cand)
     return total

@@ -70,7 +70,15 @@ class Candidate:
 
 #: the figures of :attr:`Candidate.edges`, in order (numbers only: a candidate's
 #: strings are names, which :func:`renamed` replaces)
-EDGES = ("fill", "fill_bytes", "fill_calls", "tail", "tail_bytes", "tail_calls")
+EDGES = (
+    "fill",
+    "fill_bytes",
+    "fill_calls",
+    "tail",
+    "tail_bytes",
+    "tail_calls",
+    "issues",
+)
 
 
 def search(

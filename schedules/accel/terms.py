@@ -307,7 +307,8 @@ class Busy:
     :mod:`schedules.accel.boundary`): ``fill``, the first tile's loads before
     anything starts, ``tail``, the last tile's compute and stores, the DRAM
     bytes and DMA calls of each (``fill_bytes``, ``tail_bytes``, ``fill_calls``,
-    ``tail_calls``), and per copied-in array
+    ``tail_calls``), the commands the scalar core issues (``issues``), and per
+    copied-in array
     ``in:<array>``, its first copy."""
 
     cycles: np.ndarray
@@ -475,6 +476,7 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
         "tail_bytes": traffic.last_out,
         "fill_calls": traffic.first_calls,
         "tail_calls": sum((c[4] for c in traffic.stores), np.zeros(len(issues))),
+        "issues": issues,
     }
     edges.update({f"in:{a}": t for a, t in traffic.first_loads.items()})
     return Busy(

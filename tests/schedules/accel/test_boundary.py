@@ -224,8 +224,9 @@ def test_no_credit_when_two_layers_do_not_fit_together():
     from schedules.accel.search import Candidate
 
     spec = load_config("edge-npu")
-    # fill, its bytes and calls; tail, its bytes and calls (search.EDGES)
-    edges = (400.0, 1024.0, 1.0, 500.0, 0.0, 0.0)
+    # fill, its bytes and calls; tail, its bytes and calls; the commands it
+    # issues (search.EDGES)
+    edges = (400.0, 1024.0, 1.0, 500.0, 0.0, 0.0, 20.0)
 
     def cand(sram):
         loads = (("w", 400.0),)
