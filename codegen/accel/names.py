@@ -74,6 +74,14 @@ def vector_span(stmt: str, k: int) -> tuple[str, str]:
     return f"pc_vlo_{stmt}_{k}", f"pc_vhi_{stmt}_{k}"
 
 
+def vector_arc(stmt: str, k: int) -> tuple[str, str]:
+    """The lowest and highest of the element offsets that a vector-mapped
+    statement touches in its ``k``-th buffer in the current tile, modulo the
+    buffer's :func:`codegen.accel.placed.period` (the runs of a row tile in
+    each channel)."""
+    return f"pc_valo_{stmt}_{k}", f"pc_vahi_{stmt}_{k}"
+
+
 def vector_lone(stmt: str) -> str:
     """Set while the vector reduction's current run has one contribution."""
     return f"pc_vl_{stmt}"

@@ -103,8 +103,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
                 )
             )
             for k in range(len(self._vector_arrays(self.stmts[s]))):
-                lo, hi = names.vector_span(s, k)
-                out.append(c.Line(f"int64_t {lo} = INT64_MAX, {hi} = -1;"))
+                out.append(c.Line(f"int64_t {self._span_reset(s, k)};"))
         if vec:
             out.append(c.Line(f"uint64_t {VMASK} = 0;"))
             out.append(c.Statement(f"(void){VMASK}"))
@@ -386,9 +385,23 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             if buf is None:
                 continue
             where = self._offset(buf, [r.aff(x) for x in ld.index])
-            lo, hi = names.vector_span(stmt.name, arrays.index(ld.array))
+            k = arrays.index(ld.array)
+            lo, hi = names.vector_span(stmt.name, k)
             out.append(c.Statement(f"if (({where}) < {lo}) {lo} = {where}"))
             out.append(c.Statement(f"if (({where}) > {hi}) {hi} = {where}"))
+            p = period(self._vector_buffer(stmt.name, k))
+            if p:  # and the runs it touches of each period (see period)
+                alo, ahi = names.vector_arc(stmt.name, k)
+                m = f"pc_m_{k}"
+                out.append(
+                    c.Block(
+                        [
+                            c.Line(f"int64_t {m} = ({where}) % {p};"),
+                            c.Statement(f"if ({m} < {alo}) {alo} = {m}"),
+                            c.Statement(f"if ({m} > {ahi}) {ahi} = {m}"),
+                        ]
+                    )
+                )
         if stmt.reduction is not None:
             buf = self._buffer_of(stmt.target.array)
             idx = [r.aff(x) for x in stmt.target.index]
@@ -428,9 +441,13 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             b = self.info.buffers[active[array]]
             lo, hi = names.vector_span(stmt.name, k)
             w = int(array == stmt.target.array)
+            e = b.elem_bytes
+            arcs = ""
+            if period(b):
+                alo, ahi = names.vector_arc(stmt.name, k)
+                arcs = f", {period(b) * e}, {alo} * {e}, ({ahi} - {alo} + 1) * {e}"
             ranges.append(
-                f"{{{names.buffer(b.name)}, {w}, {lo} * {b.elem_bytes}, "
-                f"({hi} + 1) * {b.elem_bytes}}}"
+                f"{{{names.buffer(b.name)}, {w}, {lo} * {e}, ({hi} + 1) * {e}{arcs}}}"
             )
         s = stmt.name
         # a requantization fused into the MAC array's output path is charged there
@@ -467,8 +484,22 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         lone = names.vector_lone(s)
         out.append(c.Statement(f"{n} = 0, {runs} = 0, {last} = -1, {lone} = 0"))
         for k in range(len(ranges)):
-            lo, hi = names.vector_span(s, k)
-            out.append(c.Statement(f"{lo} = INT64_MAX, {hi} = -1"))
+            out.append(c.Statement(self._span_reset(s, k)))
+        return out
+
+    def _vector_buffer(self, stmt: str, k: int):
+        """The buffer of a vector statement's ``k``-th array (its target first)."""
+        array = self._vector_arrays(self.stmts[stmt])[k]
+        return self.info.buffers[self.info.active.get(stmt, {})[array]]
+
+    def _span_reset(self, stmt: str, k: int) -> str:
+        """The bytes a vector statement's ``k``-th array touches, set to none:
+        their hull and, where its buffer has a :func:`period`, their arcs."""
+        lo, hi = names.vector_span(stmt, k)
+        out = f"{lo} = INT64_MAX, {hi} = -1"
+        if period(self._vector_buffer(stmt, k)):
+            alo, ahi = names.vector_arc(stmt, k)
+            out += f", {alo} = INT64_MAX, {ahi} = -1"
         return out
 
     @staticmethod
@@ -480,6 +511,18 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             if ld.array not in out:
                 out.append(ld.array)
         return out
+
+
+def period(buf: pm.BufferMark) -> int:
+    """The elements between the runs a box of ``buf`` touches: the stride of its
+    outermost dimension of more than one element, where it has two such or
+    more (a tile of rows of a channel-major array is one run per channel, and
+    the runtime's hazards are those runs', not their hull's); 0 otherwise, or
+    where a dimension is polyphase."""
+    if any(buf.phase(d) > 1 for d in range(len(buf.extent))):
+        return 0
+    wide = [st for st, n in zip(buf.strides, buf.extent) if n > 1]
+    return max(wide) if len(wide) >= 2 else 0
 
 
 def _args(n: loops.Call) -> list[str]:

@@ -402,3 +402,62 @@ def test_a_load_into_one_slot_does_not_wait_for_the_calls_reading_another(rt):
     load = next(e for e in report.events if e.kind == "dma")
     assert load.start == issued + ISSUE
     assert load.end < report.cycles / 2  # long before the calls end
+
+
+def test_a_tile_of_rows_waits_only_for_the_rows_it_reads(rt):
+    """A tile of rows of a channel-major array ([C][H][W]) is one run of bytes
+    per channel: its hazards are those runs', not their hull's. Regression: a
+    layer's first tile of rows 0-3 of every channel waited for the previous
+    layer's writes of rows 4-7, whose hull (channel 0's row 4 to channel 3's row
+    7) covers most of the array; on datacenter every layer boundary of a CNN
+    waited for the whole previous layer (res-blocks float32 7,886 -> 7,565
+    cycles)."""
+    sim = Simulator(rt, load_config("tiny"))
+    C, H, W = 4, 8, 8
+    src = sim.bind("A", np.arange(C * H * W, dtype=np.float32))
+    x = sim.alloc("l1", 0, C * H * W * 4, "x")
+    y = sim.alloc("l1", 1024, C * 4 * W * 4, "y")
+    z = sim.alloc("l1", 2048, C * 4 * W * 4, "z")
+    rows = [C, 4, W]  # four rows of every channel
+    # rows 4-7 of every channel from DRAM: set-up, 512 bytes, latency
+    sim.dma((x, 4 * W, [H * W, W, 1]), (src, 4 * W, [H * W, W, 1]), rows, 4, channel=0)
+    write_end = ISSUE + SETUP + C * 4 * W * 4 // DRAM_BW + LAT
+    # rows 0-3 touch none of its bytes: issued at once
+    sim.dma((y, 0, [4 * W, W, 1]), (x, 0, [H * W, W, 1]), rows, 4, channel=1)
+    # rows 3-6 read rows 4-6 it writes: after it
+    sim.dma((z, 0, [4 * W, W, 1]), (x, 3 * W, [H * W, W, 1]), rows, 4, channel=1)
+    report = sim.finish()
+    write, first, second = [e for e in report.events if e.kind == "dma"]
+    assert write.end + LAT == write_end
+    assert first.start == 2 * ISSUE
+    assert second.start >= write_end
+    assert np.array_equal(  # the rows it wrote, as written
+        sim.array(z, np.float32, [C, 4, W])[:, 1:],
+        np.arange(C * H * W, dtype=np.float32).reshape(C, H, W)[:, 4:7],
+    )
+
+
+def test_more_tiles_than_a_buffer_remembers_still_wait_for_their_writers(rt):
+    """Twenty writes of disjoint row tiles of a channel-major array, more than
+    the 16 ranges a buffer remembers: the runs that no longer fit merge with
+    their engine's nearest, so a read of any tile still starts after the write
+    of it (later, at worst: never before)."""
+    sim = Simulator(rt, load_config("tiny"))
+    C, H, W = 2, 40, 4
+    src = sim.bind("A", np.arange(C * H * W, dtype=np.float32))
+    x = sim.alloc("l1", 0, C * H * W * 4, "x")
+    y = sim.alloc("l1", 2048, C * 2 * W * 4, "y")
+    strides = [H * W, W, 1]
+    for t in range(20):  # rows 2t, 2t+1 of both channels, one after another
+        sim.dma((x, 2 * t * W, strides), (src, 2 * t * W, strides), [C, 2, W], 4, channel=0)
+    for t in (0, 7, 19):
+        sim.dma((y, 0, [2 * W, W, 1]), (x, 2 * t * W, strides), [C, 2, W], 4, channel=1)
+    report = sim.finish()
+    dmas = [e for e in report.events if e.kind == "dma"]
+    writes, reads = dmas[:20], dmas[20:]
+    for t, read in zip((0, 7, 19), reads):
+        assert read.start >= writes[t].end + LAT
+    assert np.array_equal(
+        sim.array(y, np.float32, [C, 2, W]),
+        np.arange(C * H * W, dtype=np.float32).reshape(C, H, W)[:, 38:40],
+    )

@@ -83,8 +83,8 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
   long pc_o_w_l1_0_1 = 0;
   int pc_fresh_S1 = 0;
   int64_t pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1, pc_vl_S2 = 0;
-  int64_t pc_vlo_S2_0 = INT64_MAX, pc_vhi_S2_0 = -1;
-  int64_t pc_vlo_S2_1 = INT64_MAX, pc_vhi_S2_1 = -1;
+  int64_t pc_vlo_S2_0 = INT64_MAX, pc_vhi_S2_0 = -1, pc_valo_S2_0 = INT64_MAX, pc_vahi_S2_0 = -1;
+  int64_t pc_vlo_S2_1 = INT64_MAX, pc_vhi_S2_1 = -1, pc_valo_S2_1 = INT64_MAX, pc_vahi_S2_1 = -1;
   int64_t pc_vlo_S2_2 = INT64_MAX, pc_vhi_S2_2 = -1;
   uint64_t pc_vmask = 0;
   (void)pc_vmask;
@@ -208,19 +208,29 @@ void polyc_linear_relu(pc_ctx *_pc_ctx, void * _pc_x, void * _pc_w, void * _pc_b
         pc_v_S2++;
         if ((pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)) < pc_vlo_S2_0) pc_vlo_S2_0 = pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1);
         if ((pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)) > pc_vhi_S2_0) pc_vhi_S2_0 = pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1);
+        {
+          int64_t pc_m_0 = (pc_slot_out_l1_0 * 128 + 8 * ((i) - pc_o_out_l1_0_0) + 1 * ((j) - pc_o_out_l1_0_1)) % 8;
+          if (pc_m_0 < pc_valo_S2_0) pc_valo_S2_0 = pc_m_0;
+          if (pc_m_0 > pc_vahi_S2_0) pc_vahi_S2_0 = pc_m_0;
+        }
         if ((pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)) < pc_vlo_S2_1) pc_vlo_S2_1 = pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1);
         if ((pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)) > pc_vhi_S2_1) pc_vhi_S2_1 = pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1);
+        {
+          int64_t pc_m_1 = (pc_slot_lin_l1_0 * 128 + 8 * ((i) - pc_o_lin_l1_0_0) + 1 * ((j) - pc_o_lin_l1_0_1)) % 8;
+          if (pc_m_1 < pc_valo_S2_1) pc_valo_S2_1 = pc_m_1;
+          if (pc_m_1 > pc_vahi_S2_1) pc_vahi_S2_1 = pc_m_1;
+        }
         if ((pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0)) < pc_vlo_S2_2) pc_vlo_S2_2 = pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0);
         if ((pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0)) > pc_vhi_S2_2) pc_vhi_S2_2 = pc_slot_b_l1_0 * 8 + 1 * ((j) - pc_o_b_l1_0_0);
       }
     }
     {
-      pc_vop pc_op = {"S2", pc_v_S2, {1, 0, 1, 0, 0, 0}, 3, {{pc_b_out_l1_0, 1, pc_vlo_S2_0 * 2, (pc_vhi_S2_0 + 1) * 2}, {pc_b_lin_l1_0, 0, pc_vlo_S2_1 * 2, (pc_vhi_S2_1 + 1) * 2}, {pc_b_b_l1_0, 0, pc_vlo_S2_2 * 2, (pc_vhi_S2_2 + 1) * 2}}};
+      pc_vop pc_op = {"S2", pc_v_S2, {1, 0, 1, 0, 0, 0}, 3, {{pc_b_out_l1_0, 1, pc_vlo_S2_0 * 2, (pc_vhi_S2_0 + 1) * 2, 16, pc_valo_S2_0 * 2, (pc_vahi_S2_0 - pc_valo_S2_0 + 1) * 2}, {pc_b_lin_l1_0, 0, pc_vlo_S2_1 * 2, (pc_vhi_S2_1 + 1) * 2, 16, pc_valo_S2_1 * 2, (pc_vahi_S2_1 - pc_valo_S2_1 + 1) * 2}, {pc_b_b_l1_0, 0, pc_vlo_S2_2 * 2, (pc_vhi_S2_2 + 1) * 2}}};
       if (pc_v_S2 > 0) pc_vector(_pc_ctx, &pc_op);
     }
     pc_v_S2 = 0, pc_vr_S2 = 0, pc_vp_S2 = -1, pc_vl_S2 = 0;
-    pc_vlo_S2_0 = INT64_MAX, pc_vhi_S2_0 = -1;
-    pc_vlo_S2_1 = INT64_MAX, pc_vhi_S2_1 = -1;
+    pc_vlo_S2_0 = INT64_MAX, pc_vhi_S2_0 = -1, pc_valo_S2_0 = INT64_MAX, pc_vahi_S2_0 = -1;
+    pc_vlo_S2_1 = INT64_MAX, pc_vhi_S2_1 = -1, pc_valo_S2_1 = INT64_MAX, pc_vahi_S2_1 = -1;
     pc_vlo_S2_2 = INT64_MAX, pc_vhi_S2_2 = -1;
     /* pc_out_out_l1_0 */
     {

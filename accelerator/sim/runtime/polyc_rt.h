@@ -192,12 +192,18 @@ typedef struct {
   int64_t rps;
 } pc_view;
 
-/* a byte range [lo, hi) of a buffer that an operation reads or writes */
+/* a byte range [lo, hi) of a buffer that an operation reads or writes. With
+ * period > 0 it touches only the bytes x of [lo, hi) whose (x - arc) mod period
+ * is below arc_len: a tile of rows of a channel-major array is a run of bytes in
+ * each channel, and its hazards are those runs', not their hull's. */
 typedef struct {
   int buf;
   int is_write;
   int64_t lo;
   int64_t hi;
+  int64_t period;
+  int64_t arc;
+  int64_t arc_len;
 } pc_range;
 
 /* a statement executed instance by instance on the scalar core */
@@ -348,12 +354,14 @@ void pc_fail_access(pc_ctx *ctx, int buf, int stmt, int n, const int64_t *index,
 
 /* ---- internal: the context, and what generated C uses inline ---------------- */
 
-#define PC_HAZ 8 /* remembered ranges per buffer and direction */
+#define PC_HAZ 16 /* remembered ranges per buffer and direction */
 
-/* a byte range [lo, hi) touched by operation `op` (an id) on `engine` */
+/* a byte range [lo, hi) touched by operation `op` (an id) on `engine`; with
+ * period > 0 only its bytes of pc_range's arcs */
 typedef struct {
   int64_t lo, hi, op;
   int engine;
+  int64_t period, arc, arc_len;
 } pc_span;
 
 typedef struct {

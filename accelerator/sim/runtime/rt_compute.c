@@ -50,7 +50,7 @@ static int pc_operand_range(pc_ctx *ctx, pc_view v, int64_t rows, int64_t cols,
     return 1;
   out->buf = v.buf;
   out->is_write = is_write;
-  pc__block_range(4, size, stride, v.off, esize, &out->lo, &out->hi);
+  pc__block_range(4, size, stride, v.off, esize, out);
   return pc__check_range(ctx, out, op, label);
 }
 

@@ -138,6 +138,11 @@ static int pc_new_buf(pc_ctx *ctx) {
   return ctx->nbufs++;
 }
 
+/* the whole of buffer `b`, as a range */
+static pc_range pc_whole(const pc_ctx *ctx, int buf) {
+  return (pc_range){buf, 0, 0, ctx->bufs[buf].bytes, 0, 0, 0};
+}
+
 static int pc_valid_buf(pc_ctx *ctx, int buf, const char *op) {
   if (buf < 0 || buf >= ctx->nbufs || !ctx->bufs[buf].live)
     return pc__fail(ctx, "%s: buffer %d is not live because it was never allocated "
@@ -291,7 +296,8 @@ void pc_free(pc_ctx *ctx, int buf) {
   int l = b->level;
   int64_t ids[PC_MAX_ENGINES];
   pc__no_ops(ids);
-  pc__users(ctx, b, 0, b->bytes, 1, ids);
+  pc_range all = pc_whole(ctx, buf);
+  pc__users(ctx, b, &all, 1, ids);
   for (int e = 0; e < ctx->stats.nengines; e++) {
     if (pc__done(ctx, ids[e])) continue;
     pc_span *f = ctx->freed[l];
@@ -306,7 +312,7 @@ void pc_free(pc_ctx *ctx, int buf) {
       *fl = PC_MAX(*fl, f[old].op);
       f[old] = f[--n];
     }
-    f[n++] = (pc_span){b->offset, b->offset + b->bytes, ids[e], e};
+    f[n++] = (pc_span){b->offset, b->offset + b->bytes, ids[e], e, 0, 0, 0};
     ctx->nfreed[l] = n;
   }
   ctx->live_sram[l] -= b->bytes;
@@ -324,28 +330,96 @@ int64_t pc_ready(pc_ctx *ctx, int buf) {
   if (pc_valid_buf(ctx, buf, "pc_ready")) return 0;
   int64_t ids[PC_MAX_ENGINES];
   pc__no_ops(ids);
-  pc__users(ctx, &ctx->bufs[buf], 0, ctx->bufs[buf].bytes, 1, ids);
+  pc_range all = pc_whole(ctx, buf);
+  pc__users(ctx, &ctx->bufs[buf], &all, 1, ids);
   return pc__forecast(ctx, ids);
 }
 
 /* ---- hazards ----------------------------------------------------------------- */
 
-static void pc_span_users(const pc_span *s, int n, int64_t lo, int64_t hi,
-                          int64_t *ids) {
-  for (int i = 0; i < n; i++)
-    if (s[i].lo < hi && lo < s[i].hi) ids[s[i].engine] = PC_MAX(ids[s[i].engine], s[i].op);
+/* The bytes an access or a remembered span touches: [lo, hi), and with period
+ * > 0 only those x with (x - arc) mod period < len (pc_range). */
+typedef struct {
+  int64_t lo, hi, period, arc, len;
+} pc_set;
+
+static pc_set pc_of_span(const pc_span *s) {
+  return (pc_set){s->lo, s->hi, s->period, s->arc, s->arc_len};
 }
 
-void pc__readers(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int64_t *ids) {
+static pc_set pc_of_range(const pc_range *r) {
+  return (pc_set){r->lo, r->hi, r->period, r->arc, r->arc_len};
+}
+
+static int64_t pc_mod(int64_t x, int64_t m) {
+  int64_t r = x % m;
+  return r < 0 ? r + m : r;
+}
+
+/* whether periodic `a` touches a byte of the window [lo, hi) (lo < hi) */
+static int pc_arc_meets(const pc_set *a, int64_t lo, int64_t hi) {
+  if (a->period <= 0 || hi - lo >= a->period) return 1;
+  int64_t d = pc_mod(lo - a->arc, a->period);
+  return d < a->len || d + (hi - lo) > a->period;
+}
+
+/* whether two sets share a byte: exact for one periodic set against a range,
+ * else never false where they do */
+static int pc_meets(const pc_set *a, const pc_set *b) {
+  int64_t lo = PC_MAX(a->lo, b->lo), hi = PC_MIN(a->hi, b->hi);
+  if (lo >= hi) return 0;
+  if (!pc_arc_meets(a, lo, hi) || !pc_arc_meets(b, lo, hi)) return 0;
+  if (a->period > 0 && a->period == b->period) /* the arcs, on one circle */
+    return pc_mod(b->arc - a->arc, a->period) < a->len ||
+           pc_mod(a->arc - b->arc, a->period) < b->len;
+  return 1;
+}
+
+/* whether `a` holds every byte of `b` (never true where it does not) */
+static int pc_holds(const pc_set *a, const pc_set *b) {
+  if (!(a->lo <= b->lo && b->hi <= a->hi)) return 0;
+  if (a->period <= 0) return 1;
+  return a->period == b->period &&
+         pc_mod(b->arc - a->arc, a->period) + b->len <= a->len;
+}
+
+/* the smallest set holding both: one arc of the same period where the two
+ * arcs' union is less than a period, else their hull */
+static pc_set pc_union(const pc_set *a, const pc_set *b) {
+  pc_set u = {PC_MIN(a->lo, b->lo), PC_MAX(a->hi, b->hi), 0, 0, 0};
+  if (a->period > 0 && a->period == b->period) {
+    int64_t p = a->period;
+    int64_t ab = pc_mod(b->arc - a->arc, p) + b->len; /* from a's arc, b's end */
+    int64_t ba = pc_mod(a->arc - b->arc, p) + a->len;
+    int64_t la = PC_MAX(a->len, ab), lb = PC_MAX(b->len, ba);
+    if (PC_MIN(la, lb) < p) {
+      u.period = p;
+      u.arc = la <= lb ? a->arc : b->arc;
+      u.len = PC_MIN(la, lb);
+    }
+  }
+  return u;
+}
+
+static void pc_span_users(const pc_span *s, int n, const pc_set *r, int64_t *ids) {
+  for (int i = 0; i < n; i++) {
+    pc_set x = pc_of_span(&s[i]);
+    if (pc_meets(&x, r)) ids[s[i].engine] = PC_MAX(ids[s[i].engine], s[i].op);
+  }
+}
+
+void pc__readers(pc_ctx *ctx, const pc_buf *b, const pc_range *r, int64_t *ids) {
+  pc_set x = pc_of_range(r);
   for (int e = 0; e < ctx->stats.nengines; e++) ids[e] = PC_MAX(ids[e], b->floor_r[e]);
-  pc_span_users(b->r, b->nr, lo, hi, ids);
+  pc_span_users(b->r, b->nr, &x, ids);
 }
 
-void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int all,
+void pc__users(pc_ctx *ctx, const pc_buf *b, const pc_range *r, int all,
                int64_t *ids) {
+  pc_set x = pc_of_range(r);
   for (int e = 0; e < ctx->stats.nengines; e++) ids[e] = PC_MAX(ids[e], b->floor_w[e]);
-  pc_span_users(b->w, b->nw, lo, hi, ids);
-  if (all) pc__readers(ctx, b, lo, hi, ids);
+  pc_span_users(b->w, b->nw, &x, ids);
+  if (all) pc__readers(ctx, b, r, ids);
 }
 
 /* Drop the ranges whose operations finished (no later operation can start before
@@ -354,8 +428,10 @@ void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi, int all,
  * ready in issue order). */
 static void pc_prune(pc_ctx *ctx, pc_span *s, int *n, pc_span nw, int any) {
   int k = 0;
+  pc_set w = pc_of_span(&nw);
   for (int i = 0; i < *n; i++) {
-    int covered = nw.lo <= s[i].lo && s[i].hi <= nw.hi;
+    pc_set x = pc_of_span(&s[i]);
+    int covered = pc_holds(&w, &x);
     if (pc__done(ctx, s[i].op) || (covered && (any || s[i].engine == nw.engine)))
       continue;
     s[k++] = s[i];
@@ -363,27 +439,48 @@ static void pc_prune(pc_ctx *ctx, pc_span *s, int *n, pc_span nw, int any) {
   *n = k;
 }
 
-/* Remember `nw`. Ranges of one engine that overlap it merge into it (exact: the
- * same bytes wait for the engine's latest op, as its results are ready in issue
- * order), so many MAC calls reading parts of one slot of a multi-slot buffer keep
- * one range for the slot. When the table is full the oldest range goes into the
- * whole-buffer floor. */
+static void pc_merge(pc_span *into, const pc_span *s) {
+  pc_set a = pc_of_span(into), b = pc_of_span(s), u = pc_union(&a, &b);
+  into->lo = u.lo, into->hi = u.hi;
+  into->period = u.period, into->arc = u.arc, into->arc_len = u.len;
+  into->op = PC_MAX(into->op, s->op);
+}
+
+/* Remember `nw`. Ranges of one engine that share bytes with it merge into it
+ * (exact: the same bytes wait for the engine's latest op, as its results are
+ * ready in issue order), so many MAC calls reading parts of one slot of a
+ * multi-slot buffer keep one range for the slot. When the table is full `nw`
+ * merges with the range of its engine whose union with it is smallest (a row
+ * tile of a channel-major array with the one next to it); without one the
+ * oldest range goes into the whole-buffer floor. */
 static void pc_remember(pc_ctx *ctx, pc_span *s, int *n, int64_t *floor, pc_span nw,
                         int any) {
   pc_prune(ctx, s, n, nw, any);
   for (int i = 0; i < *n;) {
-    if (s[i].engine == nw.engine && s[i].lo < nw.hi && nw.lo < s[i].hi) {
-      nw.lo = PC_MIN(nw.lo, s[i].lo);
-      nw.hi = PC_MAX(nw.hi, s[i].hi);
-      nw.op = PC_MAX(nw.op, s[i].op);
+    pc_set a = pc_of_span(&s[i]), b = pc_of_span(&nw);
+    if (s[i].engine == nw.engine && pc_meets(&a, &b)) {
+      pc_merge(&nw, &s[i]);
       s[i] = s[--*n];
       i = 0;
       continue;
     }
     i++;
   }
-  if (*n == PC_HAZ) { /* forget the oldest into the whole-buffer floor */
-    int old = 0;
+  if (*n == PC_HAZ) {
+    int best = -1;
+    int64_t size = 0;
+    for (int i = 0; i < *n; i++) {
+      if (s[i].engine != nw.engine) continue;
+      pc_set a = pc_of_span(&s[i]), b = pc_of_span(&nw), u = pc_union(&a, &b);
+      int64_t z = u.period > 0 ? (u.hi - u.lo) / u.period * u.len + u.len
+                               : u.hi - u.lo;
+      if (best < 0 || z < size) best = i, size = z;
+    }
+    if (best >= 0) {
+      pc_merge(&s[best], &nw);
+      return;
+    }
+    int old = 0; /* forget the oldest into the whole-buffer floor */
     for (int i = 1; i < *n; i++)
       if (s[i].op < s[old].op) old = i;
     floor[s[old].engine] = PC_MAX(floor[s[old].engine], s[old].op);
@@ -396,7 +493,8 @@ void pc__record(pc_ctx *ctx, const pc_range *acc, int nacc, int64_t id,
                 int engine) {
   for (int i = 0; i < nacc; i++) {
     pc_buf *b = &ctx->bufs[acc[i].buf];
-    pc_span nw = {acc[i].lo, acc[i].hi, id, engine};
+    pc_span nw = {acc[i].lo,     acc[i].hi,  id,          engine,
+                  acc[i].period, acc[i].arc, acc[i].arc_len};
     if (acc[i].is_write) {
       pc_remember(ctx, b->w, &b->nw, b->floor_w, nw, 1);
       pc_prune(ctx, b->r, &b->nr, nw, 1); /* the write waits for those reads */
@@ -485,7 +583,8 @@ static int pc_check_touched(pc_ctx *ctx, pc_stmt_info *s, uint64_t reads,
     if (!B->live || !((reads | writes) & bit)) continue;
     int64_t ids[PC_MAX_ENGINES], busy = 0;
     pc__no_ops(ids);
-    pc__users(ctx, B, 0, B->bytes, (writes & bit) != 0, ids);
+    pc_range all = pc_whole(ctx, b);
+    pc__users(ctx, B, &all, (writes & bit) != 0, ids);
     for (int e = 0; e < ctx->stats.nengines; e++) busy |= !pc__done(ctx, ids[e]);
     if (!busy) continue;
     int64_t until = pc__forecast(ctx, ids);
@@ -535,7 +634,8 @@ void pc_wait(pc_ctx *ctx, int buf) {
   if (ctx->failed || pc_valid_buf(ctx, buf, "pc_wait")) return;
   int64_t ids[PC_MAX_ENGINES];
   pc__no_ops(ids);
-  pc__users(ctx, &ctx->bufs[buf], 0, ctx->bufs[buf].bytes, 1, ids);
+  pc_range all = pc_whole(ctx, buf);
+  pc__users(ctx, &ctx->bufs[buf], &all, 1, ids);
   int64_t t = pc__wait_ops(ctx, ids);
   if (t > ctx->scalar_time) {
     pc__trace(ctx, PC_ENG_SCALAR, PC_EV_WAIT, ctx->scalar_time, t, 0, -1, -1,

@@ -43,15 +43,28 @@ static int pc_coalesce(int n, int64_t *size, int64_t *ds, int64_t *ss) {
 }
 
 void pc__block_range(int n, const int64_t *size, const int64_t *stride, int64_t off,
-                     int elem, int64_t *lo, int64_t *hi) {
-  int64_t a = off, b = off;
+                     int elem, pc_range *r) {
+  int64_t a = off, b = off, inner = 1;
+  int outer = -1, dims = 0, negative = 0;
   for (int d = 0; d < n; d++) {
     int64_t span = (size[d] - 1) * stride[d];
     if (span < 0) a += span;
     else b += span;
+    if (size[d] <= 1) continue;
+    dims++;
+    negative |= stride[d] < 0;
+    if (outer < 0 || stride[d] > stride[outer]) outer = d;
   }
-  *lo = a * elem;
-  *hi = (b + 1) * elem;
+  r->lo = a * elem;
+  r->hi = (b + 1) * elem;
+  r->period = r->arc = r->arc_len = 0;
+  if (dims < 2 || negative) return;
+  for (int d = 0; d < n; d++)
+    if (d != outer && size[d] > 1) inner += (size[d] - 1) * stride[d];
+  if (inner >= stride[outer]) return; /* the runs touch: the hull is exact */
+  r->period = stride[outer] * elem;
+  r->arc = off * elem % r->period;
+  r->arc_len = inner * elem;
 }
 
 static void pc_copy_block(int n, const int64_t *size, unsigned char *dst,
@@ -102,9 +115,9 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
     ss[d] = src_strides[d];
     count *= sizes[d];
   }
-  pc_range acc[2] = {{src, 0, 0, 0}, {dst, 1, 0, 0}};
-  pc__block_range(ndims, size, ss, src_off, elem, &acc[0].lo, &acc[0].hi);
-  pc__block_range(ndims, size, ds, dst_off, elem, &acc[1].lo, &acc[1].hi);
+  pc_range acc[2] = {{src, 0, 0, 0, 0, 0, 0}, {dst, 1, 0, 0, 0, 0, 0}};
+  pc__block_range(ndims, size, ss, src_off, elem, &acc[0]);
+  pc__block_range(ndims, size, ds, dst_off, elem, &acc[1]);
   if (pc__check_range(ctx, &acc[0], "pc_dma", label) ||
       pc__check_range(ctx, &acc[1], "pc_dma", label))
     return;
@@ -169,12 +182,13 @@ void pc_gather(pc_ctx *ctx, int channel, int elem, int64_t rows, int64_t row_ele
                          sp->channels, sp->channels - 1);
   /* the index block, the table's rows and the destination rows, checked */
   int64_t one = 1, isz = rows, istr = idx_stride;
-  pc_range acc[3] = {{idx, 0, 0, 0}, {src, 0, 0, 0}, {dst, 1, 0, 0}};
-  pc__block_range(1, &isz, &istr, idx_off, idx_elem, &acc[0].lo, &acc[0].hi);
+  pc_range acc[3] = {
+      {idx, 0, 0, 0, 0, 0, 0}, {src, 0, 0, 0, 0, 0, 0}, {dst, 1, 0, 0, 0, 0, 0}};
+  pc__block_range(1, &isz, &istr, idx_off, idx_elem, &acc[0]);
   int64_t whole[2] = {src_rows, row_elems}, sstr[2] = {src_stride, one};
-  pc__block_range(2, whole, sstr, src_off, elem, &acc[1].lo, &acc[1].hi);
+  pc__block_range(2, whole, sstr, src_off, elem, &acc[1]);
   int64_t block[2] = {rows, row_elems}, dstr[2] = {dst_stride, one};
-  pc__block_range(2, block, dstr, dst_off, elem, &acc[2].lo, &acc[2].hi);
+  pc__block_range(2, block, dstr, dst_off, elem, &acc[2]);
   for (int i = 0; i < 3; i++)
     if (pc__check_range(ctx, &acc[i], "pc_gather", label)) return;
   pc_buf *I = &ctx->bufs[idx], *S = &ctx->bufs[src], *D = &ctx->bufs[dst];

@@ -106,14 +106,15 @@ PC_INTERNAL int64_t pc__drain(pc_ctx *ctx);
 PC_INTERNAL int pc__timeline_init(pc_ctx *ctx);
 PC_INTERNAL void pc__timeline_free(pc_ctx *ctx);
 
-/* The operations (per engine, the latest; -1: none) that still use bytes
- * [lo, hi) of buffer `b`: its writers, and its readers too when `all`. */
-PC_INTERNAL void pc__users(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi,
-                           int all, int64_t *ids);
+/* The operations (per engine, the latest; -1: none) that still use bytes of
+ * range `r` of buffer `b` (its arcs where periodic): its writers, and its
+ * readers too when `all`. */
+PC_INTERNAL void pc__users(pc_ctx *ctx, const pc_buf *b, const pc_range *r, int all,
+                           int64_t *ids);
 
-/* The operations (per engine, the latest; -1: none) that still read bytes
- * [lo, hi) of buffer `b`. */
-PC_INTERNAL void pc__readers(pc_ctx *ctx, const pc_buf *b, int64_t lo, int64_t hi,
+/* The operations (per engine, the latest; -1: none) that still read bytes of
+ * range `r` of buffer `b`. */
+PC_INTERNAL void pc__readers(pc_ctx *ctx, const pc_buf *b, const pc_range *r,
                              int64_t *ids);
 
 /* Remember that operation `id` on `engine` touches the ranges `acc` (for the
@@ -138,8 +139,10 @@ PC_INTERNAL int pc__check_range(pc_ctx *ctx, const pc_range *r, const char *op,
 
 /* rt_dma.c -------------------------------------------------------------------- */
 
-/* The byte range [lo, hi) an n-D strided block of `elem`-byte elements touches. */
+/* The bytes an n-D strided block of `elem`-byte elements touches, into `r`'s
+ * lo, hi and arcs: periodic along its outermost dimension where the rest of the
+ * block fits in one of its strides (a tile of rows of every channel). */
 PC_INTERNAL void pc__block_range(int n, const int64_t *size, const int64_t *stride,
-                                 int64_t off, int elem, int64_t *lo, int64_t *hi);
+                                 int64_t off, int elem, pc_range *r);
 
 #endif /* POLYC_RT_INTERNAL_H */

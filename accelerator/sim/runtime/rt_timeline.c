@@ -658,13 +658,13 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   for (int i = 0; i < nacc; i++) {
     const pc_buf *b = &ctx->bufs[acc[i].buf];
     if (i >= pipelined) {
-      pc__users(ctx, b, acc[i].lo, acc[i].hi, acc[i].is_write, own);
+      pc__users(ctx, b, &acc[i], acc[i].is_write, own);
       continue;
     }
-    pc__users(ctx, b, acc[i].lo, acc[i].hi, 0, ids);
+    pc__users(ctx, b, &acc[i], 0, ids);
     if (!acc[i].is_write) continue;
     pc__no_ops(reads);
-    pc__readers(ctx, b, acc[i].lo, acc[i].hi, reads);
+    pc__readers(ctx, b, &acc[i], reads);
     mac_reads = PC_MAX(mac_reads, reads[PC_ENG_MAC]);
     reads[PC_ENG_MAC] = -1;
     for (int e = PC_ENG_DMA; e < PC_MAX_ENGINES; e++) { /* see pc_can_start */
@@ -678,8 +678,7 @@ static pc_op *pc_begin(pc_ctx *ctx, int engine, const pc_range *acc, int nacc,
   pc__no_ops(o->stat_deps); /* see pc_head_from: who wrote what the PEs hold */
   if (engine == PC_ENG_MAC && nacc >= 2) {
     int held = ctx->spec.dataflow == PC_DF_INPUT_STATIONARY ? 0 : 1;
-    pc__users(ctx, &ctx->bufs[acc[held].buf], acc[held].lo, acc[held].hi, 0,
-              o->stat_deps);
+    pc__users(ctx, &ctx->bufs[acc[held].buf], &acc[held], 0, o->stat_deps);
   }
   o->est_start = o->issue;
   o->read_dep = -1;
