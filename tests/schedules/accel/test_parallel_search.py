@@ -138,10 +138,13 @@ def test_a_heap_frozen_by_the_caller_stays_frozen_after_the_workers(monkeypatch)
         assert frozen > 0
         done = cache.in_workers(lambda n: n, 2)
         assert sorted(done) == [0, 1]
-        assert gc.get_freeze_count() >= frozen
+        # thawed, the count would be 0; a frozen object freed meanwhile (by a
+        # thread an earlier test left finishing) leaves it, so it may fall a
+        # little (871,062 against 871,064 in one run of the suite)
+        assert gc.get_freeze_count() >= frozen // 2
         with cache.frozen_heap():  # already frozen: left as it is on exit
             pass
-        assert gc.get_freeze_count() >= frozen
+        assert gc.get_freeze_count() >= frozen // 2
     assert gc.get_freeze_count() == 0
 
 
