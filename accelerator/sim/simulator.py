@@ -293,7 +293,10 @@ class Simulator:
 
     def vector(self, elements: int, ops: dict[str, int], access, label="") -> None:
         """Time vector work computed elsewhere: ``ops`` per element by class,
-        ``access`` a list of ``(buffer, is_write, lo, hi)`` byte ranges."""
+        ``access`` a list of ``(buffer, is_write, lo, hi)`` byte ranges, or
+        ``(buffer, is_write, lo, hi, period, arc, arc_len)``: only the bytes of
+        ``[lo, hi)`` whose offset less ``arc`` modulo ``period`` is below
+        ``arc_len`` (the runs a tile of rows touches in each channel)."""
         op = self.ffi.new("pc_vop *")
         name = self.ffi.new("char[]", label.encode())
         op.name = name
@@ -301,8 +304,8 @@ class Simulator:
         for c, v in ops.items():
             op.ops[CLASS_INDEX[c]] = v
         op.naccess = len(access)
-        for i, (buf, is_write, lo, hi) in enumerate(access):
-            op.access[i] = (buf, int(is_write), lo, hi)
+        for i, (buf, is_write, lo, hi, *arcs) in enumerate(access):
+            op.access[i] = (buf, int(is_write), lo, hi, *(arcs or (0, 0, 0)))
         self.lib.pc_vector(self.ctx, op)
         self.check()
 

@@ -449,7 +449,9 @@ def test_more_tiles_than_a_buffer_remembers_still_wait_for_their_writers(rt):
     y = sim.alloc("l1", 2048, C * 2 * W * 4, "y")
     strides = [H * W, W, 1]
     for t in range(20):  # rows 2t, 2t+1 of both channels, one after another
-        sim.dma((x, 2 * t * W, strides), (src, 2 * t * W, strides), [C, 2, W], 4, channel=0)
+        sim.dma(
+            (x, 2 * t * W, strides), (src, 2 * t * W, strides), [C, 2, W], 4, channel=0
+        )
     for t in (0, 7, 19):
         sim.dma((y, 0, [2 * W, W, 1]), (x, 2 * t * W, strides), [C, 2, W], 4, channel=1)
     report = sim.finish()
@@ -461,3 +463,17 @@ def test_more_tiles_than_a_buffer_remembers_still_wait_for_their_writers(rt):
         sim.array(y, np.float32, [C, 2, W]),
         np.arange(C * H * W, dtype=np.float32).reshape(C, H, W)[:, 38:40],
     )
+
+
+def test_a_vector_op_on_rows_of_every_channel_accounts_the_bytes_of_its_rows(rt):
+    """A vector operation's bytes (its energy and the level's byte counts) are
+    those of its arcs where its range is periodic: rows 1-2 of 4 rows in each
+    of 8 channels of 16-byte rows are 8 x 32 = 256 bytes, not their hull's
+    7 x 64 + 32 = 480; an arc that wraps (rows 3 and 0) counts the same."""
+    sim = Simulator(rt, load_config("tiny"))
+    x = sim.alloc("l1", 0, 8 * 64, "x")  # [8 channels][4 rows][16 bytes]
+    sim.vector(64, {"add": 1}, [(x, True, 16, 7 * 64 + 48, 64, 16, 32)])
+    sim.vector(64, {"add": 1}, [(x, False, 0, 8 * 64, 64, 48, 32)])  # rows 3, 0
+    report = sim.finish()
+    assert report.level("l1").bytes_written == 8 * 32
+    assert report.level("l1").bytes_read == 8 * 32

@@ -347,7 +347,7 @@ void pc_mac_output(pc_ctx *ctx, const pc_vop *op) {
   ctx->stats.energy_mac += total * ctx->spec.vec_pj;
   for (int i = 0; i < op->naccess; i++)
     if (op->access[i].is_write)
-      pc_account_bytes(ctx, &op->access[i], op->access[i].hi - op->access[i].lo);
+      pc_account_bytes(ctx, &op->access[i], pc__range_bytes(&op->access[i]));
 }
 
 /* ---- vector unit ------------------------------------------------------------- */
@@ -397,7 +397,7 @@ void pc_vector(pc_ctx *ctx, const pc_vop *op) {
   int64_t bytes[PC_MAX_ACCESS], per = 0, ops[PC_NCLASS];
   for (int i = 0; i < op->naccess; i++) {
     if (pc__check_range(ctx, &op->access[i], "pc_vector", op->name)) return;
-    bytes[i] = op->access[i].hi - op->access[i].lo;
+    bytes[i] = pc__range_bytes(&op->access[i]);
   }
   if (pc_vector_levels(ctx, op->access, op->naccess, op->name)) return;
   for (int c = 0; c < PC_NCLASS; c++) {

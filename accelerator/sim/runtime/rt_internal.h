@@ -145,4 +145,7 @@ PC_INTERNAL int pc__check_range(pc_ctx *ctx, const pc_range *r, const char *op,
 PC_INTERNAL void pc__block_range(int n, const int64_t *size, const int64_t *stride,
                                  int64_t off, int elem, pc_range *r);
 
+/* The bytes range `r` touches: its hull's, or where periodic those of its arcs. */
+PC_INTERNAL int64_t pc__range_bytes(const pc_range *r);
+
 #endif /* POLYC_RT_INTERNAL_H */
