@@ -439,9 +439,9 @@ def test_a_tile_of_rows_waits_only_for_the_rows_it_reads(rt):
 
 def test_more_tiles_than_a_buffer_remembers_still_wait_for_their_writers(rt):
     """Twenty writes of disjoint row tiles of a channel-major array, more than
-    the 16 ranges a buffer remembers: the runs that no longer fit merge with
-    their engine's nearest, so a read of any tile still starts after the write
-    of it (later, at worst: never before)."""
+    the 16 ranges a buffer remembers: the oldest fold into the whole-buffer
+    floor, so a read of any tile still starts after the write of it (later, at
+    worst: never before)."""
     sim = Simulator(rt, load_config("tiny"))
     C, H, W = 2, 40, 4
     src = sim.bind("A", np.arange(C * H * W, dtype=np.float32))
