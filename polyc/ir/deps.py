@@ -341,11 +341,16 @@ class _Carried(Deps):
         kept = {t for t, r in refs.items() if r.array not in self._changed}
         return _filter_source_tags(tagged, kept)
 
+    def _joined(self, name: str) -> isl.UnionMap:
+        """Analysis ``name``: the other program's through the arrays kept, and
+        the part's through the changed ones."""
+        return self._kept(getattr(self._before, name)).union(getattr(self._part, name))
+
     @cached_property
     def flow_tagged(self) -> isl.UnionMap:
         if not self._known("flow_tagged"):
             return super().flow_tagged
-        return self._kept(self._before.flow_tagged).union(self._part.flow_tagged)
+        return self._joined("flow_tagged")
 
     @cached_property
     def live_in_accesses(self) -> isl.UnionMap:
@@ -363,7 +368,7 @@ class _Carried(Deps):
     def _false(self) -> isl.UnionMap:
         if not self._known("_false"):
             return super()._false
-        return self._kept(self._before._false).union(self._part._false)
+        return self._joined("_false")
 
     @cached_property
     def live_out_instances(self) -> isl.UnionSet:
