@@ -389,7 +389,7 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             lo, hi = names.vector_span(stmt.name, k)
             out.append(c.Statement(f"if (({where}) < {lo}) {lo} = {where}"))
             out.append(c.Statement(f"if (({where}) > {hi}) {hi} = {where}"))
-            p = period(self._vector_buffer(stmt.name, k))
+            p = period(buf)
             if p:  # and the runs it touches of each period (see period)
                 alo, ahi = names.vector_arc(stmt.name, k)
                 m = f"pc_m_{k}"
@@ -436,16 +436,15 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         ops = ops_count(stmt.body)
         counts = ", ".join(str(ops.get(k, 0)) for k in OP_CLASSES) + ", 0"
         ranges = []
-        active = self.info.active.get(stmt.name, {})
         for k, array in enumerate(self._vector_arrays(stmt)):
-            b = self.info.buffers[active[array]]
+            b = self._vector_buffer(stmt.name, k)
             lo, hi = names.vector_span(stmt.name, k)
             w = int(array == stmt.target.array)
-            e = b.elem_bytes
+            e, p = b.elem_bytes, period(b)
             arcs = ""
-            if period(b):
+            if p:
                 alo, ahi = names.vector_arc(stmt.name, k)
-                arcs = f", {period(b) * e}, {alo} * {e}, ({ahi} - {alo} + 1) * {e}"
+                arcs = f", {p * e}, {alo} * {e}, ({ahi} - {alo} + 1) * {e}"
             ranges.append(
                 f"{{{names.buffer(b.name)}, {w}, {lo} * {e}, ({hi} + 1) * {e}{arcs}}}"
             )

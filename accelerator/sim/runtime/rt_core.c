@@ -356,6 +356,19 @@ static int64_t pc_mod(int64_t x, int64_t m) {
   return r < 0 ? r + m : r;
 }
 
+/* the bytes of periodic `r`'s arcs below byte t, counted from an arc far
+ * enough below: (t - arc) // period arcs whole, and the part of the one t is in */
+static int64_t pc_arc_bytes_below(const pc_range *r, int64_t t) {
+  int64_t m = pc_mod(t - r->arc, r->period);
+  return (t - r->arc - m) / r->period * r->arc_len + PC_MIN(m, r->arc_len);
+}
+
+int64_t pc__range_bytes(const pc_range *r) {
+  if (r->hi <= r->lo) return 0;
+  if (r->period <= 0) return r->hi - r->lo;
+  return pc_arc_bytes_below(r, r->hi) - pc_arc_bytes_below(r, r->lo);
+}
+
 /* whether periodic `a` touches a byte of the window [lo, hi) (lo < hi) */
 static int pc_arc_meets(const pc_set *a, int64_t lo, int64_t hi) {
   if (a->period <= 0 || hi - lo >= a->period) return 1;

@@ -67,21 +67,6 @@ void pc__block_range(int n, const int64_t *size, const int64_t *stride, int64_t 
   r->arc_len = inner * elem;
 }
 
-/* the bytes of [arc + k * period, arc + k * period + arc_len) for every k below
- * byte t, counted from a k far enough below: (t - arc) // period arcs whole,
- * and the part of the one t falls in */
-static int64_t pc_arc_bytes_below(const pc_range *r, int64_t t) {
-  int64_t u = t - r->arc, q = u / r->period, m = u % r->period;
-  if (m < 0) q -= 1, m += r->period;
-  return q * r->arc_len + PC_MIN(m, r->arc_len);
-}
-
-int64_t pc__range_bytes(const pc_range *r) {
-  if (r->hi <= r->lo) return 0;
-  if (r->period <= 0) return r->hi - r->lo;
-  return pc_arc_bytes_below(r, r->hi) - pc_arc_bytes_below(r, r->lo);
-}
-
 static void pc_copy_block(int n, const int64_t *size, unsigned char *dst,
                           const int64_t *ds, const unsigned char *src,
                           const int64_t *ss, int elem) {
@@ -115,7 +100,7 @@ void pc_dma(pc_ctx *ctx, int channel, int elem, int ndims, const int64_t *sizes,
                               "1, 2, 4 or 8-byte elements in up to %d dimensions. "
                               "Split the transfer.", label ? label : "", ndims,
                          elem, PC_MAX_DIMS);
-  if (channel < -2 || channel >= sp->channels)
+  if (channel < PC_LAST_CHANNEL || channel >= sp->channels)
     return (void)pc__fail(ctx, "pc_dma %s: channel %d does not exist because the "
                               "config has %d DMA channels. Use 0..%d, -1 for "
                               "the first free one or -2 for the last one.",

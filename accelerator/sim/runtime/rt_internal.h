@@ -132,6 +132,9 @@ PC_INTERNAL void pc__complete_tail(pc_ctx *ctx, int engine, int64_t start,
 /* When the ranges `acc` may be used (their hazards alone: no engine, no issue). */
 PC_INTERNAL int64_t pc__ready(pc_ctx *ctx, const pc_range *acc, int nacc);
 
+/* The bytes range `r` touches: its hull's, or where periodic those of its arcs. */
+PC_INTERNAL int64_t pc__range_bytes(const pc_range *r);
+
 /* A range inside its (live) buffer, else an error naming the buffer, range and op;
  * returns 0 or -1. */
 PC_INTERNAL int pc__check_range(pc_ctx *ctx, const pc_range *r, const char *op,
@@ -144,8 +147,5 @@ PC_INTERNAL int pc__check_range(pc_ctx *ctx, const pc_range *r, const char *op,
  * block fits in one of its strides (a tile of rows of every channel). */
 PC_INTERNAL void pc__block_range(int n, const int64_t *size, const int64_t *stride,
                                  int64_t off, int elem, pc_range *r);
-
-/* The bytes range `r` touches: its hull's, or where periodic those of its arcs. */
-PC_INTERNAL int64_t pc__range_bytes(const pc_range *r);
 
 #endif /* POLYC_RT_INTERNAL_H */
