@@ -49,7 +49,7 @@ from collections.abc import Iterable, Sequence
 
 from accelerator.hardware.spec import Spec
 from schedules.accel.layers import Layer
-from schedules.accel.search import EDGES, Candidate
+from schedules.accel.search import Candidate, edge_figures
 from schedules.accel.space import engine_level
 
 
@@ -71,10 +71,8 @@ def credit(
     scalar core has issued ``nxt``'s first loads, where it is longer than the
     tail (:func:`credits`). Zero for candidates without boundary figures (an
     older search cache's)."""
-    if len(prev.edges) != len(EDGES) or len(nxt.edges) != len(EDGES):
-        return 0.0
-    a, b = dict(zip(EDGES, prev.edges)), dict(zip(EDGES, nxt.edges))
-    if not _fit(spec, (prev, nxt)):
+    a, b = edge_figures(prev), edge_figures(nxt)
+    if a is None or b is None or not _fit(spec, (prev, nxt)):
         return 0.0
     writes = set(writes)
     after = [t for array, t in nxt.first_loads if array in writes]
@@ -113,7 +111,7 @@ def credits(
     # less its credit, and its own window
     chain: list[tuple[Layer, Candidate, float, tuple[float, float]]] = []
     for layer, cand in layers:
-        if cand is None or len(cand.edges) != len(EDGES):
+        if edge_figures(cand) is None:
             out.append(0.0)
             chain = []
             continue
@@ -139,7 +137,7 @@ def issued(spec: Spec, cand: Candidate, net: float, hidden: float = 0.0):
     ``queue_depth`` commands: a layer that issues no more runs all of its
     ``net`` cycles with them issued, and otherwise the last ``queue_depth`` of
     its commands, at least its tail."""
-    e = dict(zip(EDGES, cand.edges))
+    e = edge_figures(cand)
     fill, tail = e["fill"], e["tail"]
     if _at_once(spec, cand):
         moved = cand.dram_bytes - e["fill_bytes"] * min(hidden / max(fill, 1.0), 1.0)
@@ -154,7 +152,7 @@ def issued(spec: Spec, cand: Candidate, net: float, hidden: float = 0.0):
 def _at_once(spec: Spec, cand: Candidate) -> bool:
     """Whether the scalar core issues all of a layer's commands without
     stalling: no more than an engine queues."""
-    return dict(zip(EDGES, cand.edges))["issues"] <= spec.scalar.queue_depth
+    return edge_figures(cand)["issues"] <= spec.scalar.queue_depth
 
 
 def _fit(spec: Spec, cands) -> bool:
@@ -167,7 +165,7 @@ def _load_channels(spec: Spec) -> int:
     """The DMA channels a load takes while the stores wait (with two or more,
     the stores take the last half)."""
     n = spec.dma.channels
-    return n - n // 2 if n > 1 else n
+    return n - n // 2
 
 
 def program_cycles(

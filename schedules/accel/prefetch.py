@@ -69,7 +69,7 @@ from polyc.ir.prefetches import MARK, ORIGIN, copies
 from schedules import stree
 from schedules.accel import homes
 from schedules.accel.layers import top_children
-from schedules.accel.search import EDGES
+from schedules.accel.search import edge_figures
 from schedules.accel.terms import load_rate
 from schedules.common import step
 from schedules.legality import carry
@@ -424,9 +424,8 @@ def _rows(kernel: Kernel, weight: str, layers, pieces, t: float):
 def _fill(spec: Spec, cand) -> float:
     """The DRAM time of a layer's first loads (its fill's bytes at the load
     rate; zero for a layer without boundary figures)."""
-    if cand is None or len(cand.edges) != len(EDGES):
-        return 0.0
-    return dict(zip(EDGES, cand.edges))["fill_bytes"] / load_rate(spec)
+    figures = edge_figures(cand)
+    return 0.0 if figures is None else figures["fill_bytes"] / load_rate(spec)
 
 
 def _idle(cand) -> float:

@@ -81,6 +81,14 @@ EDGES = (
 )
 
 
+def edge_figures(cand: Candidate | None) -> dict[str, float] | None:
+    """A candidate's :attr:`Candidate.edges` by their :data:`EDGES` names;
+    None for no candidate or one without them (an older search cache's)."""
+    if cand is None or len(cand.edges) != len(EDGES):
+        return None
+    return dict(zip(EDGES, cand.edges))
+
+
 def search(
     kernel: Kernel, layer: Layer, spec: Spec, keep: int = 8, stage: bool = True
 ) -> list[Candidate]:
