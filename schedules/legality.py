@@ -103,8 +103,7 @@ def memory_dependences(kernel: Kernel) -> list[tuple[str, str, isl.Map]]:
 def _memory(k: Kernel, arrays: frozenset[str] | None = None):
     """:func:`memory_dependences` of program ``k`` (through ``arrays`` alone
     when given), computed."""
-    root = stree.from_isl(k.program_schedule)
-    children = root.children if isinstance(root, stree.Sequence_) else (root,)
+    children = stree.top_level(k.program_schedule)
     child = {n: c for c, node in enumerate(children) for n in stree.statements(node)}
     before: dict[tuple[str, str], isl.Map | None] = {}
     times: dict[str, isl.Map] = {}

@@ -165,6 +165,13 @@ def children(node: Node) -> tuple[Node, ...]:
     return ()
 
 
+def top_level(schedule: isl.Schedule) -> tuple[Node, ...]:
+    """The children of ``schedule``'s root sequence, or its root alone: a
+    program's top-level loop nests."""
+    root = from_isl(schedule)
+    return root.children if isinstance(root, Sequence_) else (root,)
+
+
 def walk(node: Node, path: Path = ()) -> Iterator[tuple[Path, Node]]:
     """Pre-order ``(path, node)`` pairs; a path lists child positions from the top."""
     yield path, node

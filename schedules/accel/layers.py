@@ -238,9 +238,7 @@ def top_children(kernel: Kernel) -> tuple:
     which the scheduler asked for hundreds of times per network)."""
     children = _CHILDREN.get(kernel)
     if children is None:
-        root = stree.from_isl(kernel.schedule)
-        children = root.children if isinstance(root, stree.Sequence_) else (root,)
-        _CHILDREN[kernel] = children
+        children = _CHILDREN[kernel] = stree.top_level(kernel.schedule)
     return children
 
 
@@ -343,11 +341,9 @@ def _in_program_order(kernel: Kernel, names: set[str]) -> stree.Node | None:
     """The consecutive top-level children of ``kernel``'s program order that run
     exactly the statements ``names``, as one node; None when there are none."""
 
-    def children(k: Kernel) -> tuple:
-        root = stree.from_isl(k.program_schedule)
-        return root.children if isinstance(root, stree.Sequence_) else (root,)
-
-    nodes = kernel.analysis("layers.program_children", children)
+    nodes = kernel.analysis(
+        "layers.program_children", lambda k: stree.top_level(k.program_schedule)
+    )
     at = [
         c
         for c, node in enumerate(nodes)
