@@ -25,7 +25,7 @@ from polyc.errors import IllegalTransformError
 from polyc.ir import tree
 from polyc.ir.deps import DEPS, by_program
 from polyc.ir.deps import carried as carried_deps
-from polyc.ir.kernel import Kernel, Step, accesses
+from polyc.ir.kernel import Kernel, Step, accessed, accesses
 from schedules import stree
 
 KINDS = ("flow", "anti", "output")
@@ -159,8 +159,7 @@ def _memory(k: Kernel, arrays: frozenset[str] | None = None):
 
 def _touches(stmt, arrays: frozenset[str]) -> bool:
     """Whether ``stmt`` accesses one of ``arrays``."""
-    names = (stmt.target.array, *(a.array for a in (*stmt.reads, *stmt.gathers)))
-    return not arrays.isdisjoint(names)
+    return not arrays.isdisjoint(a for a, _, _ in accessed(stmt))
 
 
 def carry(before: Kernel, after: Kernel, arrays: Collection[str]) -> Kernel:

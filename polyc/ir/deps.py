@@ -26,7 +26,7 @@ import islpy as isl
 
 from polyc.errors import BudgetError
 from polyc.ir import tree
-from polyc.ir.kernel import Kernel, accesses
+from polyc.ir.kernel import Kernel, access_relation, accessed, accesses
 
 END = "_END"
 #: the key of a program's :class:`Deps` among its analyses (:attr:`Kernel.deps`)
@@ -76,13 +76,14 @@ def _tagged(kernel: Kernel, arrays: frozenset[str] | None = None):
     reads = writes = None
     for s in kernel.statements:
         # the data-dependent reads last, over their whole gathered dimension
-        for n, (array, is_write, m) in enumerate(accesses(kernel, s)):
+        for n, (array, is_write, x) in enumerate(accessed(s)):
             if arrays is not None and array not in arrays:
                 continue
             tag = _tag(s.name, is_write, n)
             tag_space = isl.Set(f"{{ {tag}[] }}")
             # [S[i] -> tag[]] -> A[f(i)]: pull the access back through the tag
             unwrap = isl.Map.from_domain_and_range(s.domain, tag_space).domain_map()
+            m = access_relation(kernel, s, x)
             piece = isl.UnionMap.from_map(unwrap.apply_range(m))
             if is_write:
                 writes = piece if writes is None else writes.union(piece)
@@ -94,13 +95,10 @@ def _tagged(kernel: Kernel, arrays: frozenset[str] | None = None):
 
 def _refs(kernel: Kernel) -> dict[str, Ref]:
     """Every access of the kernel by its tag (in the order of
-    :func:`polyc.ir.kernel.accesses`: the write, the reads, the gathers)."""
+    :func:`polyc.ir.kernel.accessed`: the write, the reads, the gathers)."""
     refs: dict[str, Ref] = {}
     for s in kernel.statements:
-        touched = [(s.target.array, True)]
-        touched += [(ld.array, False) for ld in s.reads]
-        touched += [(g.array, False) for g in s.gathers]
-        for n, (array, is_write) in enumerate(touched):
+        for n, (array, is_write, _) in enumerate(accessed(s)):
             tag = _tag(s.name, is_write, n)
             refs[tag] = Ref(tag, s.name, array, is_write)
     return refs

@@ -642,20 +642,33 @@ def gather_access_map(
     return found
 
 
+def accessed(stmt: Statement) -> list[tuple[str, bool, Load | Gather]]:
+    """Every access of ``stmt`` as ``(array, is_write, load)``, in the order of
+    :func:`accesses`: the write, the affine reads, then the data-dependent
+    reads."""
+    out = [(stmt.target.array, True, stmt.target)]
+    out += [(ld.array, False, ld) for ld in stmt.reads]
+    out += [(g.array, False, g) for g in stmt.gathers]
+    return out
+
+
+def access_relation(kernel: Kernel, stmt: Statement, access: Load | Gather) -> isl.Map:
+    """The relation of one of :func:`accessed`'s accesses (a data-dependent
+    read's over-approximated)."""
+    if isinstance(access, Gather):
+        return gather_access_map(
+            stmt, access, kernel.arrays[access.array], kernel.params
+        )
+    return access_map(stmt, access, kernel.params)
+
+
 def accesses(kernel: Kernel, stmt: Statement) -> list[tuple[str, bool, isl.Map]]:
     """Every access of ``stmt`` as ``(array, is_write, relation)``: the write, the
     affine reads, then the data-dependent reads (over-approximated)."""
-    out = [(stmt.target.array, True, access_map(stmt, stmt.target, kernel.params))]
-    out += [(ld.array, False, access_map(stmt, ld, kernel.params)) for ld in stmt.reads]
-    out += [
-        (
-            g.array,
-            False,
-            gather_access_map(stmt, g, kernel.arrays[g.array], kernel.params),
-        )
-        for g in stmt.gathers
+    return [
+        (array, is_write, access_relation(kernel, stmt, x))
+        for array, is_write, x in accessed(stmt)
     ]
-    return out
 
 
 def array_extent(arr: Array, params: Sequence[str]) -> isl.Set:
