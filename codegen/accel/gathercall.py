@@ -11,8 +11,6 @@ issues one call per run of rows and nothing per element.
 
 from __future__ import annotations
 
-import math
-
 import cgen as c
 
 from codegen.accel import names
@@ -72,8 +70,7 @@ def chunks(kernel: Kernel) -> list[Chunk]:
     """
     out = prefetches.chunks(kernel)
     for ch in out:
-        arr = kernel.arrays[ch.weight]
-        rows = int(arr.concrete_shape({})[0]) if arr.ndim else 1
+        rows = prefetches.rows(kernel.arrays[ch.weight])
         if not kernel.arrays[ch.copy].home or not 0 <= ch.lo <= ch.hi <= rows:
             raise CodegenError(
                 f"codegen: {ch.stmt} is marked @prefetch but its rows {ch.lo} to "
@@ -89,9 +86,7 @@ def prefetch(kernel: Kernel, ch: Chunk) -> list[c.Generable]:
     ``[lo, hi)`` of its first dimension, one contiguous block, DRAM to chip
     (the copy's array is bound at its home, :mod:`schedules.accel.prefetch`)."""
     arr = kernel.arrays[ch.weight]
-    shape = arr.concrete_shape({})
-    row = math.prod(shape[1:]) if len(shape) > 1 else 1
-    count, off = (ch.hi - ch.lo) * row, ch.lo * row
+    off, count = prefetches.span(kernel, ch)
     if count <= 0:
         return []
     b = names.dram_buffer

@@ -5,11 +5,12 @@ user's program has no such array: it is declared in the C, not passed)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from polyc.ir import tree
 from polyc.ir.expr import Load
-from polyc.ir.kernel import Kernel, Role
+from polyc.ir.kernel import Array, Kernel, Role
 
 #: the origin of a prefetch's copy statement (``prefetch W``)
 ORIGIN = "prefetch"
@@ -31,6 +32,20 @@ class Chunk:
     before: str
     lo: int
     hi: int
+
+
+def rows(weight: Array) -> int:
+    """The rows of ``weight``'s first dimension, which its chunks divide (one
+    for a scalar)."""
+    return int(weight.concrete_shape({})[0]) if weight.ndim else 1
+
+
+def span(kernel: Kernel, ch: Chunk) -> tuple[int, int]:
+    """``(offset, count)``: the elements of ``ch``'s rows in its weight, one
+    contiguous block (rows of a row-major array)."""
+    arr = kernel.arrays[ch.weight]
+    row = math.prod(arr.concrete_shape({})[1:])
+    return ch.lo * row, (ch.hi - ch.lo) * row
 
 
 def mark(stmt: str, before: tuple[str, ...], rows: tuple[int, ...]) -> str:
@@ -57,9 +72,9 @@ def chunks(kernel: Kernel) -> list[Chunk]:
             continue
         got = dict(f.split("=", 1) for f in fields)
         before = got["before"].split(",")
-        rows = [int(r) for r in got["rows"].split(",")]
+        counts = [int(r) for r in got["rows"].split(",")]
         lo = 0
-        for b, r in zip(before, rows):
+        for b, r in zip(before, counts):
             out.append(Chunk(stmt, *pairs[stmt], b, lo, lo + r))
             lo += r
     return out
@@ -83,4 +98,4 @@ def copies(kernel: Kernel) -> dict[str, tuple[str, str]]:
     return out
 
 
-__all__ = ["MARK", "ORIGIN", "Chunk", "chunks", "copies", "mark"]
+__all__ = ["MARK", "ORIGIN", "Chunk", "chunks", "copies", "mark", "rows", "span"]

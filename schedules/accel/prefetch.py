@@ -159,8 +159,7 @@ def _chunks(kernel: Kernel, array: str, copy: str, chunks, op: str):
     Raises:
         ArgumentError: for an unknown statement or rows that do not add up.
     """
-    arr = kernel.arrays[array]
-    rows = int(arr.concrete_shape({})[0]) if arr.ndim else 1
+    rows = prefetches.rows(kernel.arrays[array])
     names = [s.name for s in kernel.statements]
     if chunks is None:
         first = next(
@@ -251,8 +250,9 @@ def annotate(kernel: Kernel, spec: Spec, choices) -> None:
     fills = [_fill(spec, lc.candidate) for lc in choices]
     exposed: dict[str, float] = {}
     for ch in found:
-        arr = kernel.arrays[ch.weight]
-        nbytes = arr.nbytes() * (ch.hi - ch.lo) // max(arr.concrete_shape({})[0], 1)
+        nbytes = (
+            prefetches.span(kernel, ch)[1] * kernel.arrays[ch.weight].dtype.itemsize
+        )
         t = spec.dma.setup_cycles + nbytes / load_rate(spec)
         j = at.get(ch.before)
         hidden = 0.0
@@ -410,7 +410,7 @@ def _rows(kernel: Kernel, weight: str, layers, pieces, t: float):
     """``pieces`` (layer index, cycles) of a transfer of ``t`` cycles as chunks
     of whole rows of ``weight``'s first dimension, each before the layer's
     first statement."""
-    rows = int(kernel.arrays[weight].concrete_shape({})[0])
+    rows = prefetches.rows(kernel.arrays[weight])
     chunks, done, cum = [], 0, 0.0
     for n, (j, got) in enumerate(pieces):
         cum += got
