@@ -51,6 +51,7 @@ from accelerator.hardware.spec import Spec
 from schedules.accel.layers import Layer
 from schedules.accel.search import Candidate, edge_figures
 from schedules.accel.space import engine_level
+from schedules.accel.terms import load_channels
 
 
 def written(layer: Layer) -> frozenset[str]:
@@ -81,7 +82,7 @@ def credit(
     if window is not None and window[0] > tail:
         # before the tail, the loads go on the channels the previous layer's
         # own loads leave (in order on each: behind them on edge-npu's one)
-        share = (_load_channels(spec) - a["fill_calls"]) / max(b["fill_calls"], 1.0)
+        share = (load_channels(spec) - a["fill_calls"]) / max(b["fill_calls"], 1.0)
         share = min(max(share, 0.0), 1.0)
         tail += (window[0] - tail) * share
         tail_bytes += max(window[1] - tail_bytes, 0.0) * share
@@ -159,13 +160,6 @@ def _fit(spec: Spec, cands) -> bool:
     """Whether the candidates' buffers fit the engines' level together."""
     capacity = spec.memory[engine_level(spec)].capacity_bytes
     return sum(c.sram_bytes for c in cands) <= capacity
-
-
-def _load_channels(spec: Spec) -> int:
-    """The DMA channels a load takes while the stores wait (with two or more,
-    the stores take the last half)."""
-    n = spec.dma.channels
-    return n - n // 2
 
 
 def program_cycles(

@@ -517,7 +517,7 @@ def channel_time(spec: Spec, traffic: Traffic, reads, writes) -> np.ndarray:
     spread = cycles / np.clip(traffic.streams, 1, np.maximum(n - waiting, 1))
     if n < 2:
         return spread
-    half = n - n // 2
+    half = load_channels(spec)
     bw = spec.dram.bytes_per_cycle
     # the stores, on the last half
     out = np.clip(traffic.streams - traffic.load_streams, 1, n // 2)
@@ -577,6 +577,14 @@ def _chained(work: Work, dma_time, fill, drain, depth: int):
     serial = fill + tiles * (per_tile + work.mid) + drain
     serial = serial + np.where(work.stalls, (tiles - 1) * fill, 0)
     return np.where(work.ahead > 1, pipelined, serial)
+
+
+def load_channels(spec: Spec) -> int:
+    """The DMA channels the loads take while stores wait: the first half (with
+    two or more, the stores to DRAM take the last half; the runtime's
+    ``pc__pick_channel``)."""
+    n = spec.dma.channels
+    return n - n // 2
 
 
 def load_rate(spec: Spec) -> float:
