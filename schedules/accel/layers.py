@@ -516,6 +516,12 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
     def compute(_: Kernel) -> bool:
         if _runs_backwards(kernel, [g[0] for g in group], item[0], d):
             return False
+        # a part of a large program: its answer is its text's, kept by what
+        # that text is a function of (each child runs one statement)
+        large = PART_SHARE * len(positions) <= len(kernel.statements)
+        alike = _alike(kernel, positions, bands, d) if large else None
+        if alike is not None and alike in _across():
+            return _across()[alike]
         part = sub_kernel(kernel, positions)
         small = PART_SHARE * len(part.statements) > len(kernel.statements)
         if small and not kernel.schedule.plain_is_equal(kernel.program_schedule):
@@ -530,6 +536,8 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
                 if checked is None:
                     checked = _OWN[text] = part.replace(part_of=None)
             _keep(key, _fuses(checked, bands, d))
+        if alike is not None:
+            _across()[alike] = _FUSES[key]
         return _FUSES[key]
 
     key = ("layers.can_fuse", schedule_text(kernel), positions, d)
@@ -537,12 +545,85 @@ def _can_fuse(kernel: Kernel, group, item, d: int) -> bool:
 
 
 def _keep(key: tuple, answer: bool) -> None:
-    """``answer`` kept in :data:`_FUSES` under ``key`` (both memos emptied
+    """``answer`` kept in :data:`_FUSES` under ``key`` (the memos emptied
     when full)."""
     if len(_FUSES) >= _MAX_FUSES:
         _FUSES.clear()
         _OWN.clear()
+        _across().clear()
     _FUSES[key] = answer
+
+
+def _alike(kernel: Kernel, positions, bands, d: int) -> tuple | None:
+    """What the text of :func:`sub_kernel`'s part at ``positions`` is a
+    function of, without building it, for :func:`_can_fuse`'s answers across
+    programs (:func:`_across`): the statements it takes (the objects, in the
+    program's order), each child's name mark, band schedule, flags and leaf
+    domain (all :func:`stree.to_isl` reads of a child that is a name mark
+    over a band over a leaf), the bands, the depth and the context. None when
+    a child has another form. A network split again after each depthwise
+    split (:mod:`schedules.accel.share`) asks again about the parts it left:
+    their answers were kept by the part's text, which cost building the part
+    and printing its tree (about 1.3 ms per check, 1,162 checks in
+    hf-mobilenetv2 float16)."""
+    keys = _child_keys(kernel)
+    parts = []
+    for p in positions:
+        if keys[p] is None:
+            keys[p] = _child_key(top_children(kernel)[p])
+        if keys[p] is False:
+            return None
+        parts.append(keys[p])
+    names = {k[0] for k in parts}
+    stmts = tuple(s for s in kernel.statements if s.name in names)
+    return stmts, tuple(parts), tuple(bands), d, str(kernel.context)
+
+
+def _child_keys(kernel: Kernel) -> list:
+    """Per top-level child of ``kernel``, its :func:`_child_key` once asked
+    (None before)."""
+    keys = _KEYS.get(kernel)
+    if keys is None:
+        keys = _KEYS[kernel] = [None] * len(top_children(kernel))
+    return keys
+
+
+def _child_key(child) -> tuple | bool:
+    """``(statement name, mark, band schedule, permutable, coincident, leaf
+    domain)`` of a child that is a name mark over a band over a leaf (their
+    texts), else False."""
+    if not isinstance(child, stree.Mark) or not isinstance(child.child, stree.Band):
+        return False
+    band = child.child
+    if not isinstance(band.child, stree.Leaf):
+        return False
+    names = stree.statements(child)
+    if len(names) != 1:
+        return False
+    leaf = str(band.child.domain)
+    return (
+        names[0],
+        child.name,
+        str(band.schedule),
+        band.permutable,
+        band.coincident,
+        leaf,
+    )
+
+
+def _across() -> dict:
+    """:func:`_can_fuse`'s answers on large programs by :func:`_alike`: the
+    answers of :data:`_FUSES` (a function of the part's text, which is one of
+    its key), emptied with it (a test's new :data:`_FUSES` starts it anew)."""
+    if _ACROSS[0] is not _FUSES:
+        _ACROSS[:] = [_FUSES, {}]
+    return _ACROSS[1]
+
+
+#: :func:`_child_keys` by kernel
+_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: the :data:`_FUSES` that :func:`_across`'s answers come from, and them
+_ACROSS: list = [None, {}]
 
 
 def fusion_answers() -> dict[tuple, bool]:
