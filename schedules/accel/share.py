@@ -157,11 +157,7 @@ def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
     :func:`_key` holds: :func:`plan` takes it from there for a layer whose key
     it finds (the same choice as its own), and chooses itself for the others
     (a layer that an earlier split cut otherwise, a worker that failed)."""
-    tasks = [
-        (la, found)
-        for la in _ahead(kernel, layers)
-        if (found := _candidate(kernel, la, spec))
-    ]
+    tasks = [(la, found) for la in layers if (found := _candidate(kernel, la, spec))]
     if len(tasks) < 2 or cache.jobs() < 2:
         yield _Ahead({}, None)
         return
@@ -181,38 +177,6 @@ def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
         ahead = _Ahead(keys, running)
         yield ahead
         ahead.learn_ready()  # the others are layers split otherwise: dropped
-
-
-def _ahead(kernel: Kernel, layers: list[Layer]) -> list[Layer]:
-    """``layers`` (the pieces of ``kernel``) and the layers of ``kernel`` cut
-    before every contraction (at its init), whatever the fusion groups, in
-    program order: the pieces of a layer that :func:`_planned` meets only once
-    an earlier split moved the fusion groups' edges (hf-mobilenetv2 float16:
-    four of its sixteen choices, each about 0.45 CPU s, were made in the
-    parent one after the other, since the workers had not seen their layers).
-    A layer of the second kind that no split leaves is chosen for nothing
-    (its worker's time is lost, the plan is the same: a choice is a function
-    of :func:`_key`)."""
-    where = {}
-    for pos, child in enumerate(top_children(kernel)):
-        for n in stree.statements(child):
-            where[n] = pos
-    stmts = kernel.statements
-    starts = set()
-    for i, s in enumerate(stmts):
-        if contraction(s) is None:
-            continue
-        prev = stmts[i - 1] if i else None
-        init = prev is not None and prev.target.array == s.target.array
-        starts.add(where[prev.name if init and not prev.reads else s.name])
-    seen = {tuple(s.name for s in la.stmts) for la in layers}
-    more = [
-        la
-        for la in split(kernel, cuts=frozenset(starts))
-        if tuple(s.name for s in la.stmts) not in seen
-    ]
-    first = {s.name: n for n, s in enumerate(stmts)}
-    return sorted([*layers, *more], key=lambda la: first[la.stmts[0].name])
 
 
 class _Ahead:

@@ -108,57 +108,6 @@ def test_depthwise_splits_chosen_in_workers_are_the_ones_chosen_in_turn(
     assert out["1"][0]  # a layer was split
 
 
-def _expand_project_depthwise(blocks: int = 3):
-    """``blocks`` times two 1x1 convolutions and a depthwise one, each with its
-    ReLU6 (16 channels, 8x8): the fusion groups' edges put the last depthwise
-    layer's init with the statements before it, so it is a layer of its own
-    (one that share.plan may split) only once the layers before it are split."""
-    torch.manual_seed(0)
-    mods = []
-    for _ in range(blocks):
-        mods += [nn.Conv2d(16, 16, 1), nn.ReLU6(), nn.Conv2d(16, 16, 1), nn.ReLU6()]
-        mods += [nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.ReLU6()]
-    model = nn.Sequential(*mods).eval()
-    return polyc.from_torch(model, (torch.randn(1, 16, 8, 8),))
-
-
-def test_a_depthwise_layer_an_earlier_split_leaves_is_chosen_in_the_workers(
-    tmp_path, monkeypatch
-):
-    """share._chosen_ahead's workers also choose the layers cut before every
-    contraction, whatever the fusion groups (share._ahead): the layer that an
-    earlier split leaves (here the third depthwise one) is chosen there, not
-    in the parent after the others (hf-mobilenetv2 float16: four such layers,
-    about 0.45 CPU s each, one after the other in the parent); the same
-    splits, schedule and C as choosing them one after the other."""
-    from schedules.accel import share
-
-    spec = load_config("edge-npu")
-    monkeypatch.setenv("POLYC_SEARCH_CACHE", "0")
-    choose = share._choose
-    parent = []  # the choices made in this process (a worker's are its own)
-
-    def recorded(kernel, layer, *args):
-        parent.append(tuple(s.name for s in layer.stmts))
-        return choose(kernel, layer, *args)
-
-    monkeypatch.setattr(share, "_choose", recorded)
-    out = {}
-    for jobs in ("1", "2"):
-        monkeypatch.setenv("POLYC_JOBS", jobs)
-        monkeypatch.setenv("POLYC_CACHE_DIR", str(tmp_path / jobs))
-        monkeypatch.setattr(cache, "_MEMORY", {})
-        parent.clear()
-        choice = schedule(_expand_project_depthwise(), spec)
-        source, _ = placed.generate(choice.kernel)
-        cands = [lc.candidate for lc in choice.layers]
-        out[jobs] = (choice.shared, cands, source.text, list(parent))
-    in_turn = out["1"][3]
-    assert len(in_turn) == 3 and len(out["1"][0]) == 3  # three layers split
-    assert out["2"][3] == []  # none chosen in the parent
-    assert out["2"][:3] == out["1"][:3]
-
-
 def test_workers_never_collect_the_heap_they_inherit(monkeypatch):
     """The caller's objects are frozen when the workers fork (their collector
     would walk, and so copy, the whole inherited heap), and thawed in the
