@@ -474,17 +474,28 @@ def _aligned(group, stmt: Statement, d: int) -> bool:
     return True
 
 
+#: :func:`_aligned`'s answers by the statements (objects, compared by
+#: identity) and the depth: a function of their accesses alone, which a
+#: network split again after each depthwise split asked again about every
+#: pair it left alone (5,035 times in hf-mobilenetv2 float16)
+_ALIGNED: dict[tuple, bool] = {}
+
+
 def _fusable(kernel: Kernel, group, item, depth: int) -> int:
     """The largest depth at which ``item`` fuses with the group (0: it does not)."""
     stmt = item[0]
     first = group[0][0]
     d = min(depth, stmt.depth)
+
+    def aligned() -> bool:
+        return _aligned(group, stmt, d)
+
     while d > 0:
         same = all(
             _bounds(first)[first.iterators[p]] == _bounds(stmt)[stmt.iterators[p]]
             for p in range(d)
         )
-        if same and _aligned(group, stmt, d):
+        if same and _kept(_ALIGNED, (*(g[0] for g in group), stmt, d), aligned):
             return d
         if same and _can_fuse(kernel, group, item, d):
             return d

@@ -225,11 +225,11 @@ def test_a_program_split_again_asks_isl_nothing_of_the_statements_it_kept(
     :mod:`schedules.accel.share`) reads which children are plain bands and
     which fusions run backwards from the statements it kept, not from isl
     again (tenth round: hf-mobilenetv2 split its network again after each of
-    its eight splits)."""
+    its eight splits; thirteenth round: whether the accesses align, too)."""
     kernel, _ = layers.per_statement(_window(True))
     first = [(la.name, la.depth) for la in split(kernel)]
     asked = []
-    for name in ("_identity", "_backwards"):
+    for name in ("_identity", "_backwards", "_aligned"):
         real = getattr(layers, name)
         monkeypatch.setattr(
             layers, name, lambda *a, real=real: asked.append(a) or real(*a)
