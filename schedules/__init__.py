@@ -15,6 +15,7 @@ dependences (:mod:`schedules.legality`) and records itself in ``kernel.history``
 from __future__ import annotations
 
 from schedules.accel.bias import defer_bias
+from schedules.accel.fold import fold_copy
 from schedules.accel.gather import gather_dma
 from schedules.accel.homes import home
 from schedules.accel.inline import inline_copy
@@ -45,6 +46,7 @@ TRANSFORMATIONS.update(
             fuse,
             gather_dma,
             home,
+            fold_copy,
             inline_copy,
             inline_zero_pad,
             interchange,
@@ -81,6 +83,7 @@ __all__ = [
     "defer_bias",
     "distribute",
     "first_violation",
+    "fold_copy",
     "fuse",
     "gather_dma",
     "inline_copy",

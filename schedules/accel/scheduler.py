@@ -40,6 +40,7 @@ from schedules.accel import (
     bias,
     boundary,
     cache,
+    fold,
     gather,
     groups,
     homes,
@@ -153,7 +154,8 @@ def schedule(
                 f"or -D {p}=VALUE)"
             ),
         )
-    kernel = pads.inline_pads(inline.inline_all(bias.defer_all(kernel, spec)))
+    kernel = inline.inline_all(bias.defer_all(kernel, spec))
+    kernel = pads.inline_pads(inline.inline_all(fold.fold_all(kernel)))
     kernel = pads.align_pads(kernel)
     if stage:  # intermediates on chip, in the SRAM level above the engines'
         kernel = homes.assign(kernel, spec)

@@ -95,7 +95,7 @@ def test_a_merge_is_modelled_at_the_depth_its_layer_gets():
     assert fused.children[pool] not in cuts
 
 
-def test_a_merge_is_credited_the_loads_it_hides_under_the_layer_before():
+def test_a_merge_is_credited_the_loads_it_hides_under_the_layer_before(monkeypatch):
     """A transformer block on datacenter: the copies that merge the attention's
     heads (a permute and a reshape) and the out-projection after them. Apart,
     the copies' layer waits for the attention and the projection's 64 KiB of
@@ -103,9 +103,14 @@ def test_a_merge_is_credited_the_loads_it_hides_under_the_layer_before():
     The search compared the merge (1,159 predicted cycles) with the two apart
     (64 + 1,095, less the 4 cycles of the projection's loads under the copies)
     without the credit of the layer before, and kept them apart: 10,902
-    simulated cycles for the model against 10,254 merged."""
+    simulated cycles for the model against 10,254 merged. (The scheduler now
+    folds those copies into the attention's output, schedules/accel/fold.py;
+    the fold is left out here, so that the copies stay to be merged.)"""
     from polyc.frontends.torch.models import TransformerBlock
+    from schedules.accel import fold
 
+    monkeypatch.setenv("POLYC_COMPILE_CACHE", "0")
+    monkeypatch.setattr(fold, "fold_all", lambda kernel: kernel)
     torch.manual_seed(0)
     block = TransformerBlock(128, 4, 512).eval()
     kernel = polyc.from_torch(block, (torch.randn(1, 16, 128),))
