@@ -255,3 +255,38 @@ def test_dependences_carried_through_more_arrays_are_computed_in_order():
         assert rewritten.has_analysis(DEPS)
         assert rewritten.has_analysis(legality._MEMORY) == in_order
         _same_dependences(rewritten, rewritten.replace())
+
+
+class _Cand:
+    """The figures of a chosen candidate that the choice of weights reads."""
+
+    def __init__(self, cycles: float, **engines: float):
+        self.cycles, self.engines, self.sram_bytes = cycles, tuple(engines.items()), 0
+
+
+def test_a_weight_is_fetched_when_the_idle_time_covers_half_of_it():
+    """The linear layer is bound by its weight's DMA; the convolution before it
+    leaves idle DMA time for 60% of the weight's transfer (its cycles less twice
+    its DMA time): the weight is fetched, the rest of it issued before the
+    linear layer. With 30% it is not. Before :data:`prefetch.COVER`, a weight
+    was fetched only when the idle time covered all of it."""
+    from schedules.accel.layers import per_statement, split
+
+    spec = load_config("edge-npu")
+    kernel, _ = per_statement(_kernel())
+    layers = split(kernel)
+    assert len(layers) == 2
+    w = _weight(kernel)
+    t = spec.dma.setup_cycles + kernel.arrays[w].nbytes() / prefetch.load_rate(spec)
+    reader = _Cand(t + 100, dma=t + 100, mac=200.0)
+    for share, fetched in ((0.6, True), (0.3, False)):
+        conv = _Cand(1000 + share * t, dma=500.0, mac=1000 + share * t)
+        picked, saving = prefetch._pick(kernel, spec, layers, [conv, reader], 1 << 20)
+        assert bool(picked) == fetched, (share, picked)
+        if fetched:
+            ((weight, chunks),) = picked
+            assert weight == w and saving > 0
+            first = layers[0].stmts[0].name
+            # the idle part, then the rest, both before the only layer before it
+            assert {c[0] for c in chunks} == {first}
+            assert sum(c[1] for c in chunks) == prefetches.rows(kernel.arrays[w])
