@@ -166,7 +166,7 @@ def _why_not(stmts: list[Statement], arrays, params, copy: str):
 def _affine(m: isl.Map) -> tuple[Aff, ...] | None:
     """The map's function as one affine expression per output dimension over
     input dimensions ``d0, d1, ...``; None when it has several pieces, a floor
-    division or a fractional coefficient."""
+    division, a term in a size parameter or a fractional coefficient."""
     pma = isl.PwMultiAff.from_map(m)
     if pma.n_piece() != 1:
         return None
@@ -177,8 +177,11 @@ def _affine(m: isl.Map) -> tuple[Aff, ...] | None:
     out = []
     for k in range(maff.dim(isl.dim_type.out)):
         aff = maff.get_aff(k)
-        if aff.dim(isl.dim_type.div):
-            return None
+        if aff.dim(isl.dim_type.div) or any(
+            not aff.get_coefficient_val(isl.dim_type.param, j).is_zero()
+            for j in range(aff.dim(isl.dim_type.param))
+        ):
+            return None  # a floor division, or a term in a size parameter
         terms = {}
         for j in range(n_in):
             v = aff.get_coefficient_val(isl.dim_type.in_, j)

@@ -142,3 +142,19 @@ def test_a_broadcast_is_not_folded():
     copies = [s.name for s in kernel.statements if isinstance(s.body, Load)]
     for name in copies:
         assert name not in foldable(kernel)
+
+
+def test_the_place_of_an_element_is_read_from_isl_as_an_affine_index():
+    """The map from the source's elements to the target's, as one expression per
+    target dimension; a floor division or a size parameter refuses it (the
+    parameter's term would be lost)."""
+    import islpy as isl
+
+    from schedules.accel.fold import _affine
+
+    rows = _affine(isl.Map("{ X[a, b] -> T[b, 4a + b] : 0 <= a < 3 and 0 <= b < 4 }"))
+    assert [str(a) for a in rows] == ["d1", "4*d0 + d1"]
+    split = "{ X[a] -> T[floor(a/2), a - 2*floor(a/2)] : 0 <= a < 8 }"
+    assert _affine(isl.Map(split)) is None
+    shifted = "[N] -> { X[a, b] -> T[a + N, b] : 0 <= a < N and 0 <= b < 4 }"
+    assert _affine(isl.Map(shifted)) is None
