@@ -14,8 +14,9 @@ model's width::
 Read the other way, the copy is affine: the element ``transpose_3[b, t, a, c]``
 lands in ``view_7[b, t, 32 a + c]``. :func:`fold_copy` rewrites the producers
 of the copy's source to write (and read back, for a sum) the copy's target
-there instead, and removes the copy and its source: ``S38`` folded into
-``S37``, then ``S37`` into ``S36``::
+there instead, and removes the copy and its source: the transpose ``S37``
+folded into ``P @ V`` (``S35``, ``S36`` then write ``transpose_3``), then the
+view ``S38`` into them::
 
     S36: view_7[b, t, 32 h + d] += probs[b, h, t, k] * v[b, h, k, d]
 
