@@ -53,6 +53,7 @@ from polyc.ir.affine import Aff
 from polyc.ir.expr import Load, loads
 from polyc.ir.kernel import Kernel, Role, Statement, Step, access_map
 from schedules.accel.inline import _program_order, rebuilt
+from schedules.accel.pads import _not_a_copy
 
 
 def foldable(kernel: Kernel) -> list[str]:
@@ -119,14 +120,13 @@ def _why_not(stmts: list[Statement], arrays, params, copy: str):
         return f"the kernel has no statement {copy}", None
     pos = names.index(copy)
     c = stmts[pos]
+    why = _not_a_copy(c, arrays)  # of another array, its dtype, into a temporary
+    if why is not None:
+        return why, None
     body, t = c.body, c.target.array
-    if c.reduction is not None or not isinstance(body, Load) or body.array == t:
-        return f"{copy} is not a copy of another array", None
     x = body.array
-    if body.dtype != c.target.dtype:
-        return f"{copy} converts {x} to another dtype", None
-    if arrays[t].role != Role.TEMP or arrays[x].role != Role.TEMP:
-        return f"{x} or {t} is not a temporary", None
+    if arrays[x].role != Role.TEMP:
+        return f"{x} is an {arrays[x].role} of the kernel", None
     producers = []
     for i, s in enumerate(stmts):
         if s.name == copy:

@@ -155,7 +155,10 @@ def schedule(
             ),
         )
     kernel = inline.inline_all(bias.defer_all(kernel, spec))
-    kernel = pads.inline_pads(inline.inline_all(fold.fold_all(kernel)))
+    folded = fold.fold_all(kernel)
+    if folded is not kernel:  # what the folded copies leave may inline now
+        kernel = inline.inline_all(folded)
+    kernel = pads.inline_pads(kernel)
     kernel = pads.align_pads(kernel)
     if stage:  # intermediates on chip, in the SRAM level above the engines'
         kernel = homes.assign(kernel, spec)
