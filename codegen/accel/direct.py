@@ -56,6 +56,18 @@ NO_CHECKS = ("-DPC_NO_CHECKS",)
 MODE_DRAM_DIRECT = "DRAM-direct"
 
 
+def binding(a) -> str:
+    """The runtime call that binds array ``a``: in DRAM, or at its home on chip
+    (an intermediate, :mod:`schedules.accel.homes`, or a weight's copy fetched
+    ahead)."""
+    size = " * ".join(f"(int64_t)({d.to_c()})" for d in a.shape) or "1"
+    label = names.cstr(a.name)
+    args = f"{CTX}, {label}, {raw_name(a.name)}, {size} * {a.dtype.itemsize}"
+    if a.home:
+        return f"pc_bind_at({args}, {a.home}, {a.home_offset})"
+    return f"pc_bind({args})"
+
+
 class SimEmitter(CEmitter):
     """Emit a kernel for the simulator (DRAM-direct: see the module docstring)."""
 
@@ -83,15 +95,8 @@ class SimEmitter(CEmitter):
 
     def declare_array(self, a) -> list[c.Generable]:
         """The typed view of the array, and its binding as a DRAM buffer."""
-        size = " * ".join(f"(int64_t)({d.to_c()})" for d in a.shape) or "1"
-        dram, label = names.dram_buffer(a.name), names.cstr(a.name)
-        bind = (
-            f"pc_bind({CTX}, {label}, {raw_name(a.name)}, {size} * {a.dtype.itemsize}"
-        )
-        if a.home:  # an intermediate on chip (schedules.accel.homes)
-            bind = bind.replace("pc_bind(", "pc_bind_at(", 1)
-            bind += f", {a.home}, {a.home_offset}"
-        return [*super().declare_array(a), c.Line(f"const int {dram} = {bind});")]
+        dram = names.dram_buffer(a.name)
+        return [*super().declare_array(a), c.Line(f"const int {dram} = {binding(a)};")]
 
     def prologue(self) -> list[c.Generable]:
         out = self.data_flag()

@@ -38,9 +38,9 @@ from codegen.accel.direct import SimEmitter, distinct
 from codegen.accel.info import collect
 from codegen.accel.names import CTX, VMASK
 from codegen.cexpr import CExpr, c_type
-from codegen.emit import CSource, raw_name
+from codegen.emit import CEmitter, CSource, raw_name
 from polyc.errors import CodegenError
-from polyc.ir import loops, tree
+from polyc.ir import loops, prefetches, tree
 from polyc.ir import marks as pm
 from polyc.ir.expr import Load, ops_count
 from polyc.ir.kernel import Statement
@@ -59,6 +59,9 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         self._covered: set[str] = set()
         self._stmt: Statement | None = None
         self._ahead: list = []  # chunks fetched ahead, not yet emitted (top)
+        # the copies of weights fetched in chunks: bound at their home for the
+        # layers from their first chunk to their last reader (_interleaved)
+        self._lazy = {ch.copy for ch in prefetches.chunks(kernel)}
 
     # declarations ---------------------------------------------------------------
     def prologue(self) -> list[c.Generable]:
@@ -76,7 +79,10 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             t = c_type(self.kernel.arrays[b.array].dtype)
             if b.name in self.info.homes:  # the array itself, bound at its home
                 bid, raw = names.dram_buffer(b.array), raw_name(b.array)
-                out.append(c.Line(f"const int {names.buffer(b.name)} = {bid};"))
+                if b.array in self._lazy:  # bound with its first chunk
+                    out.append(c.Line(f"int {names.buffer(b.name)} = -1;"))
+                else:
+                    out.append(c.Line(f"const int {names.buffer(b.name)} = {bid};"))
                 out.append(c.Line(f"{t} *{names.pointer(b.name)} = ({t} *){raw};"))
                 out.append(c.Line(f"const long {names.slot(b.name)} = 0;"))
                 for d in range(len(b.extent)):
@@ -108,6 +114,14 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
             out.append(c.Line(f"uint64_t {VMASK} = 0;"))
             out.append(c.Statement(f"(void){VMASK}"))
         return out
+
+    def declare_array(self, a) -> list[c.Generable]:
+        """As the DRAM-direct emitter's, but a weight's copy fetched in chunks
+        is bound where its span begins (:meth:`_interleaved`)."""
+        if a.name not in self._lazy:
+            return super().declare_array(a)
+        dram = names.dram_buffer(a.name)
+        return [*CEmitter.declare_array(self, a), c.Line(f"int {dram} = -1;")]
 
     def flush(self) -> list[c.Generable]:
         """Hand the scalar statements' counts to the runtime (the others never
@@ -178,21 +192,43 @@ class PlacedEmitter(CopyEmitter, SimEmitter):
         return self.body(nodes)
 
     def _interleaved(self, nodes) -> list[c.Generable]:
-        """``nodes`` (the layers), each after its chunks fetched ahead."""
+        """``nodes`` (the layers), each after its chunks fetched ahead. A copy's
+        home is bound before the first layer of its span and freed after the
+        last (:func:`polyc.ir.prefetches.spans`: the memory planner gives the
+        layers outside it those bytes)."""
         pending, self._ahead = self._ahead, []
         readers = {s.name: {ld.array for ld in s.reads} for s in self.kernel.statements}
+        layers = [set(loops.calls_below([n])) for n in nodes]
+        spans = prefetches.spans(self.kernel, layers)
         out: list[c.Generable] = []
-        for n in nodes:
-            stmts = loops.calls_below([n])
+        for i, n in enumerate(nodes):
+            stmts = layers[i]
             reads = set().union(*(readers.get(s, set()) for s in stmts))
             due = [ch for ch in pending if ch.before in stmts or ch.copy in reads]
-            if due:
+            bind = sorted(a for a, (lo, _) in spans.items() if lo == i)
+            if due or bind:
                 out.extend(self.flush())
-                for ch in due:
-                    out.extend(gathercall.prefetch(self.kernel, ch))
-                pending = [ch for ch in pending if ch not in due]
+            out.extend(self._bind(a) for a in bind)
+            for ch in due:
+                out.extend(gathercall.prefetch(self.kernel, ch))
+            pending = [ch for ch in pending if ch not in due]
             out.extend(self.body([n]))
+            free = sorted(a for a, (_, hi) in spans.items() if hi == i)
+            if free:
+                out.extend(self.flush())
+            for a in free:
+                dram = names.dram_buffer(a)
+                out.append(c.Statement(f"pc_free({CTX}, {dram})"))
         return out
+
+    def _bind(self, array: str) -> c.Generable:
+        """Bind the copy ``array`` at its home (and its buffer's name with it)."""
+        dram = names.dram_buffer(array)
+        text = f"{dram} = {direct.binding(self.kernel.arrays[array])}"
+        for b in self.info.buffers.values():
+            if b.array == array and b.name in self.info.homes:
+                text += f", {names.buffer(b.name)} = {dram}"
+        return c.Statement(text)
 
     def _scope(self, n) -> list[c.Generable]:
         scope = pm.ScopeMark.parse(n.name)

@@ -80,6 +80,31 @@ def chunks(kernel: Kernel) -> list[Chunk]:
     return out
 
 
+def spans(kernel: Kernel, layers) -> dict[str, tuple[int, int]]:
+    """Per copy of a weight fetched in chunks: the first and the last of
+    ``layers`` (the statement names below each top-level node of the program,
+    in order) its home is live in. It is bound before the first layer a chunk
+    of it goes before, or a reader of it (where the code generator issues what
+    is left), and freed after the last layer that reads it: outside that span
+    the bytes hold other layers' buffers."""
+    found = chunks(kernel)
+    if not found:
+        return {}
+    reads: dict[str, set[str]] = {}
+    for s in kernel.statements:
+        for ld in s.reads:
+            reads.setdefault(ld.array, set()).add(s.name)
+    out: dict[str, tuple[int, int]] = {}
+    for copy in {ch.copy for ch in found}:
+        first = {ch.before for ch in found if ch.copy == copy}
+        readers = reads.get(copy, set())
+        at = [i for i, names in enumerate(layers) if names & (first | readers)]
+        last = [i for i, names in enumerate(layers) if names & readers]
+        if at and last:
+            out[copy] = (min(at), max(last))
+    return out
+
+
 def copies(kernel: Kernel) -> dict[str, tuple[str, str]]:
     """The prefetch copies of ``kernel``: statement -> (weight, its copy), where
     the statement still copies the whole input into a temporary of its shape."""
@@ -98,4 +123,14 @@ def copies(kernel: Kernel) -> dict[str, tuple[str, str]]:
     return out
 
 
-__all__ = ["MARK", "ORIGIN", "Chunk", "chunks", "copies", "mark", "rows", "span"]
+__all__ = [
+    "MARK",
+    "ORIGIN",
+    "Chunk",
+    "chunks",
+    "copies",
+    "mark",
+    "rows",
+    "span",
+    "spans",
+]

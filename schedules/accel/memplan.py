@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import islpy as isl
@@ -39,7 +39,7 @@ import islpy as isl
 from accelerator.hardware.spec import MemoryLevel, Spec
 from polyc.errors import PlacementError
 from polyc.ir import marks as pm
-from polyc.ir import tree
+from polyc.ir import prefetches, tree
 from polyc.ir.marks import Allocation
 from polyc.ir.prefetches import copies
 from schedules.accel import isltree
@@ -92,15 +92,19 @@ def plan(
     requests: Sequence[Request],
     zero_levels: Sequence[int] = (),
     bank_aware: bool = True,
+    ceiling: Mapping[tuple[int, int], int] | None = None,
 ) -> dict[str, Allocation]:
     """Offsets for ``requests`` (see the module docstring; ``bank_aware=False``:
-    plain first fit, the plan to compare the bank-aware one with).
+    plain first fit, the plan to compare the bank-aware one with). ``ceiling``:
+    per (level, layer), where that layer's buffers end when it is below the
+    level's end (the home of a weight fetched ahead, live in that layer).
 
     Raises:
         PlacementError: when the buffers live at once in a level do not fit.
     """
+    ceiling = ceiling or {}
     for req in requests:  # what is live at once must fit, before any packing
-        capacity = _capacity(spec, req.level_index, zero_levels)
+        capacity = _room(spec, req, zero_levels, ceiling)
         live = [
             r
             for r in requests
@@ -114,11 +118,11 @@ def plan(
             _overflow(spec, req, live, capacity)
     if bank_aware:
         try:
-            return _pack(spec, requests, zero_levels, banked=True)
+            return _pack(spec, requests, zero_levels, banked=True, ceiling=ceiling)
         except _NoGap:
             pass  # the bank rule is a preference (fewer conflicts): pack without it
     try:
-        return _pack(spec, requests, zero_levels, banked=False)
+        return _pack(spec, requests, zero_levels, banked=False, ceiling=ceiling)
     except _NoGap as gap:
         _overflow(spec, gap.req, gap.live, gap.capacity)
     raise AssertionError  # pragma: no cover
@@ -136,6 +140,7 @@ def plan_overlapped(
     requests: Sequence[Request],
     zero_levels: Sequence[int] = (),
     bank_aware: bool = True,
+    ceiling: Mapping[tuple[int, int], int] | None = None,
 ) -> dict[str, Allocation]:
     """Offsets for ``requests`` of one layer each (``start == end``) where each
     layer's buffers also keep off the bytes of the layers before (up to
@@ -150,9 +155,12 @@ def plan_overlapped(
     bank rule finds no gap even without it. With nothing left to extend this is
     :func:`plan`: it never fails where :func:`plan` succeeds.
 
+    ``ceiling``: as :func:`plan`'s.
+
     Raises:
         PlacementError: as :func:`plan`.
     """
+    ceiling = ceiling or {}
     sizes: dict[tuple[int, int], int] = {}
     for r in requests:
         align = spec.memory[r.level_index].alignment_bytes
@@ -161,31 +169,33 @@ def plan_overlapped(
     extend: dict[tuple[int, int], int] = {}  # (layer, level) -> layers kept off
     for layer, level in sizes:
         room = _capacity(spec, level, zero_levels)
+        room = min(room, ceiling.get((level, layer), room))
         if any(r.start != r.end for r in requests if r.end == layer):
             continue
         total, back = sizes[(layer, level)], 0
         while back < min(BACK, layer):
             total += sizes.get((layer - back - 1, level), 0)
+            room = min(room, ceiling.get((level, layer - back - 1), room))
             if total > room:
                 break
             back += 1
         if back:
             extend[(layer, level)] = back
     if bank_aware:  # the bank rule is a preference, as in plan
-        got = _extended(spec, requests, zero_levels, extend, banked=True)
+        got = _extended(spec, requests, zero_levels, extend, True, ceiling)
         if got is not None:
             return got
         try:  # today's bank-aware plan rather than overlap without banks
-            return _pack(spec, requests, zero_levels, banked=True)
+            return _pack(spec, requests, zero_levels, banked=True, ceiling=ceiling)
         except _NoGap:
             pass
-    got = _extended(spec, requests, zero_levels, extend, banked=False)
+    got = _extended(spec, requests, zero_levels, extend, False, ceiling)
     if got is not None:
         return got
-    return plan(spec, requests, zero_levels, bank_aware)
+    return plan(spec, requests, zero_levels, bank_aware, ceiling)
 
 
-def _extended(spec, requests, zero_levels, extend, banked: bool):
+def _extended(spec, requests, zero_levels, extend, banked: bool, ceiling):
     """The plan with the requests of each (layer, level) of ``extend`` live from
     that many layers before, keeping off one layer fewer where a buffer finds no
     gap; None when nothing is left to extend or the gap is not theirs."""
@@ -196,7 +206,7 @@ def _extended(spec, requests, zero_levels, extend, banked: bool):
             for r in requests
         ]
         try:
-            return _pack(spec, extended, zero_levels, banked=banked)
+            return _pack(spec, extended, zero_levels, banked=banked, ceiling=ceiling)
         except _NoGap as gap:
             layer, level = gap.req.end, gap.req.level_index
             # the buffer's own layer, else the nearest later layer kept off it
@@ -219,9 +229,11 @@ class _NoGap(Exception):
         self.req, self.live, self.capacity = req, live, capacity
 
 
-def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
+def _pack(
+    spec, requests, zero_levels, banked: bool, ceiling=None
+) -> dict[str, Allocation]:
     """Place by lifetime and decreasing size (``banked``: bank-aware, see the
-    module docstring; else plain first fit).
+    module docstring; else plain first fit; ``ceiling``: as :func:`plan`'s).
 
     Raises:
         _NoGap: naming the first buffer that finds no gap.
@@ -233,7 +245,7 @@ def _pack(spec, requests, zero_levels, banked: bool) -> dict[str, Allocation]:
     placed: list[tuple[Request, int]] = []
     for i, req in enumerate(order):
         level = spec.memory[req.level_index]
-        capacity = _capacity(spec, req.level_index, zero_levels)
+        capacity = _room(spec, req, zero_levels, ceiling or {})
         live = [
             (r, off)
             for r, off in placed
@@ -265,6 +277,15 @@ def _capacity(spec: Spec, level_index: int, zero_levels) -> int:
     if level_index in zero_levels:
         return zero_block(spec, level_index).offset
     return spec.memory[level_index].capacity_bytes
+
+
+def _room(spec: Spec, req: Request, zero_levels, ceiling) -> int:
+    """Where ``req``'s bytes must end: its level's capacity, or below the
+    ceiling of any layer of its lifetime."""
+    room = _capacity(spec, req.level_index, zero_levels)
+    for layer in range(req.start, req.end + 1):
+        room = min(room, ceiling.get((req.level_index, layer), room))
+    return room
 
 
 def _taken(live: list[tuple[Request, int]], align: int) -> list[tuple[int, int]]:
@@ -405,16 +426,19 @@ def buffers(schedule: isl.Schedule) -> list[pm.BufferMark]:
     return [_buffer(t) for t in tree.marks(schedule) if pm.kind(t) == "buffer"]
 
 
-def below_homes(spec: Spec, kernel, ahead: bool = True) -> Spec:
+def below_homes(spec: Spec, kernel, ahead: bool = True, skip=None) -> Spec:
     """``spec`` with each level that holds homes of ``kernel`` (intermediates on
     chip for the whole kernel, :mod:`schedules.accel.homes`) ending where they
     begin: what the planner may give the layers' buffers. ``ahead=False``: but
     the homes of weights fetched ahead (:mod:`schedules.accel.prefetch`), which
-    take room every layer's chosen buffers leave (the search plans without
-    them)."""
+    take room the layers of their span leave (the search plans without them,
+    but for a layer that reads one: :func:`schedules.accel.search.capacities`).
+    ``skip``: the arrays whose homes to leave out (by default as ``ahead``
+    says)."""
     if kernel is None:
         return spec
-    skip = set() if ahead else {c for _, c in copies(kernel).values()}
+    if skip is None:
+        skip = set() if ahead else {c for _, c in copies(kernel).values()}
     low: dict[int, int] = {}
     for arr in kernel.arrays.values():
         if arr.home and arr.name not in skip:
@@ -454,22 +478,29 @@ def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:
     Raises:
         PlacementError: as :func:`replan`.
     """
-    spec = below_homes(spec, kernel)  # the buffers go below the homes
     texts = _layer_marks(schedule)
+    clean = schedule
     if any(pm.kind(t) == "scope" for layer in texts for t in layer):
-        texts = _layer_marks(_drop_scopes(schedule))  # as replan sees it
+        clean = _drop_scopes(schedule)
+        texts = _layer_marks(clean)  # as replan sees it
+    spec, ceiling = _below_live_homes(spec, clean, kernel)
     per_layer = [
         [_buffer(t) for t in layer if pm.kind(t) == "buffer"] for layer in texts
     ]
     zero_levels = {b.level_index for bufs in per_layer for b in bufs if b.clamp}
-    for bufs in per_layer:
+    for layer, bufs in enumerate(per_layer):
         total: dict[int, int] = {}
         for b in bufs:
             align = spec.memory[b.level_index].alignment_bytes
             size = round_up(b.slots * b.slot_bytes, align)
             total[b.level_index] = total.get(b.level_index, 0) + size
         if any(
-            size > _capacity(spec, level, zero_levels) for level, size in total.items()
+            size
+            > min(
+                _capacity(spec, level, zero_levels),
+                ceiling.get((level, layer), size),
+            )
+            for level, size in total.items()
         ):
             replan(spec, schedule, kernel=kernel)  # raises, naming the buffers
             return  # pragma: no cover - replan raised
@@ -516,8 +547,8 @@ def replan(
     Raises:
         PlacementError: when a layer's buffers do not fit.
     """
-    spec = below_homes(spec, kernel)  # the buffers go below the homes
     schedule = _drop_scopes(schedule)
+    spec, ceiling = _below_live_homes(spec, schedule, kernel)
     layer_paths = isltree.layers(schedule)
     requests, per_layer = [], {}
     zero_levels = set()
@@ -544,7 +575,7 @@ def replan(
         per_layer.setdefault(layer, []).append(b.name)
         if b.clamp:
             zero_levels.add(b.level_index)
-    allocs = plan_overlapped(spec, requests, sorted(zero_levels), bank_aware)
+    allocs = plan_overlapped(spec, requests, sorted(zero_levels), bank_aware, ceiling)
     for layer in sorted(per_layer, reverse=True):
         scope = pm.ScopeMark(tuple(allocs[n] for n in per_layer[layer]))
         node = tree.at(schedule, layer_paths[layer])
@@ -558,6 +589,31 @@ def replan(
             .get_schedule()
         )
     return schedule
+
+
+def _below_live_homes(spec: Spec, schedule: isl.Schedule, kernel):
+    """``(spec, ceiling)``: ``spec`` cut below the homes of ``kernel`` that live
+    for the whole kernel (:func:`below_homes`), and per (level, layer) of
+    ``schedule`` where the layer's buffers end below the homes of the weights
+    fetched in chunks that are live in it (:func:`polyc.ir.prefetches.spans`:
+    from the layer of their first chunk to their last reader's). Outside its
+    span a copy's bytes hold other layers' buffers."""
+    if kernel is None:
+        return spec, {}
+    lazy = {ch.copy for ch in prefetches.chunks(kernel)}
+    spec = below_homes(spec, kernel, skip=lazy)
+    if not lazy:
+        return spec, {}
+    tops = [
+        isltree.statements_of(tree.at(schedule, p)) for p in isltree.layers(schedule)
+    ]
+    ceiling: dict[tuple[int, int], int] = {}
+    for copy, (lo, hi) in prefetches.spans(kernel, tops).items():
+        arr = kernel.arrays[copy]
+        for layer in range(lo, hi + 1):
+            key = (arr.home, layer)
+            ceiling[key] = min(ceiling.get(key, arr.home_offset), arr.home_offset)
+    return spec, ceiling
 
 
 def _partners(schedule: isl.Schedule, kernel) -> dict[str, set[str]]:

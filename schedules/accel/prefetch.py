@@ -303,27 +303,22 @@ def ahead(kernel: Kernel, spec: Spec, layers, chosen, predicted: float):
     level = homes.resident_level(spec)
     if level is None or kernel.params or copies(kernel):
         return None
-    from schedules.accel.memplan import below_homes
+    from schedules.accel.memplan import ZERO_BYTES, below_homes, round_up
 
     mem = spec.memory[level]
     align = mem.alignment_bytes
-    low = below_homes(spec, kernel).memory[level].capacity_bytes
-    # every layer keeps its buffers below the copies' homes: what they leave
-    room = low - max((c.sram_bytes for c in chosen if c is not None), default=0)
-    room = min(room, int(mem.capacity_bytes * SHARE)) // align * align
-    picked, saving = _pick(kernel, spec, layers, chosen, room)
+    # the copies' homes go below the intermediates' and the zero block above
+    # the layers' buffers (memplan.zero_block)
+    top = below_homes(spec, kernel).memory[level].capacity_bytes // align * align
+    top -= round_up(ZERO_BYTES, align)
+    picked, saving = _pick(kernel, spec, layers, chosen, top)
     if not picked or saving < margin() * predicted:
         return None
-    low = min(
-        (a.home_offset for a in kernel.arrays.values() if a.home == level),
-        default=mem.capacity_bytes // align * align,
-    )
     notes, program, changed = {}, kernel, set()
-    for weight, chunks in picked:
+    for weight, chunks, offset in picked:
         kernel = prefetch(kernel, weight)
         stmt, copy = kernel.statements[0].name, kernel.statements[0].target.array
-        low -= -(-kernel.arrays[copy].nbytes() // align) * align
-        kernel = homes.home(kernel, copy, mem.name, low, spec)
+        kernel = homes.home(kernel, copy, mem.name, offset, spec)
         kernel = prefetch_dma(kernel, stmt, chunks)  # its band is named after it
         changed |= {weight, copy}
         notes[stmt] = (
@@ -350,13 +345,14 @@ def shifted(kernel: Kernel, cuts, wide):
     return {c + n for c in cuts}, tuple(tuple(p + n for p in w) for w in wide)
 
 
-def _pick(kernel: Kernel, spec: Spec, layers, chosen, room: int):
-    """The weights to fetch ahead and their chunks, and the most they save: a
-    weight one layer alone
+def _pick(kernel: Kernel, spec: Spec, layers, chosen, top: int):
+    """The weights to fetch ahead, their chunks and their homes' offsets, and
+    the most they save: a weight one layer alone
     reads, where that layer's DMA is busier than its engines, fetched in the
     DMA time the layers before it leave idle when they leave at least
     :data:`COVER` of it (the rest before its reader's layer, or the one before
-    it) and its copy fits in ``room``. The weights that save the most go first
+    it) and its copy fits below ``top`` over its span (:func:`_home`). The
+    weights that save the most go first
     (a layer's saving is at most its DMA time beyond its engines'); each takes
     the idle time nearest before its reader, leaving the earlier layers' to
     the weights read earlier. A chunk is whole rows of the weight's first
@@ -366,7 +362,9 @@ def _pick(kernel: Kernel, spec: Spec, layers, chosen, room: int):
     goes before the reader's layer, or the one before it."""
     force = margin() < 0
     bw = load_rate(spec)
-    align = spec.memory[homes.resident_level(spec)].alignment_bytes
+    mem = spec.memory[homes.resident_level(spec)]
+    align = mem.alignment_bytes
+    share = int(mem.capacity_bytes * SHARE)
     readers: dict[str, set[int]] = {}
     for i, layer in enumerate(layers):
         for s in layer.stmts:
@@ -389,30 +387,63 @@ def _pick(kernel: Kernel, spec: Spec, layers, chosen, room: int):
                 and (force or arr.nbytes() >= MIN_BYTES)
             ):
                 wanted.append((i, a, spec.dma.setup_cycles + arr.nbytes() / bw))
-    used, out, saving = 0, [], 0.0
+    placed: list[tuple[int, int, int, int]] = []  # (first, last, offset, size)
+    out, saving = [], 0.0
     while wanted:
         i, weight, t = max(wanted, key=lambda w: (min(w[2], excess[w[0]]), -w[0]))
         wanted.remove((i, weight, t))
         size = -(-kernel.arrays[weight].nbytes() // align) * align
         short = excess[i] <= 0 or sum(idle[:i]) < COVER * t
-        if used + size > room or (short and not force):
+        if short and not force:
             continue
-        pieces, need = [], t
+        pieces, need, left = [], t, list(idle)
         for j in range(i - 1, -1, -1):  # the nearest idle time first
-            got = min(idle[j], need)
+            got = min(left[j], need)
             if got > 0:
-                idle[j] -= got
+                left[j] -= got
                 need -= got
                 pieces.append((j, got))
             if need <= 0:
                 break
         if need > 0:  # the rest before the reader or the layer before
             pieces.append((max(i - 1, 0), need))
-        out.append((i, weight, _rows(kernel, weight, layers, sorted(pieces), t)))
-        used += size
+        first = min(j for j, _ in pieces)
+        offset = _home(chosen, placed, first, i, size, top, share, align)
+        if offset is None:
+            continue
+        idle = left
+        placed.append((first, i, offset, size))
+        chunks = _rows(kernel, weight, layers, sorted(pieces), t)
+        out.append((i, weight, chunks, offset))
         saving += max(0.0, min(t, excess[i]))
         excess[i] -= t
-    return [(weight, chunks) for _, weight, chunks in sorted(out)], saving
+    return [(w, chunks, off) for _, w, chunks, off in sorted(out)], saving
+
+
+def _home(chosen, placed, first: int, last: int, size: int, top, share, align):
+    """The highest offset below ``top`` for a copy of ``size`` bytes live from
+    layer ``first`` to its reader ``last``: above the chosen buffers of the
+    layers before its reader in that span (they keep their candidates), clear
+    of the copies ``placed`` whose spans meet it, with the copies live in any
+    layer of the span taking at most ``share`` bytes; None when there is no
+    such room. Its reader plans again below it
+    (:func:`schedules.accel.search.capacities`)."""
+    floor = max((c.sram_bytes for c in chosen[first:last] if c is not None), default=0)
+    floor = -(-int(floor) // align) * align
+    meet = [(lo, hi, off, n) for lo, hi, off, n in placed if lo <= last and first <= hi]
+    for layer in range(first, last + 1):
+        live = sum(n for lo, hi, _, n in meet if lo <= layer <= hi)
+        if live + size > share:
+            return None
+    offset = (top - size) // align * align
+    while offset >= floor:
+        clash = [
+            off for _, _, off, n in meet if off < offset + size and offset < off + n
+        ]
+        if not clash:
+            return offset
+        offset = (min(clash) - size) // align * align
+    return None
 
 
 def _rows(kernel: Kernel, weight: str, layers, pieces, t: float):

@@ -188,16 +188,43 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 def capacities(kernel: Kernel, layer: Layer, spec: Spec) -> dict[int, int]:
     """The bytes the layer's buffers may take in each on-chip level: all of it,
     less room for a zero block when a tile's box may leave its array (a halo),
-    and below the intermediates' homes (as the memory planner plans)."""
+    and below the intermediates' homes (as the memory planner plans). A layer
+    that reads a weight fetched ahead plans below the homes of the weights
+    fetched ahead live in it (its own and those whose span covers it); the
+    other layers of such a span plan as before, the fetch's room having been
+    chosen above their buffers (:func:`schedules.accel.prefetch.ahead`)."""
     from schedules.accel.memplan import below_homes
 
     halo = may_leave(kernel, layer)
+    top = _ahead_ceiling(kernel, layer)
     out = {}
     for m in below_homes(spec, kernel, ahead=False).sram_levels:
-        room = m.capacity_bytes
+        level = spec.level_index(m.name)
+        room = min(m.capacity_bytes, top.get(level, m.capacity_bytes))
         if halo:
             room -= 2 * max(ZERO_BYTES, m.alignment_bytes)
-        out[spec.level_index(m.name)] = room
+        out[level] = room
+    return out
+
+
+def _ahead_ceiling(kernel: Kernel, layer: Layer) -> dict[int, int]:
+    """Per level, the lowest home of a weight fetched ahead that is live in
+    ``layer`` when the layer reads one (else nothing)."""
+    from polyc.ir import prefetches
+
+    reads = {ld.array for s in layer.stmts for ld in s.reads}
+    if not reads & {c for _, c in prefetches.copies(kernel).values()}:
+        return {}
+    from schedules import stree
+    from schedules.accel.layers import top_children
+
+    tops = [set(stree.statements(n)) for n in top_children(kernel)]
+    mine = set(layer.children)
+    out: dict[int, int] = {}
+    for copy, (lo, hi) in prefetches.spans(kernel, tops).items():
+        if any(lo <= i <= hi for i in mine):
+            arr = kernel.arrays[copy]
+            out[arr.home] = min(out.get(arr.home, arr.home_offset), arr.home_offset)
     return out
 
 

@@ -195,6 +195,13 @@ int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
   return id;
 }
 
+static void pc_freed_users(pc_ctx *ctx, int level, int64_t lo, int64_t hi,
+                           int64_t *ids);
+
+/* An array bound at its home on chip: an intermediate for the whole run, or a
+ * weight fetched ahead, bound before its first chunk and freed after its last
+ * reader (its bytes may have held buffers released before: it waits for their
+ * users, as pc_alloc's buffers do). */
 int pc_bind_at(pc_ctx *ctx, const char *name, void *data, int64_t bytes, int level,
                int64_t offset) {
   if (level == 0) return pc_bind(ctx, name, data, bytes);
@@ -217,7 +224,15 @@ int pc_bind_at(pc_ctx *ctx, const char *name, void *data, int64_t bytes, int lev
                         "the homes apart.",
                    name, (long long)offset, (long long)(offset + bytes),
                    ctx->bufs[o].name, L->name);
-  return pc_add_buf(ctx, name, level, offset, bytes, data);
+  int id = pc_add_buf(ctx, name, level, offset, bytes, data);
+  if (id < 0) return -1;
+  pc_buf *b = &ctx->bufs[id];
+  pc_freed_users(ctx, level, offset, offset + bytes, b->floor_w);
+  memcpy(b->floor_r, b->floor_w, sizeof b->floor_r);
+  ctx->live_sram[level] += bytes;
+  ctx->stats.peak_sram[level] =
+      PC_MAX(ctx->stats.peak_sram[level], ctx->live_sram[level]);
+  return id;
 }
 
 /* per engine, the latest operation still using released space in [lo, hi) */

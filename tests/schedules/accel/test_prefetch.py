@@ -4,6 +4,7 @@ before the layers that leave DRAM idle."""
 
 from __future__ import annotations
 
+import islpy as isl
 import numpy as np
 import pytest
 import torch
@@ -14,15 +15,16 @@ import schedules as S
 from accelerator import load_config
 from accelerator.sim.simulator import Simulator
 from bench import zoo
-from codegen.accel import gathercall
+from codegen.accel import gathercall, names
 from codegen.accel.direct import build_runtime, numpy_inputs
 from polyc.errors import ArgumentError, CodegenError, ScheduleError
 from polyc.ir import deps as deps_module
+from polyc.ir import marks as pm
 from polyc.ir import prefetches
 from polyc.ir.deps import DEPS
 from polyc.oracle.interpreter import interpret
 from schedules import legality
-from schedules.accel import prefetch
+from schedules.accel import isltree, prefetch
 from schedules.accel.scheduler import schedule
 
 
@@ -136,12 +138,57 @@ def test_res_blocks_fetch_the_head_weights_under_the_convolutions(monkeypatch):
     assert len(pf) == 1 and "DMA chunks under earlier layers" in pf[0].note
     text = ahead.module.c_source
     assert "PC_LAST_CHANNEL" in text and "fetched ahead" in text
+    # the copy's home holds it from its first chunk to its reader alone: the
+    # layers before lay their buffers over its bytes (before, the home was the
+    # kernel's, above every layer's buffers)
+    k = ahead.kernel
+    tops = _layer_tops(k.schedule)
+    ((copy, (lo, hi)),) = prefetches.spans(
+        k, [isltree.statements_of(t) for t in tops]
+    ).items()
+    home = k.arrays[copy]
+    end = home.home_offset + home.nbytes()
+    reused = [
+        i
+        for i, top in enumerate(tops)
+        for a in _allocations(top)
+        if a.level_index == home.home
+        and a.offset < end
+        and home.home_offset < a.offset + a.bytes
+    ]
+    assert reused and all(not lo <= i <= hi for i in reused), (lo, hi, reused)
+    assert f"pc_free(_pc_ctx, {names.dram_buffer(copy)})" in text
     monkeypatch.setattr(prefetch, "ahead", lambda *a: None)
     plain = polyc.compile(kernel, config="edge-npu")
     _, before = plain.run(**x)
     assert report.cycles < 0.95 * before.cycles
     # the prediction sees the gain it was chosen for
     assert ahead.choice.predicted_cycles < plain.choice.predicted_cycles
+
+
+def _layer_tops(schedule):
+    """The top node of each layer of a placed schedule (below the marks over
+    the whole program)."""
+    node = schedule.get_root().child(0)
+    while node.get_type() == isl.schedule_node_type.mark:
+        node = node.child(0)
+    assert node.get_type() == isl.schedule_node_type.sequence
+    return [node.child(i).child(0) for i in range(node.n_children())]
+
+
+def _allocations(top):
+    """The memory planner's allocations below ``top`` (its ``@scope`` marks)."""
+    found = []
+
+    def visit(n):
+        if n.get_type() == isl.schedule_node_type.mark:
+            name = n.mark_get_id().get_name()
+            if pm.kind(name) == "scope":
+                found.extend(pm.ScopeMark.parse(name).allocations)
+        return True
+
+    top.foreach_descendant_top_down(visit)
+    return found
 
 
 def test_a_split_kernel_links_the_copies_storage(monkeypatch, tmp_path):
@@ -284,7 +331,7 @@ def test_a_weight_is_fetched_when_the_idle_time_covers_half_of_it():
         picked, saving = prefetch._pick(kernel, spec, layers, [conv, reader], 1 << 20)
         assert bool(picked) == fetched, (share, picked)
         if fetched:
-            ((weight, chunks),) = picked
+            ((weight, chunks, _offset),) = picked
             assert weight == w and saving > 0
             first = layers[0].stmts[0].name
             # the idle part, then the rest, both before the only layer before it
