@@ -23,6 +23,12 @@ the buffers with their sizes.
 A level whose copies zero-fill halos keeps a small block of zeros (the source of
 those fills) at its top for the whole kernel.
 
+Homes (:mod:`schedules.accel.homes`) sit above all of this: an intermediate's
+for the whole kernel (the level is cut below it, :func:`below_homes`), a
+weight's copy fetched ahead only over its span (:func:`polyc.ir.prefetches.spans`):
+the layers of the span have a *ceiling* at its offset, the others plan over its
+bytes.
+
 :func:`replan` plans every ``@buffer`` of a schedule and writes the result as one
 ``@scope`` mark per layer (the code generator allocates a layer's buffers there).
 """

@@ -39,12 +39,21 @@ What to fetch is decided once the program is placed without it
   predicted cycles less twice its DMA time (a chunk takes half of DRAM's
   bandwidth while the layer's transfers move, so they run up to twice as long:
   a layer whose DMA is busy half its time or more takes no chunk);
-- its home fits in what every layer's chosen buffers leave below the homes
-  (the homes are the kernel's for all of it), at most :data:`SHARE` of the level.
+- its home lives from the layer of its first chunk to its reader's (its
+  *span*, :func:`polyc.ir.prefetches.spans`): it fits below the
+  intermediates' homes and the zero block, above the chosen buffers of the
+  layers of its span before its reader, clear of the copies whose spans meet
+  it, with the copies live in any layer at most :data:`SHARE` of the level
+  (:func:`_home`). The layers outside its span lay their buffers over its
+  bytes (:mod:`schedules.accel.memplan`), the code generator binds it before
+  its first chunk and frees it after its reader, and the runtime orders the
+  chunks after the last use of the bytes they overwrite. Until the eleventh
+  session a copy's home was the kernel's, above every layer's buffers.
 
 The scheduler then places the rewritten program again (its layers' searches
 come from the cache: the search plans each layer in the room below the
-intermediates' homes, :func:`schedules.accel.memplan.below_homes`) and keeps it
+intermediates' homes, :func:`schedules.accel.memplan.below_homes`, but a
+reader of a copy, which plans below the copies live in it) and keeps it
 when it is predicted :data:`MARGIN` faster; not at all where the weights
 could not save that much (their readers' DMA time beyond their engines'). The cost model charges each copy
 what its chunks' layers leave no idle time for, and the time each chunk takes
