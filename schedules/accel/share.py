@@ -45,7 +45,7 @@ from schedules.accel.layers import (
     split,
     top_children,
 )
-from schedules.accel.split import _program_order, split_layer
+from schedules.accel.split import _program_order, split_checked, split_layer
 from schedules.accel.tensorize import contraction
 
 #: a split layer must be predicted this much faster than the unsplit one
@@ -246,7 +246,9 @@ def _applied(kernel: Kernel, stmts, iterator, choice):
         return None
     cut, how, note = choice
     try:
-        return split_layer(kernel, stmts, iterator, *cut, **dict(how)), note
+        # a choice's split was searched, so checked, on the statements alone
+        # (_split_best on _local's program of exactly ``stmts``)
+        return split_checked(kernel, stmts, iterator, *cut, **dict(how)), note
     except PolycError:
         return None
 

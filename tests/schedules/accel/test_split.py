@@ -297,3 +297,52 @@ def test_a_split_layers_epilogue_waits_behind_the_vector_units_part(rng):
     # each of its 3 slots once (4 slabs), not in every one of the 32 tiles (128)
     zeroed = [e for e in report.events if e.label.startswith("zero ")]
     assert len(zeroed) == 4 * 3, len(zeroed)
+
+
+def test_a_split_already_checked_is_split_layers_kernel_without_the_check(
+    monkeypatch,
+):
+    """:func:`split_checked` (a split whose search checked it on the
+    statements alone, :mod:`schedules.accel.share`) makes the kernel
+    :func:`split_layer` makes, the same statements, schedule and history,
+    and asks no legality check (fourteenth round: about 35 ms per depthwise
+    layer of hf-mobilenetv2's network, checked again when applied)."""
+    from schedules.accel import split
+
+    kernel = _depthwise()
+    want = split_layer(kernel, ("S0", "S1"), "o", 2, 4)
+    monkeypatch.setattr(split, "_check", lambda *a: pytest.fail("checked again"))
+    got = split.split_checked(kernel, ("S0", "S1"), "o", 2, 4)
+    assert str(got.schedule) == str(want.schedule)
+    assert got.history == want.history
+    assert [(s.name, str(s.domain), s.iterators) for s in got.statements] == [
+        (s.name, str(s.domain), s.iterators) for s in want.statements
+    ]
+    with pytest.raises(ArgumentError, match="are not consecutive statements"):
+        split.split_checked(kernel, ("S1", "S0"), "o", 3)
+
+
+def test_a_plan_checks_each_split_once_where_it_is_searched(monkeypatch):
+    """The depthwise splits :func:`schedules.accel.share.plan` applies were
+    checked when their points were searched (on the layer as a program of its
+    own): applying the chosen one checks nothing again, and the plan is the
+    one that checks it."""
+    from accelerator.hardware.config import load_config
+    from schedules.accel import share, split
+
+    monkeypatch.setenv("POLYC_JOBS", "1")
+    kernel = _depthwise(96, 16)
+    spec = load_config("edge-npu")
+    checked = []
+    real = split._check
+    monkeypatch.setattr(
+        split, "_check", lambda op, prog, *a: checked.append(prog) or real(op, prog, *a)
+    )
+    plan = share.plan(kernel, spec)
+    assert plan.layers and checked
+    assert all(prog.name != kernel.name for prog in checked)  # the layer's own
+    monkeypatch.setattr(share, "split_checked", split_layer)
+    again = share.plan(_depthwise(96, 16), spec)
+    assert any(prog.name == kernel.name for prog in checked)  # the old way
+    assert str(again.kernel.schedule) == str(plan.kernel.schedule)
+    assert (again.layers, again.notes) == (plan.layers, plan.notes)
