@@ -240,14 +240,14 @@ def _key(kernel: Kernel, layer: Layer, choose, stmts, iterator, point) -> tuple:
 def _applied(kernel: Kernel, stmts, iterator, choice):
     """``(kernel, note)`` with ``choice`` (``(cut, how, note)`` of
     :func:`_choose` or :func:`_choose_rows`, or None) applied: the statements
-    ``stmts`` split by ``split_layer(kernel, stmts, iterator, *cut, **how)``;
-    None for no choice or a split refused."""
+    ``stmts`` split by ``split_layer(kernel, stmts, iterator, *cut, **how)``,
+    whose legality the choice's search checked (:func:`split_checked`); None
+    for no choice or a split refused."""
     if choice is None:
         return None
     cut, how, note = choice
     try:
-        # a choice's split was searched, so checked, on the statements alone
-        # (_split_best on _local's program of exactly ``stmts``)
+        # checked by _split_best, on _local's program of exactly ``stmts``
         return split_checked(kernel, stmts, iterator, *cut, **dict(how)), note
     except PolycError:
         return None
