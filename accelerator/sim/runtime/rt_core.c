@@ -195,8 +195,7 @@ int pc_bind(pc_ctx *ctx, const char *name, void *data, int64_t bytes) {
   return id;
 }
 
-static void pc_freed_users(pc_ctx *ctx, int level, int64_t lo, int64_t hi,
-                           int64_t *ids);
+static void pc_take(pc_ctx *ctx, int id);
 
 /* An array bound at its home on chip: an intermediate for the whole run, or a
  * weight fetched ahead, bound before its first chunk and freed after its last
@@ -225,13 +224,7 @@ int pc_bind_at(pc_ctx *ctx, const char *name, void *data, int64_t bytes, int lev
                    name, (long long)offset, (long long)(offset + bytes),
                    ctx->bufs[o].name, L->name);
   int id = pc_add_buf(ctx, name, level, offset, bytes, data);
-  if (id < 0) return -1;
-  pc_buf *b = &ctx->bufs[id];
-  pc_freed_users(ctx, level, offset, offset + bytes, b->floor_w);
-  memcpy(b->floor_r, b->floor_w, sizeof b->floor_r);
-  ctx->live_sram[level] += bytes;
-  ctx->stats.peak_sram[level] =
-      PC_MAX(ctx->stats.peak_sram[level], ctx->live_sram[level]);
+  if (id >= 0) pc_take(ctx, id);
   return id;
 }
 
@@ -278,15 +271,22 @@ int pc_alloc(pc_ctx *ctx, int level, int64_t offset, int64_t bytes,
   if (id < 0) return -1;
   pc_buf *b = &ctx->bufs[id];
   if (!ctx->spec.timing_only) memset(b->base, PC_POISON, (size_t)bytes);
-  /* space released by earlier buffers may still be read or written */
-  pc_freed_users(ctx, level, offset, offset + bytes, b->floor_w);
+  pc_take(ctx, id);
+  return id;
+}
+
+/* A new on-chip buffer takes its bytes: space released by earlier buffers may
+ * still be read or written, so it waits for their users; and it counts in the
+ * level's live bytes (the peak is what is live at once, not the highest
+ * address: the planner puts a small zero block at the top of a level). */
+static void pc_take(pc_ctx *ctx, int id) {
+  pc_buf *b = &ctx->bufs[id];
+  int level = b->level;
+  pc_freed_users(ctx, level, b->offset, b->offset + b->bytes, b->floor_w);
   memcpy(b->floor_r, b->floor_w, sizeof b->floor_r);
-  /* the peak is what is live at once, not the highest address: the planner puts
-   * a small zero block at the top of a level */
-  ctx->live_sram[level] += bytes;
+  ctx->live_sram[level] += b->bytes;
   ctx->stats.peak_sram[level] =
       PC_MAX(ctx->stats.peak_sram[level], ctx->live_sram[level]);
-  return id;
 }
 
 void pc_zero_fill(pc_ctx *ctx, int buf) {
