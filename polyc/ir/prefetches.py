@@ -105,6 +105,18 @@ def spans(kernel: Kernel, layers) -> dict[str, tuple[int, int]]:
     return out
 
 
+def ceilings(kernel: Kernel, layers) -> dict[tuple[int, int], int]:
+    """Per (level, index into ``layers``), the lowest home of a copy live in
+    that layer (:func:`spans`): where the layer's buffers must end."""
+    out: dict[tuple[int, int], int] = {}
+    for copy, (lo, hi) in spans(kernel, layers).items():
+        arr = kernel.arrays[copy]
+        for layer in range(lo, hi + 1):
+            key = (arr.home, layer)
+            out[key] = min(out.get(key, arr.home_offset), arr.home_offset)
+    return out
+
+
 def copies(kernel: Kernel) -> dict[str, tuple[str, str]]:
     """The prefetch copies of ``kernel``: statement -> (weight, its copy), where
     the statement still copies the whole input into a temporary of its shape."""
@@ -127,6 +139,7 @@ __all__ = [
     "MARK",
     "ORIGIN",
     "Chunk",
+    "ceilings",
     "chunks",
     "copies",
     "mark",

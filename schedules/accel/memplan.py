@@ -510,12 +510,9 @@ def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:
             align = spec.memory[b.level_index].alignment_bytes
             size = round_up(b.slots * b.slot_bytes, align)
             total[b.level_index] = total.get(b.level_index, 0) + size
+        room = {level: _capacity(spec, level, zero_levels) for level in total}
         if any(
-            size
-            > min(
-                _capacity(spec, level, zero_levels),
-                ceiling.get((level, layer), size),
-            )
+            size > min(room[level], ceiling.get((level, layer), room[level]))
             for level, size in total.items()
         ):
             replan(spec, schedule, kernel=kernel)  # raises, naming the buffers
@@ -623,13 +620,7 @@ def _below_live_homes(spec: Spec, schedule: isl.Schedule, kernel):
     tops = [
         isltree.statements_of(tree.at(schedule, p)) for p in isltree.layers(schedule)
     ]
-    ceiling: dict[tuple[int, int], int] = {}
-    for copy, (lo, hi) in prefetches.spans(kernel, tops).items():
-        arr = kernel.arrays[copy]
-        for layer in range(lo, hi + 1):
-            key = (arr.home, layer)
-            ceiling[key] = min(ceiling.get(key, arr.home_offset), arr.home_offset)
-    return spec, ceiling
+    return spec, prefetches.ceilings(kernel, tops)
 
 
 def _partners(schedule: isl.Schedule, kernel) -> dict[str, set[str]]:

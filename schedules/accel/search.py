@@ -219,12 +219,10 @@ def _ahead_ceiling(kernel: Kernel, layer: Layer) -> dict[int, int]:
     from schedules.accel.layers import top_children
 
     tops = [set(stree.statements(n)) for n in top_children(kernel)]
-    mine = set(layer.children)
     out: dict[int, int] = {}
-    for copy, (lo, hi) in prefetches.spans(kernel, tops).items():
-        if any(lo <= i <= hi for i in mine):
-            arr = kernel.arrays[copy]
-            out[arr.home] = min(out.get(arr.home, arr.home_offset), arr.home_offset)
+    for (level, i), offset in prefetches.ceilings(kernel, tops).items():
+        if i in layer.children:
+            out[level] = min(out.get(level, offset), offset)
     return out
 
 
