@@ -319,7 +319,20 @@ def structures(
         varies = [i for i, o in enumerate(per_stmt) if len(o) > 1]
         macs = [i for i in varies if any(c[0] == "mac" for c in per_stmt[i])]
         first = (macs or varies or [0])[0]
-        per_stmt = [o if i == first else o[:1] for i, o in enumerate(per_stmt)]
+        # an init that folds into that contraction keeps its other engine for
+        # when the contraction is off the MAC array (with the fold alone, a
+        # depthwise convolution fused with the 1x1 after it had no structure
+        # with itself on the vector unit)
+        paired = {
+            i
+            for i, s in enumerate(layer.stmts)
+            if folds_into(layer, s) is layer.stmts[first]
+        }
+        per_stmt = [
+            o if i == first or i in paired else o[:1] for i, o in enumerate(per_stmt)
+        ]
+    else:
+        first, paired = None, set()
     free = _free(layer, private)
     shared_free = [v.position for v in free if isinstance(v, SharedTile)]
     fixed = [p for p in range(layer.depth) if p not in shared_free]
@@ -336,6 +349,13 @@ def structures(
         if any(
             e == "fold" and chosen[folds_into(layer, s).name] != "mac"
             for s, e in zip(layer.stmts, chosen.values())
+        ):
+            continue
+        # under the cap, an init folds into its contraction's MAC calls
+        if (
+            paired
+            and engine[first][1] == "mac"
+            and any(engine[i][1] != "fold" for i in paired)
         ):
             continue
         engine = tuple(

@@ -81,6 +81,31 @@ def test_a_split_layer_keeps_its_structures_under_the_cap_on_combinations(
     )
 
 
+def test_under_the_cap_a_contraction_off_the_mac_array_keeps_its_init(monkeypatch):
+    """Under the cap on engine combinations, the first contraction keeps all
+    its engines and the other statements their first option; its zero init's
+    first option is the fold into its MAC calls, so the contraction on the
+    vector unit had no init and no structure put it there (a depthwise
+    convolution fused with the 1x1 convolution after it, 179,652 cycles
+    predicted with the depthwise on the MAC array, 96,840 with it on the
+    vector unit). The init keeps its vector engine for that case; with the
+    contraction on the MAC array it still folds."""
+    torch = pytest.importorskip("torch")
+    from schedules.accel import bias, inline
+
+    conv = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+    module = torch.nn.Sequential(conv, torch.nn.ReLU6()).eval()
+    kernel = polyc.from_torch(module, (torch.randn(1, 16, 8, 8),))
+    k, _ = per_statement(inline.inline_all(bias.defer_all(kernel)))
+    (layer,) = split(k)
+    init, dw = layer.stmts[0].name, layer.stmts[1].name
+    monkeypatch.setattr(space, "MAX_ENGINE_COMBOS", 1)
+    spec = load_config("edge-npu")
+    engines = [dict(st.engine) for st in space.structures(k, layer, spec, False, False)]
+    assert any(e[dw] == "vector" and e[init] == "vector" for e in engines), engines
+    assert all(e[init] == "fold" for e in engines if e[dw] == "mac")
+
+
 def test_the_vector_unit_is_charged_the_points_of_a_padded_window(monkeypatch):
     """A 7x7 depthwise convolution with padding 3 on a 4x4 image: of each
     channel's 784 taps in its box, 256 fall inside the image. The vector unit
