@@ -46,6 +46,19 @@ A core written on rows flattened to 2-D (GPT-2's ``Conv1D`` is ``addmm`` on
 and the element-wise loop nests run it innermost (permuted, checked), so
 that they fuse with the contractions on (rows, hidden).
 
+An inverted residual block (MobileNetV2's expansion, ReLU6, depthwise 3x3,
+ReLU6 and projection) is a core too: a depthwise convolution computes each
+channel from its own channel, so on the way back from the projection it counts
+as element-wise (:attr:`Core.depthwise`), and the projection reads its input
+at ``h + rh`` with a filter row ``rh`` that is 0 alone (a plain ``h``). Fused
+on (batch, hidden channel), each tile of hidden channels runs the expansion
+(a tile ahead), the depthwise convolution on the vector unit and its share of
+the projection, its rows and columns whole, and the expanded tensors never
+leave the chip. Such a depthwise layer can also be split across the MAC array
+and the vector unit (:mod:`schedules.accel.share`), which it cannot be once
+fused: :func:`depthwise_kept` decides before that split, against the layers
+as written less what the split would save.
+
 Whether to fuse is the cost model's choice (:func:`plan`): per core, the
 layers covering its loop nests are searched both ways, and the fused form is
 kept only when the program's predicted cycles there are lower.
@@ -60,6 +73,7 @@ import islpy as isl
 
 from accelerator.hardware.spec import Spec
 from polyc.errors import PolycError
+from polyc.ir.affine import Aff, names_of
 from polyc.ir.kernel import Kernel, Statement
 from schedules import stree
 from schedules.accel import boundary, cache
@@ -73,6 +87,10 @@ from schedules.fusion import _reordered, reorder
 
 #: the fused form must be predicted faster by this fraction to be kept
 TIE = 0.01
+#: ... and a core through a depthwise convolution by this one: the model does
+#: not see every stall its program adds (hf-mobilenetv2 on datacenter, float32:
+#: 61,565 cycles with the cores fused at 1%, 60,030 at 5%, 59,541 with none)
+DEPTHWISE_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -87,6 +105,10 @@ class Core:
     first: tuple[str, ...]
     second: str
     order: tuple[str, ...]
+    # depthwise convolutions between the first contractions and the second,
+    # which run channel by channel along the hidden dimension (an inverted
+    # residual block: expand, depthwise, project)
+    depthwise: tuple[str, ...] = ()
 
     @property
     def fused(self) -> tuple[int, ...]:
@@ -142,41 +164,10 @@ def plan(
     moved: set[int] = set()
     out_wide, out_cuts = list(wide), set(cuts)
     for core in cores(kernel):
-        if any(set(core.window) & set(w) for w in wide) or set(core.window) & cuts:
+        weighed = _weigh(kernel, spec, stage, core, cuts, wide, memo)
+        if weighed is None:
             continue
-        fused = rewrite(kernel, core)
-        if fused is None:
-            continue
-        mine = (*wide, core.fused)
-        mine_cuts = frozenset(cuts | {core.fused[0], core.fused[-1] + 1})
-        layers = split(fused, cuts=mine_cuts, wide=mine)
-        if not any(set(core.fused) <= set(layer.children) for layer in layers):
-            continue  # the core's loop nests do not fuse on the hidden dimension
-        # the positions of every layer either way that holds one of the core's:
-        # a layer fused across the core (narrow linear layers on few rows) is
-        # compared whole with what replaces it
-        written = split(kernel, cuts=frozenset(cuts), wide=wide)
-        span = _closure(core.window, written, layers)
-        # as written, the fusion-group search (schedules.accel.groups) may yet
-        # cut the span's layers before each contraction: the core is compared
-        # with the better of the span fused on its leading iterators and cut so
-        # (hf-convnext's last MLP, 2 MB of weights: 205,862 cycles predicted
-        # fused wide, fc1 and fc2 apart about 145,000; fused along the hidden
-        # dimension 203,008)
-        # (cut where each layer starts too, or not: the search may merge a
-        # piece into the next, which pays in hf-llama's layers on datacenter)
-        ways = [
-            (kernel, frozenset(cuts) | starts, wide)
-            for starts in (set(), *cut_apart(written, span))
-        ]
-        ways.append((fused, mine_cuts, mine))
-        # the layers of every way at once (in workers: one set for all)
-        spans = [(k, _in_span(k, c, w, span)) for k, c, w in ways]
-        cache.search_into(
-            memo, [(k, ls) for k, ls in spans if ls is not None], spec, stage
-        )
-        apart = min(_predicted(spec, memo, layers) for _, layers in spans[:-1])
-        together = _predicted(spec, memo, spans[-1][1])
+        fused, mine, mine_cuts, together, apart = weighed
         what = f"{'+'.join(core.first)}..{core.second}"
         if together < apart * (1 - TIE):
             kernel, out_wide = fused, list(mine)
@@ -205,6 +196,78 @@ def plan(
         searched,
         notes,
         frozenset(moved),
+    )
+
+
+def _weigh(kernel, spec, stage, core: Core, cuts, wide, memo: dict):
+    """``(fused, wide, cuts, together, apart)``: ``kernel`` rewritten to fuse
+    ``core`` along its hidden dimension, the fused core's positions and cuts
+    (with ``wide`` and ``cuts``, the fused attentions'; not the cuts a
+    depthwise core is compared with), and the predicted
+    cycles of the layers the core spans fused and as written (the better of
+    the ways :func:`plan` compares); None where the core is not fused (it meets
+    an attention, its rewrite is refused, or its loop nests do not fuse on the
+    hidden dimension). The searches go into ``memo``."""
+    if any(set(core.window) & set(w) for w in wide) or set(core.window) & cuts:
+        return None
+    fused = rewrite(kernel, core)
+    if fused is None:
+        return None
+    mine = (*wide, core.fused)
+    mine_cuts = kept_cuts = frozenset(cuts | {core.fused[0], core.fused[-1] + 1})
+    if core.depthwise:
+        # a convolution's layers as the fusion groups will have them, cut before
+        # each contraction, both ways: fused wider, on their batch loop alone,
+        # the layers around the core are slower and many times costlier to
+        # search (hf-mobilenetv2 compiled in 86 s on datacenter, 24 s before
+        # its blocks were cores)
+        inside = set(core.fused[1:])
+        mine_cuts |= _starts(fused, cuts, mine) - inside
+        cuts = frozenset(cuts) | _starts(kernel, cuts, wide)
+    layers = split(fused, cuts=mine_cuts, wide=mine)
+    if not any(set(core.fused) <= set(layer.children) for layer in layers):
+        return None  # the core's loop nests do not fuse on the hidden dimension
+    # the positions of every layer either way that holds one of the core's:
+    # a layer fused across the core (narrow linear layers on few rows) is
+    # compared whole with what replaces it
+    written = split(kernel, cuts=frozenset(cuts), wide=wide)
+    span = _closure(core.window, written, layers)
+    # as written, the fusion-group search (schedules.accel.groups) may yet
+    # cut the span's layers before each contraction: the core is compared
+    # with the better of the span fused on its leading iterators and cut so
+    # (hf-convnext's last MLP, 2 MB of weights: 205,862 cycles predicted
+    # fused wide, fc1 and fc2 apart about 145,000; fused along the hidden
+    # dimension 203,008)
+    # (cut where each layer starts too, or not: the search may merge a
+    # piece into the next, which pays in hf-llama's layers on datacenter)
+    ways = [
+        (kernel, frozenset(cuts) | starts, wide)
+        for starts in (set(), *cut_apart(written, span))
+    ]
+    if core.depthwise:
+        ways = ways[:1]  # cut before each contraction already
+    ways.append((fused, mine_cuts, mine))
+    # the layers of every way at once (in workers: one set for all)
+    spans = [(k, _in_span(k, c, w, span)) for k, c, w in ways]
+    cache.search_into(memo, [(k, ls) for k, ls in spans if ls is not None], spec, stage)
+    apart = min(_predicted(spec, memo, layers) for _, layers in spans[:-1])
+    together = _predicted(spec, memo, spans[-1][1])
+    return fused, mine, kept_cuts, together, apart
+
+
+def _starts(kernel: Kernel, cuts, wide) -> frozenset[int]:
+    """The top-level positions where a layer of ``kernel`` starts when the
+    fusion groups cut before each contraction and windowed read
+    (:func:`schedules.accel.groups.fusion_cuts`' pieces)."""
+    layers = split(kernel, cuts=frozenset(cuts), wide=wide)
+    return frozenset(
+        p
+        for layer in layers
+        for p in {
+            layer.children[0],
+            *_contraction_starts(layer),
+            *_window_starts(layer),
+        }
     )
 
 
@@ -345,6 +408,31 @@ def _name(kernel: Kernel, pos: int) -> str:
     return stree.statements(top_children(kernel)[pos])[0]
 
 
+def depthwise_kept(kernel: Kernel, spec: Spec, stage: bool) -> frozenset[str]:
+    """The depthwise convolutions of ``kernel`` to keep whole for :func:`plan`
+    to fuse: those of each core that runs one along its hidden dimension (an
+    inverted residual block, :attr:`Core.depthwise`) where the fused core is
+    predicted faster than the layers as written, less what
+    :func:`schedules.accel.share.plan` would save by splitting the depthwise
+    layers across the two engines (which it can only do apart). Decided before
+    that split, which leaves these whole."""
+    from schedules.accel import share
+
+    keep: set[str] = set()
+    memo: dict = {}
+    for core in cores(kernel):
+        if not core.depthwise:
+            continue
+        weighed = _weigh(kernel, spec, stage, core, frozenset(), (), memo)
+        if weighed is None:
+            continue
+        together, apart = weighed[3], weighed[4]
+        saved = sum(share.saving(kernel, d, spec, stage) for d in core.depthwise)
+        if together < (apart - saved) * (1 - DEPTHWISE_MARGIN):
+            keep |= set(core.depthwise)
+    return frozenset(keep)
+
+
 def cores(kernel: Kernel) -> list[Core]:
     """The MLP cores of ``kernel``, in program order (see the module docstring):
     a contraction (the second) whose operand an element-wise chain of loop
@@ -368,11 +456,19 @@ def _found(items, c: int) -> Core | None:
         return None
     for operand in (con.a, con.b):
         ld = second.reads[operand]
-        lead = _plain(ld.index)
+        lead = _plain(_without(ld.index, _zero(second)))
         if lead is None or not any(con.roles[it] == "k" for it in lead):
             continue
-        members = _chain(items, c, ld.array)
+        through: list[int] = []
+        members = _chain(items, c, ld.array, through)
         if members is None:
+            continue
+        if not through and _plain(ld.index) is None:
+            # a 1x1 convolution's chain with no depthwise one in it (a
+            # projection, a residual add and the next expansion): weighed as a
+            # core, its layers fused on the batch alone cost a search each
+            # (hf-mobilenetv2 on datacenter: 188 searches, 102 without) and
+            # none was fused
             continue
         init = _init(items, c, second)
         lo = min(members if init is None else members | {init})
@@ -381,10 +477,13 @@ def _found(items, c: int) -> Core | None:
             continue
         order = (*lead, *(it for it in second.iterators if it not in lead))
         first = tuple(
-            items[p].name for p in sorted(members) if contraction(items[p]) is not None
+            items[p].name
+            for p in sorted(members)
+            if contraction(items[p]) is not None and p not in through
         )
         init_name = items[init].name if init is not None else None
-        return Core(window, init_name, first, second.name, order)
+        depthwise = tuple(items[p].name for p in sorted(through))
+        return Core(window, init_name, first, second.name, order, depthwise)
     return None
 
 
@@ -395,18 +494,45 @@ def _plain(index) -> tuple[str, ...] | None:
     return plain_index([a for a in index if a.terms or a.const])
 
 
+def _without(index, zero: tuple[str, ...]):
+    """``index`` with the iterators ``zero`` (each of them 0) dropped from the
+    sums they are in: a 1x1 convolution reads its input at ``h + rh`` with a
+    filter row ``rh`` that runs over 0 alone, which is a plain ``h``."""
+    if not zero:
+        return index
+    out = []
+    for a in index:
+        if len(a.terms) > 1:
+            a = Aff({t: c for t, c in a.terms if t not in zero}, a.const)
+        out.append(a)
+    return out
+
+
+def _zero(s: Statement) -> tuple[str, ...]:
+    """The iterators of ``s`` that take the value 0 alone."""
+    dom = s.domain
+    out = []
+    for it in _unit(s):
+        at0 = dom.fix_val(isl.dim_type.set, s.iterators.index(it), 0)
+        if at0.is_equal(dom):
+            out.append(it)
+    return tuple(out)
+
+
 def _writers(items, end: int, array: str) -> list[int]:
     return [
         p for p in range(end) if items[p] is not None and items[p].target.array == array
     ]
 
 
-def _chain(items, c: int, array: str) -> set[int] | None:
+def _chain(items, c: int, array: str, through: list[int]) -> set[int] | None:
     """The positions of the element-wise loop nests that compute ``array`` (read
     by the second contraction at ``c``) from contractions, with those
     contractions and their inits; None unless there is at least one
     element-wise statement and one contraction, or two (a gated MLP). What
-    other statements write counts as an input of the core."""
+    other statements write counts as an input of the core. A depthwise
+    convolution on the way counts as element-wise (its position is added to
+    ``through``)."""
     members: set[int] = set()
     todo, seen, elementwise, firsts = [array], set(), 0, 0
     while todo:
@@ -418,6 +544,17 @@ def _chain(items, c: int, array: str) -> set[int] | None:
         if not writers:
             continue  # an input of the core (x, a weight, a bias)
         last = items[writers[-1]]
+        source = _depthwise_input(last)
+        if source is not None and a != array:
+            # channel by channel, as an element-wise op: its taps stay whole
+            init = [p for p in writers[:-1] if not _reads(items[p], a)]
+            if len(writers) > 2 or len(init) != len(writers) - 1:
+                return None
+            members |= set(writers)
+            elementwise += 1
+            through.append(writers[-1])
+            todo.append(source)
+            continue
         if contraction(last) is not None:
             if a == array:
                 return None  # the second contraction reads a product directly
@@ -437,6 +574,26 @@ def _chain(items, c: int, array: str) -> set[int] | None:
     if not elementwise or firsts not in (1, 2):
         return None
     return members
+
+
+def _depthwise_input(stmt: Statement) -> str | None:
+    """The array a depthwise convolution ``stmt`` convolves (each output
+    channel reads its own input channel: no N iterator, the channel a batch
+    iterator of both), or None."""
+    con = contraction(stmt)
+    if con is None or con.members("n") or not con.members("batch"):
+        return None
+    weights = [
+        ld.array
+        for ld in (stmt.reads[con.a], stmt.reads[con.b])
+        if not any(con.roles[it] == "m" for it in names_of(ld.index))
+    ]
+    inputs = [
+        ld.array
+        for ld in (stmt.reads[con.a], stmt.reads[con.b])
+        if ld.array not in weights
+    ]
+    return inputs[0] if len(inputs) == 1 else None
 
 
 def _reads(stmt: Statement, array: str) -> bool:

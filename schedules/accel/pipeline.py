@@ -223,15 +223,25 @@ def issue_positions(layer: Layer, st: Structure) -> list[int]:
 
 
 def _epilogue(layer: Layer, stmts: list[Statement], later: Statement) -> bool:
-    """Whether ``stmts`` are element-wise (no reduction) and ``later``, a
+    """Whether ``stmts`` are element-wise (no reduction but a depthwise
+    convolution's) and ``later``, a
     contraction, reduces along one of the layer's shared iterators: its tiles
     then each take a share of the sum, and the statements before it can run a
     tile ahead (a CNN's convolution, activation and next convolution fused on
     their pixels reduce along private loops only, and keep their order)."""
     con = contraction(later)
-    if con is None or any(s.reduction is not None for s in stmts):
+    if con is None or any(s.reduction is not None and not _depthwise(s) for s in stmts):
         return False
     return any(con.roles.get(it) == "k" for it in layer.shared(later))
+
+
+def _depthwise(stmt: Statement) -> bool:
+    """Whether ``stmt`` is a depthwise convolution (a contraction with no N
+    iterator): channel by channel, it keeps the tiles of a channel loop apart
+    as an element-wise op does (an inverted residual block fused along its
+    hidden channels: expand, depthwise, project)."""
+    con = contraction(stmt)
+    return con is not None and not con.members("n")
 
 
 def _softmax(stmts: list[Statement]) -> bool:

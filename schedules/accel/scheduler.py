@@ -167,7 +167,8 @@ def schedule(
     kernel, gathered = gather.mark_all(kernel)
     whole.update(gathered)
     # a depthwise layer's channels shared by the vector unit and the MAC array
-    shared = share.plan(kernel, spec, stage)
+    # (but for the depthwise layers an MLP core fuses, where that pays more)
+    shared = share.plan(kernel, spec, stage, mlp.depthwise_kept(kernel, spec, stage))
     kernel = shared.kernel
     found: dict = {}  # (children, depth) -> the layer's candidates
     # attentions first: how to fuse each is a choice among orders and cuts

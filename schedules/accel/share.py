@@ -98,20 +98,34 @@ class Plan:
         return ranges, len(children)
 
 
-def plan(kernel: Kernel, spec: Spec, stage: bool = True) -> Plan:
+def plan(
+    kernel: Kernel, spec: Spec, stage: bool = True, keep: frozenset[str] = frozenset()
+) -> Plan:
     """``kernel`` with each layer that the cost model predicts faster split
-    across the MAC array and the vector unit (see the module docstring)."""
+    across the MAC array and the vector unit (see the module docstring), but
+    for the layers that hold a statement of ``keep`` (a depthwise convolution
+    that :mod:`schedules.accel.mlp` may fuse with the convolutions around it,
+    which it cannot once split)."""
     if not _program_order(kernel):
         return Plan(kernel)
-    layers = _pieces(kernel)
+    layers = [
+        la for la in _pieces(kernel) if not any(st.name in keep for st in la.stmts)
+    ]
     # the choices the workers make, used as they come: the parent applies the
     # splits in order meanwhile, and chooses those of the layers an earlier
     # split cut otherwise beside the workers
     with _chosen_ahead(kernel, layers, spec, stage) as known:
-        return _planned(kernel, layers, spec, stage, known)
+        return _planned(kernel, layers, spec, stage, known, keep)
 
 
-def _planned(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool, known):
+def _planned(
+    kernel: Kernel,
+    layers: list[Layer],
+    spec: Spec,
+    stage: bool,
+    known,
+    keep: frozenset[str] = frozenset(),
+):
     """:func:`plan` of ``kernel`` split into ``layers`` (:func:`_pieces`), the
     choices of :class:`_Ahead` ``known`` taken where they were made."""
     notes: list[str] = []
@@ -144,7 +158,11 @@ def _planned(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool, known
         # each split layer a piece of its own, as the fusion groups will have
         # it (Plan.cuts): the statements after it start the next piece
         joined = frozenset(n for g in groups for n in g[1:])
-        layers = _pieces(kernel, joined, frozenset(g[-1] for g in groups))
+        layers = [
+            la
+            for la in _pieces(kernel, joined, frozenset(g[-1] for g in groups))
+            if not any(st.name in keep for st in la.stmts)
+        ]
 
 
 @contextlib.contextmanager
@@ -245,7 +263,7 @@ def _applied(kernel: Kernel, stmts, iterator, choice):
     for no choice or a split refused."""
     if choice is None:
         return None
-    cut, how, note = choice
+    cut, how, note = choice[:3]
     try:
         # checked by _split_best, on _local's program of exactly ``stmts``
         return split_checked(kernel, stmts, iterator, *cut, **dict(how)), note
@@ -492,7 +510,24 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
         f"{period - p} and {p} of every {period} along {iterator[0]}, predicted "
         f"{cycles:,.0f} cycles{after} against {unsplit:,.0f} on one engine"
     )
-    return (period - p, period), (), note
+    return (period - p, period), (), note, unsplit - cycles
+
+
+def saving(kernel: Kernel, stmt: str, spec: Spec, stage: bool = True) -> float:
+    """The predicted cycles :func:`plan` would save by splitting the layer of
+    statement ``stmt`` (a depthwise convolution with its init and epilogue,
+    cut as the fusion groups start) across the two engines: 0 where it would
+    not split it."""
+    if not _program_order(kernel):
+        return 0.0
+    for layer in _pieces(kernel):
+        if any(s.name == stmt for s in layer.stmts):
+            found = _candidate(kernel, layer, spec)
+            if found is None or found[0] is not _choose:
+                return 0.0
+            choice = _choose(kernel, layer, spec, stage, *found[1:])
+            return 0.0 if choice is None else choice[3]
+    return 0.0
 
 
 def _apart(local: Kernel, stmts, spec: Spec, stage: bool):

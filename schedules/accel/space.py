@@ -313,26 +313,10 @@ def structures(
             else:
                 opts.append((eng, None, False, (), False, False))
         per_stmt.append(opts)
+    # statement -> its init, when the init folds into it only on the MAC array
+    paired: dict[int, int] = {}
     if np.prod([len(o) for o in per_stmt]) > MAX_ENGINE_COMBOS:
-        # the first contraction keeps its mappings (not an init before it that
-        # folds into it or runs on the vector unit)
-        varies = [i for i, o in enumerate(per_stmt) if len(o) > 1]
-        macs = [i for i in varies if any(c[0] == "mac" for c in per_stmt[i])]
-        first = (macs or varies or [0])[0]
-        # an init that folds into that contraction keeps its other engine for
-        # when the contraction is off the MAC array (with the fold alone, a
-        # depthwise convolution fused with the 1x1 after it had no structure
-        # with itself on the vector unit)
-        paired = {
-            i
-            for i, s in enumerate(layer.stmts)
-            if folds_into(layer, s) is layer.stmts[first]
-        }
-        per_stmt = [
-            o if i == first or i in paired else o[:1] for i, o in enumerate(per_stmt)
-        ]
-    else:
-        first, paired = None, set()
+        per_stmt, paired = _capped(layer, per_stmt)
     free = _free(layer, private)
     shared_free = [v.position for v in free if isinstance(v, SharedTile)]
     fixed = [p for p in range(layer.depth) if p not in shared_free]
@@ -352,10 +336,8 @@ def structures(
         ):
             continue
         # under the cap, an init folds into its contraction's MAC calls
-        if (
-            paired
-            and engine[first][1] == "mac"
-            and any(engine[i][1] != "fold" for i in paired)
+        if any(
+            engine[c][1] == "mac" and engine[i][1] != "fold" for c, i in paired.items()
         ):
             continue
         engine = tuple(
@@ -422,6 +404,46 @@ class _Engines:
 
 def _has_private(layer: Layer) -> bool:
     return any(layer.private(s) for s in layer.stmts)
+
+
+def _capped(layer: Layer, per_stmt: list) -> tuple[list, dict[int, int]]:
+    """``per_stmt`` under the cap on engine combinations: the first contraction
+    keeps its mappings, the other contractions their first mapping and the
+    first with M over two iterators, and each depthwise contraction (no N
+    iterator: the vector unit runs it at a rate near the array's) its vector
+    engine too; the other statements keep their first option. An init
+    that folds into one of those contractions keeps its other engine for when
+    the contraction is off the MAC array (with the fold alone, such a
+    contraction had no structure on the vector unit: a depthwise convolution
+    fused with the convolutions around it ran on the array, 196,694 cycles
+    of MAC calls against 63,072 on the vector unit). Returns the options and
+    the pairs ``{contraction: its init}`` (by position)."""
+    varies = [i for i, o in enumerate(per_stmt) if len(o) > 1]
+    macs = [i for i in varies if any(c[0] == "mac" for c in per_stmt[i])]
+    first = (macs or varies or [0])[0]
+    out = [o[:1] for o in per_stmt]
+    out[first] = per_stmt[first]
+    keep = {first}
+    for i in macs:
+        if i == first:
+            continue
+        # and the others their M fused over two iterators (a 1x1
+        # convolution's pixels: one call a tile, not one per row, whose queue
+        # of calls holds up the scalar core's next commands)
+        wide = [c for c in per_stmt[i] if c[1] and len(c[1][0]) > 1 and not c[2]]
+        out[i] = [per_stmt[i][0], *wide[:1]]
+        con = contraction(layer.stmts[i])
+        if con is not None and not con.members("n"):
+            out[i] += [c for c in per_stmt[i] if c[0] == "vector"]
+            keep.add(i)
+    paired = {}
+    for i, s in enumerate(layer.stmts):
+        into = folds_into(layer, s)
+        if into is not None:
+            c = layer.stmts.index(into)
+            if c in keep:
+                out[i], paired[c] = per_stmt[i], i
+    return out, paired
 
 
 def _free(layer: Layer, private: bool) -> list[TileVar]:

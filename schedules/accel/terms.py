@@ -573,7 +573,7 @@ def _chained(work: Work, dma_time, fill, drain, depth: int):
     per_tile = np.maximum(work.mac, dma_time) / tiles
     inner = np.maximum(np.minimum(work.ahead, tiles), 1)
     runs = tiles / inner
-    pipelined = runs * (fill + per_tile + inner * work.mid) + drain
+    pipelined = runs * (fill + per_tile + inner * (work.mid + work.mid_wait)) + drain
     serial = fill + tiles * (per_tile + work.mid) + drain
     serial = serial + np.where(work.stalls, (tiles - 1) * fill, 0)
     return np.where(work.ahead > 1, pipelined, serial)

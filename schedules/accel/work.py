@@ -58,6 +58,14 @@ class Work:
     # later calls (PV) wait for the vector work, before it issues the next
     # tile's loads
     stalls: np.ndarray | bool = False
+    # one tile's wait of the vector unit for its next commands, with the chain's
+    # first MAC statement a tile ahead: the scalar core issues them after the
+    # later statement's calls of the tile, which wait for this tile's vector
+    # work, and it stalls on the full MAC queue until all but queue_depth of
+    # them have run (an inverted residual block fused along its hidden
+    # channels: 16 projection calls of 128 cycles a tile left the vector unit
+    # idle 1,024 cycles a tile)
+    mid_wait: np.ndarray | float = 0.0
     # vector time the next tiles' loads can run under in a layer with MAC work:
     # issued after a tile's vector operations, they wait for all but the last
     # queue_depth of them (inf when a tile issues no more than that)
@@ -164,7 +172,12 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         # loop of one trip pipelines nothing
         trips = np.maximum(ev(model.pipelined_trips()), 1)
         exposed = np.where(trips > 1, runs / trips * (pro + epi), exposed)
-    mid, mid_tiles, mid_calls = _between(model, ev)
+    mid, mid_tiles, mid_calls, mid_mac = _between(model, ev)
+    mid_wait = np.where(
+        mid_calls > depth,
+        mid_mac * (mid_calls - depth) / np.maximum(mid_calls, 1),
+        0.0,
+    )
     chain = 0.0
     split = any(split_side(model.kernel, s.name) is not None for s in stmts)
     # one MAC statement whose vector work is element-wise (a convolution's
@@ -206,6 +219,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         mid_tiles,
         ev(model.pipelined_trips()) if model.st.ahead else 1.0,
         mid_calls >= depth,
+        mid_wait,
         vector_lead if has_mac else np.inf,
         exposed,
         chain,
@@ -298,18 +312,22 @@ def _between(model: LayerModel, ev):
     """One tile's vector cycles between the layer's first MAC statement and a
     later one that reads their result (an attention's softmax between QK^T and
     PV: :func:`schedules.accel.pipeline.chain`), the tiles they run, and the
-    later statement's MAC calls per such tile; zeros when the layer has no
-    such chain."""
+    later statement's MAC calls and MAC cycles per such tile; zeros when the
+    layer has no such chain."""
     engine = dict(model.st.engine)
     stmts = model.serial_chain()
     if not stmts:
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0
     per_tile = sum(ev(model.vector_cycles(s)) for s in stmts)
     tiles = np.max([ev(model.tiles(s)) for s in stmts], axis=0)
     after = model.layer.stmts.index(stmts[-1])
     pv = next(s for s in model.layer.stmts[after:] if engine[s.name] == "mac")
-    calls = ev(model.tiles(pv)) * ev(model.mac_cycles(pv)[1])
-    return per_tile, tiles, calls / np.maximum(tiles, 1)
+    cyc, per = model.mac_cycles(pv)
+    pv_tiles = ev(model.tiles(pv))
+    calls = pv_tiles * ev(per)
+    busy = pv_tiles * ev(cyc)
+    each = np.maximum(tiles, 1)
+    return per_tile, tiles, calls / each, busy / each
 
 
 #: the engines :func:`in_order` schedules (``mac_out``: the MAC array's
