@@ -154,16 +154,21 @@ def plan(
     stage: bool,
     cuts: frozenset[int] = frozenset(),
     wide: tuple[tuple[int, ...], ...] = (),
+    kept: frozenset[str] = frozenset(),
 ) -> Plan:
     """Each MLP core of ``kernel`` fused along its hidden dimension where the
     cost model predicts it faster (see the module docstring). ``cuts`` and
-    ``wide`` are the fused attentions'. A core whose rewrite is refused (a
+    ``wide`` are the fused attentions'; of the cores through a depthwise
+    convolution, only those whose depthwise convolutions are in ``kept``
+    (:func:`depthwise_kept`) are tried. A core whose rewrite is refused (a
     dependence, a layer that does not fuse) stays as written."""
     memo: dict = {}  # (statement names, depth) -> candidates
     notes: dict = {}
     moved: set[int] = set()
     out_wide, out_cuts = list(wide), set(cuts)
     for core in cores(kernel):
+        if not set(core.depthwise) <= kept:
+            continue
         weighed = _weigh(kernel, spec, stage, core, cuts, wide, memo)
         if weighed is None:
             continue
@@ -421,8 +426,9 @@ def depthwise_kept(kernel: Kernel, spec: Spec, stage: bool) -> frozenset[str]:
     keep: set[str] = set()
     memo: dict = {}
     for core in cores(kernel):
-        if not core.depthwise:
-            continue
+        con = contraction(kernel.statement(core.second))
+        if not core.depthwise or con.operand not in spec.mac_array.dtypes:
+            continue  # (without the MAC array every statement is the vector unit's)
         weighed = _weigh(kernel, spec, stage, core, frozenset(), (), memo)
         if weighed is None:
             continue

@@ -168,7 +168,8 @@ def schedule(
     whole.update(gathered)
     # a depthwise layer's channels shared by the vector unit and the MAC array
     # (but for the depthwise layers an MLP core fuses, where that pays more)
-    shared = share.plan(kernel, spec, stage, mlp.depthwise_kept(kernel, spec, stage))
+    kept = mlp.depthwise_kept(kernel, spec, stage)
+    shared = share.plan(kernel, spec, stage, kept)
     kernel = shared.kernel
     found: dict = {}  # (children, depth) -> the layer's candidates
     # attentions first: how to fuse each is a choice among orders and cuts
@@ -176,7 +177,7 @@ def schedule(
     kernel, wide, cuts = fused.kernel, fused.wide, set(fused.cuts)
     found.update(fused.searched)
     # then MLPs: fused along the hidden dimension where the model says it pays
-    mlps = mlp.plan(kernel, spec, stage, frozenset(cuts), wide)
+    mlps = mlp.plan(kernel, spec, stage, frozenset(cuts), wide, kept)
     kernel, wide, cuts = mlps.kernel, mlps.wide, set(mlps.cuts)
     found = mlps.keep(found)
     found.update(mlps.searched)
