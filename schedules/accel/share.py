@@ -143,7 +143,8 @@ def _planned(
         layer, found = todo[0]
         choose, stmts, iterator, point = found
         done.add(layer.stmts[0].name)
-        made = known.get(_key(kernel, layer, *found)) if known else None
+        key = _key(kernel, layer, *found)
+        made = _MADE.get((spec, stage, key)) or (known.get(key) if known else None)
         if made is not None:
             (choice,) = made
         else:
@@ -175,7 +176,12 @@ def _chosen_ahead(kernel: Kernel, layers: list[Layer], spec: Spec, stage: bool):
     :func:`_key` holds: :func:`plan` takes it from there for a layer whose key
     it finds (the same choice as its own), and chooses itself for the others
     (a layer that an earlier split cut otherwise, a worker that failed)."""
-    tasks = [(la, found) for la in layers if (found := _candidate(kernel, la, spec))]
+    tasks = [
+        (la, found)
+        for la in layers
+        if (found := _candidate(kernel, la, spec))
+        and (spec, stage, _key(kernel, la, *found)) not in _MADE
+    ]
     if len(tasks) < 2 or cache.jobs() < 2:
         yield _Ahead({}, None)
         return
@@ -513,6 +519,11 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     return (period - p, period), (), note, unsplit - cycles
 
 
+#: (spec, stage, :func:`_key`) -> ``(choice,)``: the choices :func:`saving` made,
+#: which :func:`plan` then takes for the same layer of the same program
+_MADE: dict = {}
+
+
 def saving(kernel: Kernel, stmt: str, spec: Spec, stage: bool = True) -> float:
     """The predicted cycles :func:`plan` would save by splitting the layer of
     statement ``stmt`` (a depthwise convolution with its init and epilogue,
@@ -526,6 +537,9 @@ def saving(kernel: Kernel, stmt: str, spec: Spec, stage: bool = True) -> float:
             if found is None or found[0] is not _choose:
                 return 0.0
             choice = _choose(kernel, layer, spec, stage, *found[1:])
+            if len(_MADE) > 4096:
+                _MADE.clear()
+            _MADE[(spec, stage, _key(kernel, layer, *found))] = (choice,)
             return 0.0 if choice is None else choice[3]
     return 0.0
 
