@@ -69,3 +69,18 @@ def golden(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def pinned_host_cache(monkeypatch):
+    """The host C scheduler's cache model as on the machine its decisions were
+    measured on (48 KiB L1d, 2 MiB L2 per core, 105 MiB L3, AVX-512), whatever
+    this machine is: on an AMD EPYC with 32 KiB, 1 MiB and AVX2 the model
+    keeps syrk's and gramschmidt's reduction loop innermost, which the tests
+    of those decisions do not expect. The C still runs here (gcc splits the
+    512-bit vectors), so the bit-for-bit checks hold."""
+    from schedules.host import cache_model
+
+    pinned = cache_model.Cache(48 * 1024, 2 * 1024 * 1024, 105 * 1024 * 1024, 64)
+    monkeypatch.setattr(cache_model, "host_cache", lambda: pinned)
+    return pinned

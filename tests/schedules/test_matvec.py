@@ -18,6 +18,9 @@ from tests.support.cfront_corpus import assert_same_bits, build_and_run
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same, compile_c
 
+#: the decisions tested are for one cache model, not this machine's
+pytestmark = pytest.mark.usefixtures("pinned_host_cache")
+
 #: corpus kernel -> the bands marked ``@accumulate(8; ...)`` with their promoted
 #: statements, and how many bands are permuted to walk the matrix row by row
 SHAPES = {

@@ -12,11 +12,15 @@ import schedules as S
 from polyc.errors import IllegalTransformError, ScheduleError
 from polyc.integrations.c_source import compile_c as rewrite
 from polyc.ops import polybench as ex
-from schedules.host.cache_model import Cache, host_cache
+from schedules.host import cache_model
+from schedules.host.cache_model import Cache
 from schedules.host.register import rows_of_tile
 from tests.support.cfront_corpus import assert_same_bits, build_and_run
 from tests.support.paths import CORPUS
 from tests.support.sched import assert_same, compile_c
+
+#: the decisions tested are for one cache model, not this machine's
+pytestmark = pytest.mark.usefixtures("pinned_host_cache")
 
 HOST = Cache(l1=48 * 1024, l2=2 * 1024 * 1024, l3=32 * 1024 * 1024)
 TINY = Cache(l1=1024, l2=4096, l3=8192)
@@ -104,7 +108,7 @@ def test_products_from_c_are_register_tiled_and_keep_their_bits(tmp_path):
         assert steps.count("accumulate") == (1 if name == "gemm_reg" else 2), steps
         # the accumulators are vectors of this host's SIMD width (gcc keeps them
         # in registers; a scalar array it spilled on every iteration)
-        vb = host_cache().vector
+        vb = cache_model.host_cache().vector
         mr, nv = rows_of_tile(vb), 128 // vb
         assert re.search(rf"_pc_vec\d+ _pc_acc\d+\[{mr}\]\[{nv}\];", out.text)
         assert f"vector_size({vb})" in out.text
@@ -153,7 +157,7 @@ def test_a_column_operand_is_gathered_into_vectors_with_the_same_bits(tmp_path):
     # it is gathered from VL scalar loads (before, the whole tile fell back to
     # the scalar local array, 2.0-2.4x slower at LARGE by hand)
     out = rewrite(SYRK, schedule="auto", include_dirs=[CORPUS])
-    vb = host_cache().vector
+    vb = cache_model.host_cache().vector
     mr, vl = rows_of_tile(vb), vb // 8
     assert re.search(rf"_pc_vec\d+ _pc_acc\d+\[{mr}\]\[{16 // vl}\];", out.text)
     gathered = re.search(r"\(\(_pc_vec\d+\)\{([^}]*)\}\)", out.text)
@@ -268,7 +272,7 @@ def test_correlation_product_gets_its_own_band_and_register_tile(tmp_path):
     (region,) = out.regions
     assert region.step == "program-order"
     marks = re.findall(r"@accumulate\(\d+, \d+, \d+\)", str(region.kernel.schedule))
-    vb = host_cache().vector
+    vb = cache_model.host_cache().vector
     assert marks == [f"@accumulate(16, {rows_of_tile(vb)}, {vb})"]
     merged = [s.args for s in region.kernel.history if s.name == "merge_bands"]
     assert len(merged) >= 2
