@@ -43,6 +43,10 @@ FORMAT = 3
 STATS: Counter = Counter()
 #: the sources whose code decides what a compile produces (digested into the key)
 _SOURCES = ("polyc", "schedules", "codegen", "accelerator")
+#: environment variables that change what the scheduler chooses (in the key where
+#: set: a compile with ``POLYC_PREFETCH_MARGIN=10`` came from the cache of one
+#: without it, its weights fetched ahead all the same)
+KNOBS = ("POLYC_PREFETCH_MARGIN",)
 _MEMORY: dict[str, bytes] = {}
 
 
@@ -81,6 +85,7 @@ def key(kernel: Kernel, spec, checks: bool, objective: str = "cycles") -> str:
     ]
     if objective != "cycles":  # the scheduler's default keeps its keys
         lines.append(f"objective {objective}")
+    lines.extend(f"env {k}={os.environ[k]}" for k in KNOBS if k in os.environ)
     if kernel.history or kernel.schedule is not kernel.program_schedule:
         lines.append(f"schedule {kernel.schedule}")
         lines.extend(f"step {step}" for step in kernel.history)

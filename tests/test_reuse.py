@@ -120,6 +120,19 @@ def test_the_cache_can_be_turned_off(fresh, monkeypatch):
     assert not reuse.STATS and not fresh.exists()
 
 
+def test_a_knob_that_changes_the_choice_is_in_the_key(fresh, monkeypatch):
+    """Was: ``POLYC_PREFETCH_MARGIN`` (whether weights are fetched ahead) was
+    not in the key, so a compile with it set came from the cache of one
+    without it."""
+    kernel, _, _ = _kernel(0)
+    polyc.compile(kernel, config="tiny")
+    monkeypatch.setenv("POLYC_PREFETCH_MARGIN", "10")
+    polyc.compile(kernel, config="tiny")
+    assert reuse.STATS["stored"] == 2 and not reuse.STATS["memory"]
+    polyc.compile(kernel, config="tiny")
+    assert reuse.STATS["memory"] == 1
+
+
 def test_a_hand_schedule_is_compiled_as_given(fresh):
     kernel, _, _ = _kernel(0)
     polyc.compile(kernel, config="tiny", schedule=kernel)  # DRAM-direct
