@@ -81,7 +81,7 @@ from schedules.accel.groups import _contraction_starts, _window_starts
 from schedules.accel.inline import plain_index
 from schedules.accel.layers import lone_statements, own_part, split, top_children
 from schedules.accel.reindex import permute_iterators
-from schedules.accel.tensorize import contraction
+from schedules.accel.tensorize import contraction, depthwise
 from schedules.common import step
 from schedules.fusion import _reordered, reorder
 
@@ -586,8 +586,10 @@ def _depthwise_input(stmt: Statement) -> str | None:
     """The array a depthwise convolution ``stmt`` convolves (each output
     channel reads its own input channel: no N iterator, the channel a batch
     iterator of both), or None."""
+    if not depthwise(stmt):
+        return None
     con = contraction(stmt)
-    if con is None or con.members("n") or not con.members("batch"):
+    if not con.members("batch"):
         return None
     weights = [
         ld.array

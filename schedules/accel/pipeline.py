@@ -27,7 +27,7 @@ from polyc.ir.expr import Unary
 from polyc.ir.kernel import Statement
 from schedules.accel.layers import Layer, touches
 from schedules.accel.structure import Structure
-from schedules.accel.tensorize import contraction
+from schedules.accel.tensorize import contraction, depthwise
 
 
 def ahead(layer: Layer, engine: dict[str, str]) -> tuple[str, ...]:
@@ -229,19 +229,22 @@ def _epilogue(layer: Layer, stmts: list[Statement], later: Statement) -> bool:
     then each take a share of the sum, and the statements before it can run a
     tile ahead (a CNN's convolution, activation and next convolution fused on
     their pixels reduce along private loops only, and keep their order)."""
-    con = contraction(later)
-    if con is None or any(s.reduction is not None and not _depthwise(s) for s in stmts):
+    # a depthwise convolution, channel by channel, keeps the tiles of a channel
+    # loop apart as an element-wise op does (an inverted residual block fused
+    # along its hidden channels: expand, depthwise, project)
+    if any(s.reduction is not None and not depthwise(s) for s in stmts):
         return False
-    return any(con.roles.get(it) == "k" for it in layer.shared(later))
+    return reduces_along_tiles(layer, later)
 
 
-def _depthwise(stmt: Statement) -> bool:
-    """Whether ``stmt`` is a depthwise convolution (a contraction with no N
-    iterator): channel by channel, it keeps the tiles of a channel loop apart
-    as an element-wise op does (an inverted residual block fused along its
-    hidden channels: expand, depthwise, project)."""
+def reduces_along_tiles(layer: Layer, stmt: Statement) -> bool:
+    """Whether ``stmt`` is a contraction that reduces along one of the layer's
+    shared iterators (its tiles each take a share of the sum: an MLP's second
+    contraction fused along its hidden dimension)."""
     con = contraction(stmt)
-    return con is not None and not con.members("n")
+    return con is not None and any(
+        con.roles.get(it) == "k" for it in layer.shared(stmt)
+    )
 
 
 def _softmax(stmts: list[Statement]) -> bool:

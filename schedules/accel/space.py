@@ -29,7 +29,7 @@ from schedules.accel import levels, pipeline
 from schedules.accel.layers import Layer
 from schedules.accel.split import split_engine
 from schedules.accel.structure import STREAM_SLOTS, Structure, polyphase
-from schedules.accel.tensorize import contraction, may_self_depend
+from schedules.accel.tensorize import contraction, depthwise, may_self_depend
 from schedules.accel.tilevars import PrivateTile, SharedTile, TileVar
 
 #: loops up to this many iterations stay whole (filter taps, small batch)
@@ -434,12 +434,16 @@ def _capped(layer: Layer, per_stmt: list) -> tuple[list, dict[int, int]]:
     # their M over two iterators too (a 1x1 convolution's pixels: one call
     # a tile, not one per row, whose queue held up the scalar core's next
     # commands), and a depthwise one before them its vector engine
-    shares = [i for i in macs if i != first and _reduces_shared(layer, i)]
+    shares = [
+        i
+        for i in macs
+        if i != first and pipeline.reduces_along_tiles(layer, layer.stmts[i])
+    ]
     for i in shares:
         wide = [c for c in per_stmt[i] if c[1] and len(c[1][0]) > 1 and not c[2]]
         out[i] = [per_stmt[i][0], *wide[:1]]
     for i in macs if shares else ():
-        if i < shares[-1] and _depthwise(layer.stmts[i]):
+        if i < shares[-1] and depthwise(layer.stmts[i]):
             out[i] = [*out[i], *(c for c in per_stmt[i] if c[0] == "vector")]
             keep.add(i)
     paired = {}
@@ -450,18 +454,6 @@ def _capped(layer: Layer, per_stmt: list) -> tuple[list, dict[int, int]]:
             if c in keep:
                 out[i], paired[c] = per_stmt[i], i
     return out, paired
-
-
-def _reduces_shared(layer: Layer, i: int) -> bool:
-    con = contraction(layer.stmts[i])
-    return con is not None and any(
-        con.roles.get(it) == "k" for it in layer.shared(layer.stmts[i])
-    )
-
-
-def _depthwise(stmt: Statement) -> bool:
-    con = contraction(stmt)
-    return con is not None and not con.members("n")
 
 
 def _free(layer: Layer, private: bool) -> list[TileVar]:

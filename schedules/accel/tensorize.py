@@ -79,6 +79,13 @@ def contraction(stmt: Statement) -> Contraction | None:
     return memo[_MEMO]
 
 
+def depthwise(stmt: Statement) -> bool:
+    """Whether ``stmt`` is a depthwise convolution: a contraction with no N
+    iterator, each output channel computed from its own input channel."""
+    con = contraction(stmt)
+    return con is not None and not con.members("n")
+
+
 def _contraction(stmt: Statement) -> Contraction | None:
     if stmt.reduction != "add":
         return None
