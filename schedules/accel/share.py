@@ -42,6 +42,7 @@ from schedules.accel.layers import (
     fusion_answers,
     learn,
     own_program,
+    schedule_text,
     split,
     top_children,
 )
@@ -531,7 +532,11 @@ def saving(kernel: Kernel, stmt: str, spec: Spec, stage: bool = True) -> float:
     not split it."""
     if not _program_order(kernel):
         return 0.0
-    for layer in _pieces(kernel):
+    # (asked once per depthwise layer of one program: its pieces split once)
+    pieces = kernel.analysis(
+        ("share.pieces", schedule_text(kernel)), lambda _: _pieces(kernel)
+    )
+    for layer in pieces:
         if any(s.name == stmt for s in layer.stmts):
             found = _candidate(kernel, layer, spec)
             if found is None or found[0] is not _choose:
