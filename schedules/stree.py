@@ -119,11 +119,7 @@ def to_isl(node: Node) -> isl.Schedule:
         inner = to_isl(node.child)
         return inner.get_root().child(0).insert_mark(isl.Id(node.name)).get_schedule()
     combine = isl.Schedule.sequence if isinstance(node, Sequence_) else isl.Schedule.set
-    parts = [to_isl(c) for c in node.children]
-    out = parts[0]
-    for p in parts[1:]:
-        out = combine(out, p)
-    return out
+    return tree.joined([to_isl(c) for c in node.children], combine)
 
 
 # queries --------------------------------------------------------------------------

@@ -323,6 +323,18 @@ def fix_params(obj, fixed: isl.Set, ids: isl.IdList):
     raise TypeError(f"cannot specialize a {type(obj).__name__}")
 
 
+def joined(parts: list[isl.Schedule], combine) -> isl.Schedule:
+    """``parts`` combined in order by ``combine`` (``isl.Schedule.sequence`` or
+    ``.set``) into one node of them all: in pairs, then pairs of pairs (isl
+    flattens the nested ones). One after the other, each step copied the
+    union of the domains so far, quadratic in a network's hundreds of loop
+    nests (66 ms for hf-mobilenetv2's 219, 11 ms so)."""
+    while len(parts) > 1:
+        pairs = [combine(a, b) for a, b in zip(parts[::2], parts[1::2])]
+        parts = pairs + parts[len(pairs) * 2 :]
+    return parts[0]
+
+
 def _specialized(node: isl.ScheduleNode, fixed, ids) -> isl.Schedule:
     T = isl.schedule_node_type
     t = node.get_type()
@@ -350,10 +362,7 @@ def _specialized(node: isl.ScheduleNode, fixed, ids) -> isl.Schedule:
         parts = [
             _specialized(node.child(i), fixed, ids) for i in range(node.n_children())
         ]
-        out = parts[0]
-        for p in parts[1:]:
-            out = combine(out, p)
-        return out
+        return joined(parts, combine)
     if t in (T.filter, T.context, T.guard):
         return _specialized(node.child(0), fixed, ids)
     raise ArgumentError(
