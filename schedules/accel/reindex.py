@@ -133,12 +133,11 @@ def _replaced(kernel: Kernel, s, new, renaming, children, pos, step, what) -> Ke
     ``s`` is ``renaming``'s image in it), its top-level loop nest, the child at
     ``pos`` of ``children``, rebuilt over the new domain, checked (``what``
     says the rewrite in an error) and recorded as ``step``."""
-    children[pos] = stree.from_isl(
-        tree.initial_schedule([(s.name, new.domain, new.iterators)])
-    )
+    nest = tree.initial_schedule([(s.name, new.domain, new.iterators)])
+    children[pos] = stree.from_isl(nest)
     root = children[0] if len(children) == 1 else stree.Sequence_(tuple(children))
     schedule = stree.to_isl(stree.name_bands(root))
-    _check(step.name, kernel, s, renaming, schedule, pos, what)
+    _check(step.name, kernel, s, renaming, schedule, nest, pos, what)
     statements = tuple(new if x.name == s.name else x for x in kernel.statements)
     return kernel.replace(
         statements=statements,
@@ -191,7 +190,9 @@ def _renaming(kernel: Kernel, name: str, s, order) -> isl.Map:
     )
 
 
-def _check(op: str, kernel: Kernel, s, renaming, schedule, pos: int, what) -> None:
+def _check(
+    op: str, kernel: Kernel, s, renaming, schedule, nest, pos: int, what
+) -> None:
     """Every dependence of ``kernel`` that involves ``s`` runs forward in
     ``schedule``, each original instance of ``s`` timed by its renamed one
     (``renaming``: old instance to new; ``what`` says the rewrite in an error).
@@ -200,12 +201,14 @@ def _check(op: str, kernel: Kernel, s, renaming, schedule, pos: int, what) -> No
     and another statement runs forward whatever ``s``'s loop order (its loop
     nest, the top-level child at ``pos``, keeps its place in the sequence):
     only ``s``'s own dependences are asked, computed on its loop nest alone
-    (:func:`schedules.accel.layers.own_part`), not on the whole network."""
-    times = legality.statement_times(schedule)
-    times = dict(times)
+    (:func:`schedules.accel.layers.own_part`), not on the whole network, and
+    timed by ``nest`` (that loop nest's schedule) alone: the sequence's
+    position before it is the same for every pair (flattening the network's
+    schedule took 5 ms a rewrite in hf-mobilenetv2, 151 statements)."""
+    own = own_part(kernel, (pos,))
+    times = dict(legality.statement_times(schedule if own is None else nest))
     renamed = renaming.apply_range(times[s.name])
     times[s.name] = renamed.intersect_domain(s.domain)
-    own = own_part(kernel, (pos,))
     for kind, array, dep in legality.dependences(own or kernel):
         src = dep.get_tuple_name(isl.dim_type.in_)
         dst = dep.get_tuple_name(isl.dim_type.out)
