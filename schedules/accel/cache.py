@@ -183,6 +183,7 @@ def search_into(
     programs: list[tuple[Kernel, list[Layer]]],
     spec: Spec,
     stage: bool = True,
+    meanwhile: Callable[[], object] | None = None,
 ) -> None:
     """The layers of each ``(kernel, layers)`` of ``programs`` (not opaque)
     that ``memo`` (by :func:`memo_key`) does not hold yet, searched and put in
@@ -191,13 +192,22 @@ def search_into(
     planner comparing variants of a program (:mod:`schedules.accel.attention`,
     :mod:`schedules.accel.mlp`) would search them one after the other, and
     the variants' layers in one go (one set of workers, whose last searches
-    overlap the next variant's first)."""
+    overlap the next variant's first). ``meanwhile`` is called once: while
+    the workers search, or after the searches where no worker runs them."""
     new: dict = {}
     for kernel, layers in programs:
         for layer in layers:
             if not layer.opaque and memo_key(layer) not in memo:
                 new.setdefault(memo_key(layer), (kernel, layer))
-    memo.update(zip(new, _search_pairs(list(new.values()), spec, stage)))
+    called = [meanwhile is None]
+
+    def once() -> None:
+        if not called[0]:
+            called[0] = True
+            meanwhile()
+
+    memo.update(zip(new, _search_pairs(list(new.values()), spec, stage, 8, once)))
+    once()
 
 
 def jobs() -> int:

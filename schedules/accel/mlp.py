@@ -213,6 +213,19 @@ def _weigh(kernel, spec, stage, core: Core, cuts, wide, memo: dict):
     the ways :func:`plan` compares); None where the core is not fused (it meets
     an attention, its rewrite is refused, or its loop nests do not fuse on the
     hidden dimension). The searches go into ``memo``."""
+    ways = _ways(kernel, core, cuts, wide)
+    if ways is None:
+        return None
+    # the layers of every way at once (in workers: one set for all)
+    cache.search_into(memo, _searched(ways[3]), spec, stage)
+    return _judged(spec, memo, ways)
+
+
+def _ways(kernel, core: Core, cuts, wide):
+    """``(fused, wide, cuts, spans)``: :func:`_weigh`'s first three, and the
+    ways it compares, each ``(kernel, layers)`` (the layers None where that
+    way does not split so), the fused one last; None where :func:`_weigh`
+    answers None."""
     if any(set(core.window) & set(w) for w in wide) or set(core.window) & cuts:
         return None
     fused = rewrite(kernel, core)
@@ -252,9 +265,19 @@ def _weigh(kernel, spec, stage, core: Core, cuts, wide, memo: dict):
     if core.depthwise:
         ways = ways[:1]  # cut before each contraction already
     ways.append((fused, mine_cuts, mine))
-    # the layers of every way at once (in workers: one set for all)
     spans = [(k, _in_span(k, c, w, span)) for k, c, w in ways]
-    cache.search_into(memo, [(k, ls) for k, ls in spans if ls is not None], spec, stage)
+    return fused, mine, kept_cuts, spans
+
+
+def _searched(spans) -> list:
+    """The ``(kernel, layers)`` of ``spans`` (:func:`_ways`) to search."""
+    return [(k, ls) for k, ls in spans if ls is not None]
+
+
+def _judged(spec, memo: dict, ways) -> tuple:
+    """:func:`_weigh`'s answer from ``ways`` (:func:`_ways`), its layers
+    searched into ``memo``."""
+    fused, mine, kept_cuts, spans = ways
     apart = min(_predicted(spec, memo, layers) for _, layers in spans[:-1])
     together = _predicted(spec, memo, spans[-1][1])
     return fused, mine, kept_cuts, together, apart
@@ -425,16 +448,29 @@ def depthwise_kept(kernel: Kernel, spec: Spec, stage: bool) -> frozenset[str]:
 
     keep: set[str] = set()
     memo: dict = {}
+    weighed = []
     for core in cores(kernel):
         con = contraction(kernel.statement(core.second))
         if not core.depthwise or con.operand not in spec.mac_array.dtypes:
             continue  # (without the MAC array every statement is the vector unit's)
-        weighed = _weigh(kernel, spec, stage, core, frozenset(), (), memo)
-        if weighed is None:
-            continue
-        together, apart = weighed[3], weighed[4]
-        saved = sum(share.saving(kernel, d, spec, stage) for d in core.depthwise)
-        if together < (apart - saved) * (1 - DEPTHWISE_MARGIN):
+        ways = _ways(kernel, core, frozenset(), ())
+        if ways is not None:
+            weighed.append((core, ways))
+    # every core's layers in one set of workers (one set a core left a worker
+    # idle at the end of each: hf-mobilenetv2 has 17 blocks), while this
+    # process weighs the depthwise layers' splits, one search after another
+    saved: dict[str, float] = {}
+
+    def savings() -> None:
+        for d in (d for core, _ in weighed for d in core.depthwise):
+            saved[d] = share.saving(kernel, d, spec, stage)
+
+    programs = [p for _, ways in weighed for p in _searched(ways[3])]
+    cache.search_into(memo, programs, spec, stage, meanwhile=savings)
+    for core, ways in weighed:
+        together, apart = _judged(spec, memo, ways)[3:]
+        cut = sum(saved[d] for d in core.depthwise)
+        if together < (apart - cut) * (1 - DEPTHWISE_MARGIN):
             keep |= set(core.depthwise)
     return frozenset(keep)
 

@@ -263,3 +263,26 @@ def test_a_planners_variants_are_searched_in_one_set_of_workers(fresh, monkeypat
         plans[jobs] = (str(got.kernel.schedule), got.cuts, got.wide, got.note)
     assert len(pools) == 1 and pools[0] > 2  # every variant's layers at once
     assert plans["2"] == plans["1"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_search_into_runs_meanwhile_once_with_workers_or_without(
+    fresh, monkeypatch, jobs
+):
+    """``meanwhile`` (mlp.depthwise_kept weighs the depthwise splits there) is
+    called once: while the workers search, or after the searches in turn;
+    the memo is the same."""
+    monkeypatch.setenv("POLYC_JOBS", jobs)
+    spec = load_config("edge-npu")
+    kernel, _ = per_statement(_mlp())
+    layers = [layer for layer in split(kernel) if not layer.opaque]
+    calls = []
+    memo: dict = {}
+    cache.search_into(memo, [(kernel, layers)], spec, meanwhile=lambda: calls.append(1))
+    assert calls == [1]
+    assert set(memo) == {cache.memo_key(layer) for layer in layers}
+    again: dict = dict(memo)  # nothing left to search: still called, once
+    cache.search_into(
+        again, [(kernel, layers)], spec, meanwhile=lambda: calls.append(2)
+    )
+    assert calls == [1, 2] and again == memo
