@@ -74,6 +74,10 @@ class Request:
     #: operands, its accumulator): a call stretches by its tightest bank's
     #: bytes, so these keep off its banks first
     partners: frozenset[str] = frozenset()
+    #: the banks of its level that the homes its MAC calls use occupy (an
+    #: accumulator on chip for the whole kernel, above the planned bytes): kept
+    #: off as its partners' are
+    partner_banks: frozenset[int] = frozenset()
 
     @property
     def bytes(self) -> int:
@@ -370,7 +374,7 @@ def _bank_fit(
         if r.name in req.partners or req.name in r.partners
         for b in _slot_banks(r, off, bank, align)
         for i in b
-    }
+    } | set(req.partner_banks)
     used = {i for b in others for i in b}
     hot, cold = set(), set()  # banks of buffers produced on chip / filled by DMA
     for r, off in live:
@@ -565,7 +569,7 @@ def replan(
     layer_paths = isltree.layers(schedule)
     requests, per_layer = [], {}
     zero_levels = set()
-    partners = _partners(schedule, kernel) if kernel is not None else {}
+    partners, homes = _partners(schedule, kernel) if kernel is not None else ({}, {})
     for path, node in tree.walk_paths(schedule):
         name = tree.mark_name(node)
         if not name or pm.kind(name) != "buffer":
@@ -583,6 +587,7 @@ def replan(
                 layer,
                 produced=not b.copy_in,
                 partners=frozenset(partners.get(b.name, ())),
+                partner_banks=_home_banks(spec, kernel, b, homes.get(b.name, ())),
             )
         )
         per_layer.setdefault(layer, []).append(b.name)
@@ -623,11 +628,28 @@ def _below_live_homes(spec: Spec, schedule: isl.Schedule, kernel):
     return spec, prefetches.ceilings(kernel, tops)
 
 
-def _partners(schedule: isl.Schedule, kernel) -> dict[str, set[str]]:
-    """Per buffer, the other buffers some MAC call reads or writes with it: per
-    ``@tensorize`` mark, the innermost enclosing buffer of its statement's
-    target and of its two operands."""
+def _home_banks(spec: Spec, kernel, b: pm.BufferMark, arrays) -> frozenset[int]:
+    """The banks of ``b``'s level that the homes of ``arrays`` occupy."""
+    level = spec.memory[b.level_index]
+    if level.banks <= 1:
+        return frozenset()
+    out: set[int] = set()
+    for name in arrays:
+        arr = kernel.arrays[name]
+        if arr.home == b.level_index:
+            first, last = arr.home_offset, arr.home_offset + arr.nbytes() - 1
+            out.update(range(first // level.bank_size, last // level.bank_size + 1))
+    return frozenset(out)
+
+
+def _partners(schedule: isl.Schedule, kernel):
+    """``(partners, homes)``: per buffer, the other buffers some MAC call reads
+    or writes with it (per ``@tensorize`` mark, the innermost enclosing buffer
+    of its statement's target and of its two operands), and the arrays of
+    those calls that no buffer encloses and have a home (on chip for the
+    whole kernel: their bytes are the home's)."""
     out: dict[str, set[str]] = {}
+    homes: dict[str, set[str]] = {}
     names = {s.name: s for s in kernel.statements}
     enclosing: list[tuple[tuple, pm.BufferMark]] = []
     for path, node in tree.walk_paths(schedule):
@@ -651,9 +673,11 @@ def _partners(schedule: isl.Schedule, kernel) -> dict[str, set[str]]:
             if b.array in arrays and here[: len(at)] == at:
                 mine[b.array] = b.name
         group = set(mine.values())
+        housed = {a for a in arrays - set(mine) if kernel.arrays[a].home}
         for b in group:
             out.setdefault(b, set()).update(group - {b})
-    return out
+            homes.setdefault(b, set()).update(housed)
+    return out, homes
 
 
 def _drop_scopes(schedule: isl.Schedule) -> isl.Schedule:
