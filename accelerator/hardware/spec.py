@@ -150,6 +150,10 @@ class MemoryLevel:
     # short for the memory planner (below intermediates' homes) keeps the
     # simulator's banks, its last one partly
     bank_bytes: int = 0
+    # the banks a layer's buffers may take, where fewer than ``banks`` (0: all):
+    # the search's view of a layer that plans below the home of a weight
+    # fetched ahead (schedules.accel.search.banked); the banks' bound reads it
+    usable_banks: int = 0
 
     @property
     def bank_size(self) -> int:

@@ -11,7 +11,9 @@ call adds to what earlier calls left.
 The plan is not known while the search runs, so the bound assumes what the
 memory planner (``schedules/accel/memplan.py``) aims for: each operand of a call
 in a bank of its own where its level has as many banks as the call puts operands
-there, else the operands sharing the level's banks evenly. What the model leaves
+there, else the operands sharing the level's banks evenly (the banks the layer
+may take: below the home of a weight fetched ahead, as few as one,
+:func:`schedules.accel.search.banked`). What the model leaves
 out: DMA transfers take what the engines leave of a bank, so a transfer into a
 bank the array saturates waits (the planner keeps a double buffer's slots in
 different banks to avoid it), and the vector unit's banks.
@@ -101,7 +103,8 @@ def mac_stretch(model: LayerModel, stmt: Statement, ev) -> np.ndarray | float:
             continue
         width = level.bytes_per_cycle / level.banks
         demand = [ev(t["bytes"][r]) / cycles for r in roles]
-        shared = sum(demand) / (width * min(level.banks, len(roles)))
+        room = level.usable_banks or level.banks
+        shared = sum(demand) / (width * min(room, len(roles)))
         stretch = np.maximum(stretch, shared)
         for d in demand:
             stretch = np.maximum(stretch, d / width)

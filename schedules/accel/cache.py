@@ -363,9 +363,12 @@ def signature(
     # the room the homes of other arrays leave the layer (its text holds only
     # its own arrays' homes): one layer in two programs whose homes differ
     # searches in different room
-    from schedules.accel.search import capacities
+    from schedules.accel.search import banked, capacities
 
     lines.append(f"room {sorted(capacities(kernel, layer, spec).items())}")
+    lines.append(
+        f"banks {[m.usable_banks for m in banked(kernel, layer, spec).memory]}"
+    )
     lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
     canonical = "\n".join(lines)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]

@@ -95,6 +95,7 @@ def search(
     """The ``keep`` best candidates that fit, best first (deterministic). With
     ``stage`` (and an SRAM level above the engines'), operands re-read from DRAM
     across tiles may be staged whole in that level (see :func:`_best`)."""
+    spec = banked(kernel, layer, spec)
     level = engine_level(spec)
     upper = upper_level(spec) if stage else None
     capacity = capacities(kernel, layer, spec)
@@ -207,13 +208,55 @@ def capacities(kernel: Kernel, layer: Layer, spec: Spec) -> dict[int, int]:
     return out
 
 
-def _ahead_ceiling(kernel: Kernel, layer: Layer) -> dict[int, int]:
+def banked(kernel: Kernel, layer: Layer, spec: Spec) -> Spec:
+    """``spec`` with each banked SRAM level's ``usable_banks`` set where the
+    memory planner gives the layer fewer whole banks than the level has
+    (:func:`schedules.accel.memplan.replan`: below the homes that live for
+    the whole kernel, and below the home of a weight fetched in chunks whose
+    span covers the layer), at least one. The banks' bound
+    (:mod:`schedules.accel.banks`) shares those among a MAC call's operands:
+    in hf-convnext float16 on edge-npu the next stage's 512 KiB weight, fetched
+    ahead, left the layers of its span bank 0 alone, and a fused MLP's first
+    linear layer there ran its calls at 96 cycles where the model, its three
+    operands in three banks, said 64. ``spec`` itself where nothing is cut."""
+    from schedules.accel.layers import schedule_text
+
+    key = ("search.banked", schedule_text(kernel), layer.children, spec)
+    return kernel.analysis(key, lambda k: _banked(k, layer, spec))
+
+
+def _banked(kernel: Kernel, layer: Layer, spec: Spec) -> Spec:
+    from polyc.ir import prefetches
+    from schedules.accel.memplan import below_homes
+
+    cut = below_homes(spec, kernel, skip={ch.copy for ch in prefetches.chunks(kernel)})
+    ends = {i: m.capacity_bytes for i, m in enumerate(cut.memory)}
+    for index, top in _ahead_ceiling(kernel, layer, readers_only=False).items():
+        ends[index] = min(ends[index], top)
+    memory = list(spec.memory)
+    for index, m in enumerate(spec.memory):
+        if m.kind == "sram" and m.banks > 1:
+            room = max(1, ends[index] // m.bank_size)
+            if room < m.banks:
+                memory[index] = replace(m, usable_banks=room)
+    if memory == list(spec.memory):
+        return spec
+    return replace(spec, memory=tuple(memory))
+
+
+def _ahead_ceiling(
+    kernel: Kernel, layer: Layer, readers_only: bool = True
+) -> dict[int, int]:
     """Per level, the lowest home of a weight fetched ahead that is live in
-    ``layer`` when the layer reads one (else nothing)."""
+    ``layer`` when the layer reads one (else nothing; ``readers_only=False``:
+    whether it reads one or not)."""
     from polyc.ir import prefetches
 
+    copied = {c for _, c in prefetches.copies(kernel).values()}
+    if not copied:
+        return {}
     reads = {ld.array for s in layer.stmts for ld in s.reads}
-    if not reads & {c for _, c in prefetches.copies(kernel).values()}:
+    if readers_only and not reads & copied:
         return {}
     from schedules import stree
     from schedules.accel.layers import top_children
