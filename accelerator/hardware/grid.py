@@ -64,7 +64,9 @@ def to_dict(spec: Spec) -> dict:
     out["mac_array"] = mac
     out["vector"] = _plain(spec.vector)
     out["scalar"] = _plain(spec.scalar)
-    out["memory"] = [_plain(m, skip=("bank_bytes",)) for m in spec.memory]
+    # (the planner's and the search's views of a level, not the hardware's)
+    planned = ("bank_bytes", "usable_banks")
+    out["memory"] = [_plain(m, skip=planned) for m in spec.memory]
     out["dma"] = _plain(spec.dma)
     if getattr(spec, "area", None) is not None:
         out["area"] = spec.area.to_dict()
