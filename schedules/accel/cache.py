@@ -199,15 +199,22 @@ def search_into(
         for layer in layers:
             if not layer.opaque and memo_key(layer) not in memo:
                 new.setdefault(memo_key(layer), (kernel, layer))
-    called = [meanwhile is None]
+    meanwhile = once(meanwhile)
+    memo.update(zip(new, _search_pairs(list(new.values()), spec, stage, 8, meanwhile)))
+    meanwhile()
 
-    def once() -> None:
-        if not called[0]:
-            called[0] = True
-            meanwhile()
 
-    memo.update(zip(new, _search_pairs(list(new.values()), spec, stage, 8, once)))
-    once()
+def once(fn: Callable[[], object] | None) -> Callable[[], None]:
+    """``fn`` run at the first call alone (``None``: nothing): a ``meanwhile``
+    that the caller runs itself where no worker ran it."""
+    done = [fn is None]
+
+    def run() -> None:
+        if not done[0]:
+            done[0] = True
+            fn()
+
+    return run
 
 
 def jobs() -> int:

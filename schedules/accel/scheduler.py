@@ -186,7 +186,7 @@ def schedule(
     # fusion across contractions where the cost model says it pays
     # the program's dependences (applying the choice needs them) are computed
     # while workers search the pieces
-    searched = _once(searched)
+    searched = cache.once(searched)
     cuts |= groups.fusion_cuts(
         kernel,
         spec,
@@ -355,18 +355,6 @@ def _search(kernel, layers, spec, stage, found, whole, keep=8):
         note = "" if cands else f"no tiling of the statement fits {level}"
         choices.append(LayerChoice(layer, None, note=note))
     return options, choices
-
-
-def _once(fn: Callable[[], object] | None) -> Callable[[], None]:
-    """``fn`` run at the first call alone (``None``: nothing)."""
-    done = [fn is None]
-
-    def run() -> None:
-        if not done[0]:
-            done[0] = True
-            fn()
-
-    return run
 
 
 def _deps(kernel: Kernel) -> None:
