@@ -503,7 +503,7 @@ def check(spec: Spec, schedule: isl.Schedule, kernel=None) -> None:
     if any(pm.kind(t) == "scope" for layer in texts for t in layer):
         clean = _drop_scopes(schedule)
         texts = _layer_marks(clean)  # as replan sees it
-    spec, ceiling = _below_live_homes(spec, clean, kernel)
+    spec, ceiling = below_live_homes(spec, clean, kernel)
     per_layer = [
         [_buffer(t) for t in layer if pm.kind(t) == "buffer"] for layer in texts
     ]
@@ -565,7 +565,7 @@ def replan(
         PlacementError: when a layer's buffers do not fit.
     """
     schedule = _drop_scopes(schedule)
-    spec, ceiling = _below_live_homes(spec, schedule, kernel)
+    spec, ceiling = below_live_homes(spec, schedule, kernel)
     layer_paths = isltree.layers(schedule)
     requests, per_layer = [], {}
     zero_levels = set()
@@ -609,7 +609,7 @@ def replan(
     return schedule
 
 
-def _below_live_homes(spec: Spec, schedule: isl.Schedule, kernel):
+def below_live_homes(spec: Spec, schedule: isl.Schedule, kernel):
     """``(spec, ceiling)``: ``spec`` cut below the homes of ``kernel`` that live
     for the whole kernel (:func:`below_homes`), and per (level, layer) of
     ``schedule`` where the layer's buffers end below the homes of the weights

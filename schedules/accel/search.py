@@ -226,37 +226,36 @@ def banked(kernel: Kernel, layer: Layer, spec: Spec) -> Spec:
 
 
 def _banked(kernel: Kernel, layer: Layer, spec: Spec) -> Spec:
-    from polyc.ir import prefetches
-    from schedules.accel.memplan import below_homes
+    from schedules.accel.layers import schedule_text
+    from schedules.accel.memplan import below_live_homes
 
-    cut = below_homes(spec, kernel, skip={ch.copy for ch in prefetches.chunks(kernel)})
-    ends = {i: m.capacity_bytes for i, m in enumerate(cut.memory)}
-    for index, top in _ahead_ceiling(kernel, layer, readers_only=False).items():
-        ends[index] = min(ends[index], top)
+    # the memory planner's ends, per level and per top-level position (once
+    # per program: every layer of it asks)
+    cut, ceiling = kernel.analysis(
+        ("search.live_homes", schedule_text(kernel), spec),
+        lambda k: below_live_homes(spec, k.schedule, k),
+    )
     memory = list(spec.memory)
     for index, m in enumerate(spec.memory):
-        if m.kind == "sram" and m.banks > 1:
-            room = max(1, ends[index] // m.bank_size)
-            if room < m.banks:
-                memory[index] = replace(m, usable_banks=room)
+        if m.kind != "sram" or m.banks <= 1:
+            continue
+        ends = [ceiling[(index, p)] for p in layer.children if (index, p) in ceiling]
+        end = min([cut.memory[index].capacity_bytes, *ends])
+        room = max(1, end // m.bank_size)
+        if room < m.banks:
+            memory[index] = replace(m, usable_banks=room)
     if memory == list(spec.memory):
         return spec
     return replace(spec, memory=tuple(memory))
 
 
-def _ahead_ceiling(
-    kernel: Kernel, layer: Layer, readers_only: bool = True
-) -> dict[int, int]:
+def _ahead_ceiling(kernel: Kernel, layer: Layer) -> dict[int, int]:
     """Per level, the lowest home of a weight fetched ahead that is live in
-    ``layer`` when the layer reads one (else nothing; ``readers_only=False``:
-    whether it reads one or not)."""
+    ``layer`` when the layer reads one (else nothing)."""
     from polyc.ir import prefetches
 
-    copied = {c for _, c in prefetches.copies(kernel).values()}
-    if not copied:
-        return {}
     reads = {ld.array for s in layer.stmts for ld in s.reads}
-    if readers_only and not reads & copied:
+    if not reads & {c for _, c in prefetches.copies(kernel).values()}:
         return {}
     from schedules import stree
     from schedules.accel.layers import top_children
