@@ -65,7 +65,7 @@ def to_dict(spec: Spec) -> dict:
     out["vector"] = _plain(spec.vector)
     out["scalar"] = _plain(spec.scalar)
     # (the planner's and the search's views of a level, not the hardware's)
-    planned = ("bank_bytes", "usable_banks")
+    planned = ("bank_bytes", "usable_banks", "usable_part")
     out["memory"] = [_plain(m, skip=planned) for m in spec.memory]
     out["dma"] = _plain(spec.dma)
     if getattr(spec, "area", None) is not None:

@@ -154,6 +154,10 @@ class MemoryLevel:
     # the search's view of a layer that plans below the home of a weight
     # fetched ahead (schedules.accel.search.banked); the banks' bound reads it
     usable_banks: int = 0
+    # ... and a part of one more, at least a quarter of it, below the layer's
+    # end: room for a double buffer's slot, which the DMA fills while a MAC
+    # call streams the whole banks (the banks' bound reads it for the DMA)
+    usable_part: bool = False
 
     @property
     def bank_size(self) -> int:

@@ -374,7 +374,7 @@ def signature(
 
     lines.append(f"room {sorted(capacities(kernel, layer, spec).items())}")
     lines.append(
-        f"banks {[m.usable_banks for m in banked(kernel, layer, spec).memory]}"
+        f"banks {[(m.usable_banks, m.usable_part) for m in banked(kernel, layer, spec).memory]}"
     )
     lines.append(f"stage {stage} keep {keep} format {FORMAT} code {_code_digest()}")
     canonical = "\n".join(lines)

@@ -429,6 +429,11 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
         ),
         np.maximum(dma_time, scalar),
     )
+    # DRAM moves nothing into banks that MAC calls fill while they run (one
+    # bank below a weight fetched ahead: :func:`schedules.accel.banks.left`).
+    # Not the DMA's busy time: DRAM idles meanwhile, and a weight fetched ahead
+    # into banks of its own moves then (:mod:`schedules.accel.prefetch`)
+    busiest = np.maximum(busiest, dma_time + work.blocked)
     # loads that do not fit under the MAC time they may overlap wait for it
     busiest = np.maximum(busiest, work.mac + np.maximum(dma_time - work.lead, 0))
     busiest = np.maximum(

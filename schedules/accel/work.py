@@ -81,13 +81,18 @@ class Work:
     # the first call's shift of its held operand into the array, which runs
     # under the first tile's prologue (:func:`_chain`)
     hidden: np.ndarray | float = 0.0
+    # the DRAM time the layer's DMA loses while MAC calls hold the banks it
+    # moves through (:func:`schedules.accel.banks.left`): their busy cycles
+    # times the share of DRAM's rate the banks they leave cannot take
+    blocked: np.ndarray | float = 0.0
 
 
 def engines(model: LayerModel, ev, n: int) -> Work:
     """Each statement's tiles on its engine: MAC calls (and their issue), vector
     operations (one issue, two for a reduction), or scalar instances."""
     mac, vec, scalar, calls = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    lead, once = np.zeros(n), np.zeros(n)
+    lead, once, blocked = np.zeros(n), np.zeros(n), np.zeros(n)
+    rate = min(model.spec.dma.bytes_per_cycle, model.spec.dram.bytes_per_cycle)
     vec_issues, vec_time = np.zeros(n), np.zeros(n)  # per tile of the layer
     odd = any(
         split_side(model.kernel, s.name) == 1
@@ -107,7 +112,10 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         tiles = ev(model.tiles(s))
         if eng == "mac":
             cyc, per_tile = model.mac_cycles(s)
-            cyc, per_tile = ev(cyc) * banks.mac_stretch(model, s, ev), ev(per_tile)
+            stretch = banks.mac_stretch(model, s, ev)
+            cyc, per_tile = ev(cyc) * stretch, ev(per_tile)
+            spare = banks.left(model, s, ev, stretch)
+            blocked += tiles * cyc * np.clip(1 - spare / rate, 0.0, 1.0)
             first = ev(model.mac_once(s))
             tail = ev(model.mac_tail(s))
             load = (first - tail) / chains
@@ -224,6 +232,7 @@ def engines(model: LayerModel, ev, n: int) -> Work:
         exposed,
         chain,
         hidden,
+        blocked,
     )
 
 
