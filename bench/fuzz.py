@@ -16,6 +16,7 @@ leaves the docs as they are.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -75,6 +76,16 @@ def table(t: dict) -> str:
         rows.append(f"| {kind} | {kinds.get(kind, 0):,} |")
     rows.append(f"| layers that fell back to DRAM-direct | {t['fallback_layers']:,} |")
     rows.append(f"| weights fetched ahead | {t['prefetched']:,} |")
+    fid = t.get("fidelity") or {}
+    if fid.get("cases"):
+        n = fid["cases"]
+        rows.append(
+            f"| predicted over simulated cycles, {n:,} cases that came out right "
+            f"(seeds {fid['seeds'][0]} on): geomean | "
+            f"{math.exp(fid['log_sum'] / n):.3f} |"
+        )
+        rows.append(f"| ... within 10% | {fid['within_10'] / n:.1%} |")
+        rows.append(f"| ... within 25% | {fid['within_25'] / n:.1%} |")
     configs = ", ".join(f"{k} {v:,}" for k, v in t["configs"].items())
     fronts = ", ".join(f"{k} {v:,}" for k, v in t["frontends"].items())
     fams = ", ".join(f"{k} {v:,}" for k, v in t["families"].items())
@@ -84,6 +95,11 @@ def table(t: dict) -> str:
     )
     seeds = t["seeds"]
     span = f"{seeds[0]}-{seeds[-1]}" if seeds else "-"
+    far = ", ".join(
+        f"{f['ratio']:.2f} (seed {f['seed']} case {f['case']}, {f['config']})"
+        for f in (t.get("fidelity") or {}).get("farthest", [])
+    )
+    far = f"Farthest predictions (predicted / simulated): {far}." if far else ""
     return "\n".join(
         [
             *rows,
@@ -94,6 +110,7 @@ def table(t: dict) -> str:
             f"Layers drawn: {ops}.",
             "",
             f"Batch seeds: {span}.",
+            *(["", far] if far else []),
         ]
     )
 

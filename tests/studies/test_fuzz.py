@@ -166,6 +166,31 @@ def test_the_record_survives_a_torn_line_and_sums_batches(tmp_path):
     assert rec.next_seed(lines) == 12
 
 
+def test_the_record_keeps_how_far_the_cost_model_was_from_the_simulator():
+    """Each batch line counts its right cases' predicted over simulated cycles
+    (a wrong case, or one without a prediction, is not counted); the totals
+    give their geomean over the batches and keep the farthest, with its case."""
+    batch = fuzz.make_cases(3, 21, configs=("tiny",))
+    records = [
+        dict(fuzz.blank(c), status="ok", stage="done", seconds=0.1) for c in batch
+    ]
+    records[0].update(cycles=1000, predicted=950.0)
+    records[1].update(cycles=1000, predicted=2000.0)
+    records[2].update(status="wrong", cycles=1000, predicted=100.0)
+    line = rec.batch_line(fuzz.Result(21, batch, records, 1.0))
+    fid = line["fidelity"]
+    assert fid["cases"] == 2 and fid["within_10"] == 1 and fid["within_25"] == 1
+    assert fid["farthest"][0]["ratio"] == 2.0
+    assert fid["farthest"][0]["case"] == batch[1].index
+    older = {k: v for k, v in line.items() if k != "fidelity"}  # an old line
+    t = rec.totals([line, older])
+    assert t["fidelity"]["cases"] == 2 and t["fidelity"]["seeds"] == [21]
+    assert np.isclose(np.exp(t["fidelity"]["log_sum"] / 2), np.sqrt(0.95 * 2.0))
+    from bench.fuzz import table
+
+    assert "1.378" in table(t) and "2.00 (seed 21 case" in table(t)
+
+
 def test_the_case_limit_counts_cpu_time_not_waiting():
     """A case on a loaded machine waits for a core; that is no hang. Seed 3 case 67
     (3 s of CPU) was recorded as a hang after 300 s of wall time on a machine

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import fcntl
 import json
+import math
 import os
 import subprocess
 from collections import Counter
@@ -48,6 +49,7 @@ def batch_line(result: Result, jobs: str = "") -> dict:
         "ops": count(op for r in recs for op in r["ops"]),
         "fallback_layers": sum(len(r["fallbacks"]) for r in recs),
         "prefetched": sum(r.get("prefetched", 0) for r in recs),
+        "fidelity": fidelity(result),
         "failures": [
             {
                 "kind": r["status"],
@@ -57,6 +59,40 @@ def batch_line(result: Result, jobs: str = "") -> dict:
                 "case": c.to_dict(),
             }
             for c, r in result.failures()
+        ],
+    }
+
+
+#: how many of the farthest predictions a batch line and the totals keep
+FARTHEST = 5
+
+
+def fidelity(result: Result) -> dict:
+    """The cost model against the simulator over a batch's cases that ran and
+    came out right: how many, the sum of the logs of predicted over simulated
+    cycles (their geomean over batches), how many within 10% and within 25%,
+    and the :data:`FARTHEST` farthest, each with its case."""
+    ratios = [
+        (r["predicted"] / r["cycles"], c)
+        for c, r in zip(result.cases, result.records)
+        if r["status"] == "ok" and r.get("predicted") and r.get("cycles")
+    ]
+    logs = [abs(math.log(x)) for x, _ in ratios]
+    far = sorted(ratios, key=lambda rc: -abs(math.log(rc[0])))[:FARTHEST]
+    return {
+        "cases": len(ratios),
+        "log_sum": sum(math.log(x) for x, _ in ratios),
+        "within_10": sum(v <= math.log(1.1) for v in logs),
+        "within_25": sum(v <= math.log(1.25) for v in logs),
+        "farthest": [
+            {
+                "ratio": round(x, 4),
+                "seed": result.seed,
+                "case": c.index,
+                "label": c.label,
+                "config": c.config,
+            }
+            for x, c in far
         ],
     }
 
@@ -126,7 +162,14 @@ def totals(lines: list[dict]) -> dict:
     for key in counters:
         out[key] = Counter()
     out["fallback_layers"] = out["prefetched"] = 0
+    fid = {"cases": 0, "log_sum": 0.0, "within_10": 0, "within_25": 0}
+    far: list[dict] = []
     for line in lines:
+        got = line.get("fidelity")  # (batches before it was recorded have none)
+        if got:
+            for key in fid:
+                fid[key] += got[key]
+            far += got["farthest"]
         out["cases"] += line["cases"]
         out["layers"] += line["layers"]
         out["seconds"] += line.get("seconds", 0.0)
@@ -137,6 +180,9 @@ def totals(lines: list[dict]) -> dict:
     for key in counters:
         out[key] = dict(sorted(out[key].items()))
     out["seeds"] = sorted({line["seed"] for line in lines})
+    fid["farthest"] = sorted(far, key=lambda f: -abs(math.log(f["ratio"])))[:FARTHEST]
+    fid["seeds"] = sorted({line["seed"] for line in lines if line.get("fidelity")})
+    out["fidelity"] = fid
     return out
 
 

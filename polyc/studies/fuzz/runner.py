@@ -100,6 +100,7 @@ def blank(case: Case) -> dict:
         "error_type": None,
         "error": None,
         "cycles": None,
+        "predicted": None,
         "fallbacks": [],
         "prefetched": 0,
         "seconds": None,
@@ -168,6 +169,8 @@ def _run(case: Case, record: dict) -> None:
         record["prefetched"] = sum(
             lc.note.startswith("prefetch:") for lc in choice.layers
         )
+        # the cost model's cycles, against the simulated ones below
+        record["predicted"] = float(choice.predicted_cycles)
     record["stage"] = "run"
     try:
         outputs, report = compiled.run(**inputs)
