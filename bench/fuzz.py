@@ -97,7 +97,7 @@ def table(t: dict) -> str:
     span = f"{seeds[0]}-{seeds[-1]}" if seeds else "-"
     far = ", ".join(
         f"{f['ratio']:.2f} (seed {f['seed']} case {f['case']}, {f['config']})"
-        for f in (t.get("fidelity") or {}).get("farthest", [])
+        for f in fid.get("farthest", [])
     )
     far = f"Farthest predictions (predicted / simulated): {far}." if far else ""
     return "\n".join(

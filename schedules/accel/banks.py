@@ -115,7 +115,7 @@ def left(model: LayerModel, stmt: Statement, ev, stretch) -> np.ndarray | float:
     the planner keeps a double buffer's slots, which the DMA fills, apart
     from the banks the call streams (hf-llama's layers below the homes have
     two whole banks and part of a third: charged as if the three operands
-    shared two, a projection chose tiles that ran 30% slower; hf-mobilenetv2's
+    shared two, a projection chose tiles that ran 31% slower; hf-mobilenetv2's
     projections below its weights fetched ahead have half a bank beside a
     whole one, and charged as one bank one chose tiles that ran 37% slower)."""
     t = _terms(model, stmt)

@@ -126,7 +126,7 @@ def _marked(kernel: Kernel) -> set[str]:
     return {m.split()[1] for m in tree.marks(kernel.schedule) if m.startswith(MARK)}
 
 
-def cycles(spec: Spec, f: GatherForm, on_chip: bool = False) -> float:
+def cycles(spec: Spec, f: GatherForm, on_chip: bool) -> float:
     """Predicted cycles of a statement's gathers into a home on chip
     (``on_chip``) or into DRAM: the simulator's charge, the calls spread over
     the channels the runtime gives them, in sequence on each, their latencies

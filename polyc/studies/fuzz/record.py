@@ -77,13 +77,13 @@ def fidelity(result: Result) -> dict:
         for c, r in zip(result.cases, result.records)
         if r["status"] == "ok" and r.get("predicted") and r.get("cycles")
     ]
-    logs = [abs(math.log(x)) for x, _ in ratios]
-    far = sorted(ratios, key=lambda rc: -abs(math.log(rc[0])))[:FARTHEST]
+    logs = [math.log(x) for x, _ in ratios]
+    far = sorted(ratios, key=lambda rc: _farther(rc[0]))[:FARTHEST]
     return {
         "cases": len(ratios),
-        "log_sum": sum(math.log(x) for x, _ in ratios),
-        "within_10": sum(v <= math.log(1.1) for v in logs),
-        "within_25": sum(v <= math.log(1.25) for v in logs),
+        "log_sum": sum(logs),
+        "within_10": sum(abs(v) <= math.log(1.1) for v in logs),
+        "within_25": sum(abs(v) <= math.log(1.25) for v in logs),
         "farthest": [
             {
                 "ratio": round(x, 4),
@@ -95,6 +95,11 @@ def fidelity(result: Result) -> dict:
             for x, c in far
         ],
     }
+
+
+def _farther(ratio: float) -> float:
+    """A sort key: the farther ``ratio`` is from 1 either way, the lower."""
+    return -abs(math.log(ratio))
 
 
 def _counter(items) -> dict:
@@ -180,7 +185,7 @@ def totals(lines: list[dict]) -> dict:
     for key in counters:
         out[key] = dict(sorted(out[key].items()))
     out["seeds"] = sorted({line["seed"] for line in lines})
-    fid["farthest"] = sorted(far, key=lambda f: -abs(math.log(f["ratio"])))[:FARTHEST]
+    fid["farthest"] = sorted(far, key=lambda f: _farther(f["ratio"]))[:FARTHEST]
     fid["seeds"] = sorted({line["seed"] for line in lines if line.get("fidelity")})
     out["fidelity"] = fid
     return out
