@@ -456,36 +456,12 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     :data:`MARGIN`). The points are searched on the layer as a program of its
     own (:func:`_local`), whose dependences are quick to compute; the chosen
     split is then applied to ``kernel`` (:func:`plan`)."""
-    rest = 0.0  # the predicted cycles of the layer's statements after ``stmts``
-    if len(stmts) < len(layer.stmts):
-        whole = _local(kernel, layer)
-        unsplit = _cost(whole, spec, stage)
-        got = _apart(whole, stmts, spec, stage) if unsplit is not None else None
-        if got is None:
-            return None
-        local, base, rest = got
-    else:
-        got = _unsplit(kernel, layer, spec, stage)
-        if got is None:
-            return None
-        local, base = got
-        unsplit = base.cycles
-    con = next(s for s in layer.stmts if contraction(s) is not None)
-    work = {w.stmt: w for w in engine_bound(local, spec, {}).work}.get(con.name)
-    if work is None:
+    got = _unsplit_costs(kernel, layer, spec, stage, stmts)
+    if got is None:
         return None
-    t_mac = work.cycles[ENGINES.index("mac_array")]
-    t_vec = work.cycles[ENGINES.index("vector")]
-    if t_mac is None or t_vec is None:
+    local, unsplit, rest, t_mac, t_vec, _, probed = got
+    if not probed:
         return None
-    # at best the split runs the vector unit's work at both engines' rates (the
-    # bound's: the MAC array's real mapping of the layer is slower), the DMA as
-    # it is: a layer that cannot win the margin that way is not probed
-    busy = dict(base.engines)
-    if not busy.get("mac"):
-        ideal = busy.get("vector", 0.0) * t_mac / (t_mac + t_vec)
-        if max(ideal, busy.get("dma", 0.0)) + rest >= unsplit * (1 - MARGIN):
-            return None
     periods = [t for t in range(2, MAX_PERIOD + 1) if extent % t == 0]
     if not periods:
         return None
@@ -520,6 +496,49 @@ def _choose(kernel, layer, spec, stage, stmts, iterator, extent):
     return (period - p, period), (), note, unsplit - cycles
 
 
+def _unsplit_costs(kernel, layer, spec, stage, stmts):
+    """``(local, unsplit, rest, t_mac, t_vec, least, probed)`` for
+    :func:`_choose`: the layer as a program of its own with ``stmts`` first,
+    its predicted cycles unsplit, those of the statements after ``stmts`` (0
+    when there are none), the contraction's cycles per instance on the MAC
+    array and on the vector unit (the engine bound's), the fewest cycles any
+    split may take (the engine bound of ``stmts`` with the rest after it), and
+    whether a split is worth searching. It is not where at best it would run
+    the vector unit's work at both engines' rates (the bound's: the MAC
+    array's real mapping of the layer is slower) and the DMA as it is, and
+    still not win :data:`MARGIN` (a layer the MAC array runs is always
+    searched). None where the layer fits nothing or an engine cannot run it."""
+    rest = 0.0  # the predicted cycles of the layer's statements after ``stmts``
+    if len(stmts) < len(layer.stmts):
+        whole = _local(kernel, layer)
+        unsplit = _cost(whole, spec, stage)
+        got = _apart(whole, stmts, spec, stage) if unsplit is not None else None
+        if got is None:
+            return None
+        local, base, rest = got
+    else:
+        got = _unsplit(kernel, layer, spec, stage)
+        if got is None:
+            return None
+        local, base = got
+        unsplit = base.cycles
+    con = next(s for s in layer.stmts if contraction(s) is not None)
+    bound = engine_bound(local, spec, {})
+    work = {w.stmt: w for w in bound.work}.get(con.name)
+    if work is None:
+        return None
+    t_mac = work.cycles[ENGINES.index("mac_array")]
+    t_vec = work.cycles[ENGINES.index("vector")]
+    if t_mac is None or t_vec is None:
+        return None
+    busy = dict(base.engines)
+    probed = True
+    if not busy.get("mac"):
+        ideal = busy.get("vector", 0.0) * t_mac / (t_mac + t_vec)
+        probed = max(ideal, busy.get("dma", 0.0)) + rest < unsplit * (1 - MARGIN)
+    return local, unsplit, rest, t_mac, t_vec, bound.cycles + rest, probed
+
+
 #: (spec, stage, :func:`_key`) -> ``(choice,)``: the choices :func:`saving` made,
 #: which :func:`plan` then takes for the same layer of the same program
 _MADE: dict = {}
@@ -530,8 +549,37 @@ def saving(kernel: Kernel, stmt: str, spec: Spec, stage: bool = True) -> float:
     statement ``stmt`` (a depthwise convolution with its init and epilogue,
     cut as the fusion groups start) across the two engines: 0 where it would
     not split it."""
-    if not _program_order(kernel):
+    got = _channels_split(kernel, stmt, spec)
+    if got is None:
         return 0.0
+    layer, found = got
+    choice = _choose(kernel, layer, spec, stage, *found[1:])
+    if len(_MADE) > 4096:
+        _MADE.clear()
+    _MADE[(spec, stage, _key(kernel, layer, *found))] = (choice,)
+    return 0.0 if choice is None else choice[3]
+
+
+def saving_bound(kernel: Kernel, stmt: str, spec: Spec, stage: bool = True) -> float:
+    """At least :func:`saving` ``(kernel, stmt, spec, stage)``, without
+    searching a split: the layer's predicted cycles unsplit less the fewest
+    any split may take (:func:`_unsplit_costs`), 0 where :func:`_choose` would
+    not search a split."""
+    got = _channels_split(kernel, stmt, spec)
+    if got is None:
+        return 0.0
+    layer, found = got
+    costs = _unsplit_costs(kernel, layer, spec, stage, found[1])
+    if costs is None or not costs[6]:
+        return 0.0
+    return max(0.0, costs[1] - costs[5])
+
+
+def _channels_split(kernel: Kernel, stmt: str, spec: Spec):
+    """``(layer, candidate)`` (:func:`_candidate`) of the layer of statement
+    ``stmt`` where its channels may be shared by the engines, else None."""
+    if not _program_order(kernel):
+        return None
     # (asked once per depthwise layer of one program: its pieces split once)
     pieces = kernel.analysis(
         ("share.pieces", schedule_text(kernel)), lambda _: _pieces(kernel)
@@ -540,13 +588,9 @@ def saving(kernel: Kernel, stmt: str, spec: Spec, stage: bool = True) -> float:
         if any(s.name == stmt for s in layer.stmts):
             found = _candidate(kernel, layer, spec)
             if found is None or found[0] is not _choose:
-                return 0.0
-            choice = _choose(kernel, layer, spec, stage, *found[1:])
-            if len(_MADE) > 4096:
-                _MADE.clear()
-            _MADE[(spec, stage, _key(kernel, layer, *found))] = (choice,)
-            return 0.0 if choice is None else choice[3]
-    return 0.0
+                return None
+            return layer, found
+    return None
 
 
 def _apart(local: Kernel, stmts, spec: Spec, stage: bool):
