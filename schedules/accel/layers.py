@@ -136,6 +136,13 @@ def split(
     statements at each tuple of positions in ``wide`` count as one toward
     :data:`MAX_STATEMENTS` (an attention's QK^T, softmax and PV fit in one
     layer)."""
+    # the scheduler splits one program the same way many times (each MLP
+    # core's ways, each depthwise layer's saving): once per program
+    key = ("layers.split", schedule_text(kernel), fusion, frozenset(cuts), tuple(wide))
+    return list(kernel.analysis(key, lambda _: _split(kernel, fusion, cuts, wide)))
+
+
+def _split(kernel: Kernel, fusion: bool, cuts, wide) -> list[Layer]:
     children = top_children(kernel)
     # the scheduler splits one kernel several times (fusion groups, their
     # pieces, the final layers): which children are simple is read once
