@@ -144,8 +144,7 @@ class Traffic:
     first_calls: np.ndarray  # ... and their DMA calls
     next_in: np.ndarray  # bytes of the next tile's loads (copies run more than once)
     next_calls: np.ndarray
-    in_serial: np.ndarray  # one tile's loads one after the other on one channel
-    out_serial: np.ndarray  # ... and its stores
+    out_serial: np.ndarray  # one tile's stores one after the other on one channel
     last_out: np.ndarray  # bytes stored after the last tile
     last_time: np.ndarray
     first_fixed: np.ndarray  # set-up and latency of the first tile's loads
@@ -154,6 +153,8 @@ class Traffic:
     loads: list = field(default_factory=list)  # (copies, alone, fixed) per load
     # (copies, alone, fixed, bytes, calls) per store
     stores: list = field(default_factory=list)
+    # (copies, one copy's calls one after the other on one channel) per load
+    serial_in: list = field(default_factory=list)
     # array -> the time of its copy before the first tile (copied-in buffers)
     first_loads: dict = field(default_factory=dict)
     first_latency: np.ndarray | float = 0.0  # the first tile's loads' latency
@@ -174,7 +175,7 @@ class Traffic:
     @classmethod
     def zeros(cls, n: int) -> Traffic:
         z = np.zeros
-        return cls(*(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(11)))
+        return cls(*(z(n) for _ in range(5)), np.ones(n), *(z(n) for _ in range(10)))
 
     def add(
         self,
@@ -222,7 +223,8 @@ class Traffic:
             again = (box.copies > 1) & ~use
             self.next_in += np.where(again & dram, box.moved_bytes, 0)
             self.next_calls += np.where(again, calls, 0)
-            self.in_serial += _one_by_one(alone, moves[0].latency, calls)
+            one = _one_by_one(alone, moves[0].latency, calls)
+            self.serial_in.append((np.where(use, 0, box.copies), one))
             self.loads.append((np.where(use, 0, box.copies), alone, moves[0].fixed))
             if use.any():
                 self.hops.append(
@@ -389,12 +391,14 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     # one channel: a store waiting for its tile's compute holds up the next
     # tile's loads queued behind it, so each boundary between stored tiles
     # exposes the store and those loads
+    # (a load copied every other tile, a weight over two tiles of pixels,
+    # counts at every other boundary)
     stored = max(traffic.stored, key=np.sum) if traffic.stored else 0
     blocked = dma.channels == 1
+    most = np.maximum(traffic.most, 1)
+    ins = sum((t * np.minimum(c, most) / most for c, t in traffic.serial_in), 0.0)
     stalls = np.where(
-        blocked,
-        np.maximum(stored - 1, 0) * (traffic.out_serial + traffic.in_serial),
-        0,
+        blocked, np.maximum(stored - 1, 0) * (traffic.out_serial + ins), 0
     )
     # a tile's load starts when the compute of the tile `ahead + 1` before it has
     # freed its slot: with loads longer than the compute, a tile takes
@@ -424,7 +428,7 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     busiest = np.maximum(
         np.where(
             work.mac > 0,
-            np.maximum(work.mac + stalls + paced, work.vector),
+            np.maximum(work.mac + np.maximum(stalls, paced), work.vector),
             work.vector + paced,
         ),
         np.maximum(dma_time, scalar),
@@ -454,7 +458,6 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     # in many steps per output tile it is not the layer's vector work over its
     # steps (an MLP's GELU over 16x128 outputs, 2,816 cycles on edge-npu, was
     # charged 176: the fc1 layer ran 21,836 cycles, predicted 19,666)
-    most = np.maximum(traffic.most, 1)
     last_tile = np.maximum(
         (work.mac - work.once) / most + work.once + work.epi, work.vector / most
     )
@@ -464,10 +467,28 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     # call's held operand shifts in under the init)
     cycles = np.maximum(
         cycles,
-        fill + work.pro + work.mac - work.hidden + stalls + paced + work.epi + drain,
+        fill
+        + work.pro
+        + work.mac
+        - work.hidden
+        + np.maximum(stalls, paced)
+        + work.epi
+        + drain,
     )
     # with both, each tile's prologue waits behind the epilogue before it
-    cycles = np.maximum(cycles, fill + work.mac + work.exposed + stalls + paced + drain)
+    cycles = np.maximum(
+        cycles, fill + work.mac + work.exposed + np.maximum(stalls, paced) + drain
+    )
+    # one channel, its stores holding up the next tile's loads: the tiles run
+    # one after the other, loads, compute and stores (the engine that computes
+    # them: a layer without MAC work is the vector unit's)
+    cycles = np.maximum(
+        cycles,
+        fill
+        + np.where(work.mac > 0, work.mac, work.vector) * (stalls > 0)
+        + stalls
+        + drain,
+    )
     cycles = np.maximum(
         cycles, _chained(work, dma_time, fill, drain, spec.scalar.queue_depth)
     )
