@@ -337,3 +337,43 @@ def test_a_weight_is_fetched_when_the_idle_time_covers_half_of_it():
             # the idle part, then the rest, both before the only layer before it
             assert {c[0] for c in chunks} == {first}
             assert sum(c[1] for c in chunks) == prefetches.rows(kernel.arrays[w])
+
+
+def test_a_weight_fetched_into_a_slow_bank_is_charged_that_bank_s_rate(monkeypatch):
+    """edge-npu with its SRAM as 32 banks of 32 KiB at 4 B/cycle in all (an
+    eighth of a byte per cycle a bank), every weight fetched ahead (the
+    fuzzer's margin below zero): the 300-byte input fetched into a home
+    within one bank took 2,401 cycles, and the first layer waits for it. The
+    model charged a chunk DRAM's and the channel's rate (151 cycles): the
+    program was predicted 553 cycles for 7,927 simulated (fuzz seed 964 case
+    285, 0.12 on its random hardware). A chunk now moves at most at the rate
+    of the home's banks it covers."""
+    import tomllib
+
+    from accelerator.hardware.config import CONFIG_DIR, from_dict
+    from polyc.studies import fuzz
+    from polyc.studies.fuzz.build import through_compute
+
+    monkeypatch.setenv(prefetch.MARGIN_ENV, "-1")
+    with open(CONFIG_DIR / "edge-npu.toml", "rb") as f:
+        d = tomllib.load(f)
+    d["name"] = "edge-npu-slow-banks"
+    d["memory"][1].update(banks=32, bytes_per_cycle=4.0)
+    spec = from_dict(d)
+    layers = (
+        {"op": "act", "fn": "leaky"},
+        {"op": "head", "out": 2, "bias": True},
+        {"op": "ln"},
+        {"op": "cat", "other": 2},
+        {"op": "reshape", "f": 2},
+    )
+    program = fuzz.Program("cnn", "float32", (1, 3, 5, 5), layers)
+    kernel, inputs = through_compute(program, 964)
+    compiled = polyc.compile(kernel, config=spec)
+    out, report = compiled.run(**inputs)
+    for name, want in interpret(kernel, inputs).items():
+        np.testing.assert_allclose(out[name], want, rtol=1e-5, atol=1e-5)
+    notes = [lc.note for lc in compiled.choice.layers if lc.note.startswith("prefetch")]
+    assert any(n.startswith("prefetch: x (300 bytes)") for n in notes), notes
+    predicted = compiled.choice.predicted_cycles
+    assert abs(predicted / report.cycles - 1) <= 0.1, (predicted, report.cycles)
