@@ -54,6 +54,7 @@ class TileBox:
     moved_bytes: np.ndarray  # bytes of one copy (the box clipped to the array)
     elements: np.ndarray  # the buffer's (an output row padded to the pitch, phases)
     phases: int  # copies per tile: one per phase of a polyphase operand
+    phased: int | None = None  # ... the dimension its phases split
 
 
 #: ``[key, values, model]`` of the last :meth:`LayerModel._values` (the model
@@ -182,13 +183,14 @@ class GridEvaluation:
         if buf.name in self._pitched_outputs():
             elems = self._pitched_elements(buf.name, ext, ev)
         ph = self._phases.get(buf.name)
-        phases = 1
+        phases, phased = 1, None
         if ph is not None:
-            phases = ph.factor
+            phases, phased = ph.factor, ph.dim
             inner = ph.multiple * np.ceil(ext[ph.inner] / ph.multiple)
             rows = ph.factor * np.ceil(ext[ph.dim] / ph.factor)
             elems = elems / (ext[ph.inner] * ext[ph.dim]) * inner * rows
-        return TileBox(ext, ev(buf.copies), moved * buf.itemsize, elems, phases)
+        moved = moved * buf.itemsize
+        return TileBox(ext, ev(buf.copies), moved, elems, phases, phased)
 
     def _expressions(self) -> list[sp.Expr]:
         """Every expression :meth:`evaluate` needs, to lambdify them at once."""

@@ -47,13 +47,17 @@ def numeric(e: sp.Expr, env: dict, memo: dict):
     return out
 
 
-def descriptors(ext: list[np.ndarray], shape, max_dims: int) -> np.ndarray:
+def descriptors(
+    ext: list[np.ndarray], shape, max_dims: int, apart: int | None = None
+) -> np.ndarray:
     """DMA descriptors of a box copy: dimensions that stay after merging the ones the
     box covers fully, beyond the descriptor's dimensions, need one each (computed
     for every candidate at once). Walking the dimensions innermost first, one of
     extent 1 is skipped, one after a fully covered kept dimension merges into it,
     any other starts a new kept dimension; the count is the product of the extents
-    that went into kept dimensions past the first ``max_dims``."""
+    that went into kept dimensions past the first ``max_dims``. Dimension
+    ``apart`` steps over the source's rows (one phase of a polyphase operand
+    reads every ``factor``-th row): it merges with neither neighbour."""
     if not ext:
         return np.ones(1)
     count = np.zeros(len(ext[0]), dtype=int)  # kept dimensions so far
@@ -62,9 +66,10 @@ def descriptors(ext: list[np.ndarray], shape, max_dims: int) -> np.ndarray:
     for d in reversed(range(len(ext))):
         e = np.minimum(ext[d], shape[d])
         skip = e <= 1
-        count = count + (~skip & ~((count > 0) & full))
+        merges = (count > 0) & full & (d != apart)
+        count = count + (~skip & ~merges)
         out = np.where(~skip & (count > max_dims), out * e, out)
-        full = np.where(skip, full, e >= shape[d])
+        full = np.where(skip, full, (e >= shape[d]) & (d != apart))
     return out
 
 

@@ -346,10 +346,11 @@ class LayerModel(GridEvaluation):
             # dimension wrote two slabs of the output seven rows apart, whose
             # hull placement loads and stores, and the model saw a quarter of
             # those bytes (fuzz seed 962, case 40: predicted 1,048, ran 7,918)
-            # The same of accesses whose statements run over different ranges
-            # (a depthwise convolution split across the engines: channels 0-4
-            # of each 8 on the vector unit, 5-7 on the MAC array): each
-            # access starts where its statement's ranges do. Until the
+            # Likewise accesses of one form whose statements run over
+            # different ranges (a depthwise convolution split across the
+            # engines: channels 0-4 of each 8 on the vector unit, 5-7 on the
+            # MAC array): each access starts where its statement's ranges
+            # do, and the box is their hull. Until the
             # fifteenth session the box was the larger part's, and such a
             # layer was predicted 39,600 DRAM bytes for the 63,360 it moves
             # (hf-mobilenetv2's stride-2 depthwise convolution of 48 channels
@@ -363,10 +364,10 @@ class LayerModel(GridEvaluation):
         return out
 
     def _start(self, stmt: Statement, aff, inside: set) -> int:
-        """Where ``aff`` starts in a box whose loops ``inside`` are tiled, up
-        to the tiles' origin (which the statements of the layer share): each
-        loop that runs whole in the box at the end of its range that its
-        coefficient's sign says."""
+        """The least value of ``aff`` over ``stmt``'s points in a box whose
+        loops ``inside`` are tiled, counted from the tiles' origin (which the
+        layer's statements share): each loop that runs whole in the box at
+        the end of its range that makes its term least."""
         if not aff.is_linear:
             return 0
         out = aff.const

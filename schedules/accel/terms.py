@@ -83,7 +83,10 @@ def tile_copies(
     """The per-tile copies of ``buf`` in each of its directions (in, out): from
     DRAM, or from the staging level where ``use`` holds (no DRAM bytes then)."""
     src = buf.whole if use.any() else buf.shape
-    desc = descriptors(box.extents, src, dma.max_dims)
+    ext = list(box.extents)
+    if box.phased is not None:  # a copy per phase: every factor-th row
+        ext[box.phased] = np.ceil(ext[box.phased] / box.phases)
+    desc = descriptors(ext, src, dma.max_dims, box.phased)
     route = routes.upper.where(use, routes.direct)
     t = route.copy(box.moved_bytes, desc, dma.setup_cycles, box.phases)
     directions = buf.directions
