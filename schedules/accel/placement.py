@@ -559,6 +559,17 @@ def worth_cutting(nbytes, calls, rate, want, setup):
     return (saved >= (calls - 1) * setup) & (nbytes >= calls * MIN_CALL_BYTES)
 
 
+def free_rates(spec: Spec, a, b) -> tuple[float, float]:
+    """A copy between memory levels ``a`` and ``b``, the banks aside: a
+    channel's bytes per cycle (at most the SRAM ends') and the bandwidth the
+    copy wants (the slower end's)."""
+    rate = min(
+        [spec.dma.bytes_per_cycle]
+        + [m.bytes_per_cycle for m in (a, b) if m.kind == "sram"]
+    )
+    return rate, min(m.bytes_per_cycle for m in (a, b))
+
+
 def copy_rates(spec: Spec, a, b) -> tuple[float, float, int]:
     """A copy between memory levels ``a`` and ``b``: a channel's bytes per
     cycle (at most the SRAM ends'), the bandwidth the copy wants (the slower
@@ -567,11 +578,7 @@ def copy_rates(spec: Spec, a, b) -> tuple[float, float, int]:
     block-partitioned, docs/accelerator.md: a buffer smaller than a bank sits
     in one, datacenter's staged operands and homes in its 64 B/cycle
     ``shared`` banks)."""
-    rate = min(
-        [spec.dma.bytes_per_cycle]
-        + [m.bytes_per_cycle for m in (a, b) if m.kind == "sram"]
-    )
-    want = min(m.bytes_per_cycle for m in (a, b))
+    rate, want = free_rates(spec, a, b)
     n = min(spec.dma.channels, max(1, -(-int(want) // int(rate))))
     banked = [
         m.bytes_per_cycle / m.banks for m in (a, b) if m.kind == "sram" and m.banks > 1

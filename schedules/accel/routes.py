@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelerator.hardware.spec import MemoryLevel, Spec
-from schedules.accel.placement import copy_rates, worth_cutting
+from schedules.accel.placement import copy_rates, free_rates, worth_cutting
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,12 @@ class Route:
         if a is None or b is None:
             return cls(0, 1.0, 1.0, 1)
         rate, want, split = copy_rates(spec, a, b)
-        ends = [m for m in (a, b) if m.kind == "sram"]
-        free = (
-            min([spec.dma.bytes_per_cycle] + [m.bytes_per_cycle for m in ends]),
-            min(m.bytes_per_cycle for m in (a, b)),
-        )
         banks = tuple(
             (m.bytes_per_cycle / m.banks, m.capacity_bytes / m.banks)
-            for m in ends
-            if m.banks > 1
+            for m in (a, b)
+            if m.kind == "sram" and m.banks > 1
         )
+        free = free_rates(spec, a, b)
         latency = max(a.latency_cycles, b.latency_cycles)
         return cls(latency, rate, want, split, banks, free)
 
