@@ -191,6 +191,18 @@ def test_split_where_the_exchanged_calls_pay(rng, monkeypatch):
     assert report.cycles < whole.run(inputs)[1].cycles
 
 
+def _run_checked(split, kernel, rng):
+    """``(compiled, report)``: ``split`` compiled for edge-npu and run on
+    random inputs, its outputs the interpreter's on ``kernel``."""
+    compiled = polyc.compile(split, config="edge-npu")
+    inputs = _inputs(kernel, rng)
+    out, report = compiled.run(inputs)
+    want = polyc.interpret(kernel, inputs)
+    for name, value in want.items():
+        np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+    return compiled, report
+
+
 def _torch_depthwise(channels: int, size: int, stride: int = 1):
     """A torch depthwise 3x3 convolution with its bias and ReLU6 on one image
     of ``channels`` x ``size`` x ``size``: ``(kernel, k, splittable)``, the
@@ -227,12 +239,7 @@ def test_split_with_an_iterator_per_statement(rng):
     assert all(
         a.domain.is_equal(b.domain) for a, b in zip(again.statements, split.statements)
     )
-    compiled = polyc.compile(split, config="edge-npu")
-    inputs = _inputs(kernel, rng)
-    out, report = compiled.run(inputs)
-    want = polyc.interpret(kernel, inputs)
-    for name, value in want.items():
-        np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+    _, report = _run_checked(split, kernel, rng)
     assert _overlap(report) > 0
 
 
@@ -248,12 +255,7 @@ def test_the_model_moves_both_parts_channels_of_a_split_layer(rng):
     kernel, k, (stmts, its, extent) = _torch_depthwise(48, 16, stride=2)
     assert extent == 48
     split = split_layer(k, stmts, its, 5, 8)
-    compiled = polyc.compile(split, config="edge-npu")
-    inputs = _inputs(kernel, rng)
-    out, report = compiled.run(inputs)
-    want = polyc.interpret(kernel, inputs)
-    for name, value in want.items():
-        np.testing.assert_allclose(out[name], value, rtol=1e-5, atol=1e-5)
+    compiled, report = _run_checked(split, kernel, rng)
     moved = sum(lc.candidate.dram_bytes for lc in compiled.choice.layers)
     assert moved == report.dram_bytes == 4 * (48 * 16 * 16 + 48 * 8 * 8 + 48 * 10)
     predicted = compiled.choice.predicted_cycles
