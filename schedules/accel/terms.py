@@ -397,12 +397,11 @@ def overlap(spec: Spec, traffic: Traffic, work: Work, ahead: int = 1) -> Busy:
     # (a load copied every other tile, a weight over two tiles of pixels,
     # counts at every other boundary)
     stored = max(traffic.stored, key=np.sum) if traffic.stored else 0
-    blocked = dma.channels == 1
     most = np.maximum(traffic.most, 1)
-    ins = sum((t * np.minimum(c, most) / most for c, t in traffic.serial_in), 0.0)
-    stalls = np.where(
-        blocked, np.maximum(stored - 1, 0) * (traffic.out_serial + ins), 0
-    )
+    stalls = np.zeros(len(issues))
+    if dma.channels == 1:
+        ins = sum((t * np.minimum(c, most) / most for c, t in traffic.serial_in), 0.0)
+        stalls = np.maximum(stored - 1, 0) * (traffic.out_serial + ins)
     # a tile's load starts when the compute of the tile `ahead + 1` before it has
     # freed its slot: with loads longer than the compute, a tile takes
     # (compute + load) / (ahead + 1); the load shares DRAM with the tile's other
